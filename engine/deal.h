@@ -1,0 +1,18 @@
+/* deal.h — deterministic shuffles: a 32-byte seed always gives the same deck order.
+ *
+ * The seed keys ChaCha20 (libsodium's IETF variant, zero nonce); its keystream is read as
+ * little-endian 32-bit words and turned into an unbiased Fisher–Yates shuffle by rejection
+ * sampling. Same seed, same deck, on every machine (R-SHUFFLE). */
+#ifndef CARDROOM_DEAL_H
+#define CARDROOM_DEAL_H
+
+#include <stdint.h>
+
+#include "cards.h"
+
+#define DEAL_SEED_BYTES 32
+
+/* Fills deck[0..n-1] with a permutation of the cards 0..n-1 (n <= 64) drawn from the seed. */
+void deal_shuffle(const uint8_t seed[DEAL_SEED_BYTES], card_t *deck, int n);
+
+#endif

@@ -1,0 +1,336 @@
+/* g304.h — the 304 rules engine: one hand of 304 as a state machine.
+ *
+ * The state is a plain struct (no pointers; copy it with memcpy). A hand starts from a
+ * deck order (g304_start); every move goes through g304_apply(), which either refuses it
+ * (an error code and a message, state unchanged) or applies it and reports game events,
+ * each with a visibility: everyone, one seat, or one team. g304_legal() lists the moves a
+ * seat may make now; g304_view() gives what a seat may know. Nothing here allocates,
+ * prints or keeps globals. Rule ids (R-…) refer to shared/rules/304.md. */
+#ifndef CARDROOM_G304_H
+#define CARDROOM_G304_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cards.h"
+
+#define G304_SEATS 4
+#define G304_TRICKS 8
+#define G304_NO_SEAT 0xFF
+#define G304_PCC 400       /* bid amount standing for Partner Close Caps (R-B8-PCC) */
+#define G304_MAX_BID 300   /* the highest numeric bid: the pack holds 304 points */
+#define G304_MAX_EVENTS 48 /* events one g304_apply() can report */
+#define G304_MAX_LEGAL 40  /* moves g304_legal() can list */
+#define G304_MSG_MAX 160
+
+/* ---- Options (every *option* of the rules) ---- */
+enum { G304_BIDDING_STANDARD = 0, G304_BIDDING_SINGLE = 1 };
+enum { G304_OPENER_MAKER = 0, G304_OPENER_DEALER_RIGHT = 1 };
+enum { G304_SPOILT_MANUAL = 0, G304_SPOILT_AUTO = 1 };
+enum { G304_CAPS_GRACE = 0, G304_CAPS_STRICT = 1, G304_CAPS_OFF = 2 };
+enum { G304_SCORING_TRANSFER = 0, G304_SCORING_BANK = 1 };
+
+typedef struct {
+    uint8_t cut;            /* R-DEAL: 1 = the dealer's left cuts before the deal (default 0) */
+    uint8_t step_above_200; /* R-B4-AMOUNT: 10 (default) or 5 */
+    uint8_t bidding;        /* G304_BIDDING_* (R-B4-ORDER, `bidding = single`) */
+    uint8_t bid8_opener;    /* G304_OPENER_* (R-B8) */
+    uint8_t spoilt;         /* G304_SPOILT_* (R-SPOILT) */
+    uint8_t caps;           /* G304_CAPS_* (R-CAPS-GRACE) */
+    uint8_t scoring;        /* G304_SCORING_* (R-TRANSFER) */
+    uint8_t start_tokens;   /* R-TOKENS: tokens per team at the start of a match (default 11) */
+} g304_rules;
+
+/* ---- Errors ---- */
+typedef enum {
+    G304_OK = 0,
+    G304_E_PHASE,       /* "phase": that move does not belong to this part of the hand */
+    G304_E_TURN,        /* "turn": it is someone else's turn */
+    G304_E_SEAT,        /* "seat": this seat may not make that move at all */
+    G304_E_AMOUNT,      /* "amount": not a valid bid amount */
+    G304_E_BID_LOW,     /* "bid_low": not higher than the highest bid / below the minimum */
+    G304_E_BID_200,     /* "bid_200": must bid 200 or more (R-B4-200) */
+    G304_E_PARTNER_BID, /* "partner_bid": may not bid over partner (R-B4-200 single, R-B8-AMOUNT) */
+    G304_E_ONCE,        /* "once": has already spoken (single bidding, eight-card round) */
+    G304_E_ASK,         /* "ask": may not ask partner now */
+    G304_E_REDEAL,      /* "redeal": a redeal is not allowed (R-REDEAL) */
+    G304_E_NOT_HELD,    /* "not_held": the card is not in the hand */
+    G304_E_INDICATOR,   /* "indicator": the indicator choice or play breaks R-TRUMP-PICK / R-IND-PLAY */
+    G304_E_FOLLOW,      /* "follow": must follow the suit led (R-FOLLOW) */
+    G304_E_MAKER_TRUMP, /* "maker_trump": the maker may not play that trump (R-MAKER-VOID) */
+    G304_E_LEAD_TRUMP,  /* "lead_trump": no trump lead to trick 1 closed (R-LEAD1-TRUMP) */
+    G304_E_EXHAUST,     /* "exhaust": must keep leading trumps (R-EXHAUST) */
+    G304_E_OPEN,        /* "open": may not declare an open game now (R-OPEN) */
+    G304_E_CAPS,        /* "caps": the Caps call is not allowed or its order is wrong */
+    G304_E_SPOILT,      /* "spoilt": spoilt trumps may not be declared now */
+    G304_E_CUT,         /* "cut": bad cut point */
+    G304_E_OVER,        /* "over": the hand is over */
+} g304_code;
+
+typedef struct {
+    g304_code code;
+    char msg[G304_MSG_MAX]; /* a sentence for the player, e.g. "you must follow ♥: you hold 9♥ 7♥" */
+} g304_error;
+
+/* The short name of an error code ("follow"), as used in replay output. */
+const char *g304_code_name(g304_code code);
+
+/* ---- Moves ---- */
+typedef enum {
+    G304_DO_CUT,     /* amount = cut point 0..31 (0 = no cut) */
+    G304_DO_BID,     /* amount = points, or G304_PCC */
+    G304_DO_PASS,
+    G304_DO_PARTNER, /* ask partner to bid (R-B4-PARTNER) */
+    G304_DO_REDEAL,  /* R-REDEAL */
+    G304_DO_TRUMP,   /* card = the indicator */
+    G304_DO_OPEN,    /* R-OPEN */
+    G304_DO_PLAY,    /* card; face up or face down is decided by the rules (R-FACEDOWN) */
+    G304_DO_CAPS,    /* order[0..n-1] = all the caller's remaining cards, in playing order */
+    G304_DO_SPOILT,  /* R-SPOILT */
+    G304_DO_COUNT
+} g304_do;
+
+typedef struct {
+    uint8_t kind;   /* g304_do */
+    card_t card;    /* TRUMP, PLAY */
+    uint16_t amount;/* BID, CUT */
+    uint8_t n;      /* CAPS: cards in order */
+    card_t order[G304_TRICKS];
+} g304_action;
+
+/* The action's word as in replay JSON: "bid", "pass", "partner", … */
+const char *g304_do_name(g304_do kind);
+
+/* ---- Phases ---- */
+typedef enum {
+    G304_PHASE_CUT,   /* "cut": the dealer's left chooses a cut point */
+    G304_PHASE_BID4,  /* "bid4": four-card bidding */
+    G304_PHASE_TRUMP, /* "trump": the trump maker places the indicator */
+    G304_PHASE_BID8,  /* "bid8": the eight-card round */
+    G304_PHASE_PLAY,  /* "play": from the first lead to the last card */
+    G304_PHASE_DONE,  /* "done": the hand is over (scored or thrown in) */
+} g304_phase;
+
+const char *g304_phase_name(g304_phase p);
+
+/* ---- Events ---- */
+enum { G304_VIS_ALL = 0, G304_VIS_SEAT = 1, G304_VIS_TEAM = 2 };
+
+typedef enum {
+    G304_EV_CUT,           /* all: seat cut at amount */
+    G304_EV_DEALT,         /* seat: cards[] newly dealt to `seat` (a batch of four) */
+    G304_EV_BID,           /* all: seat bid amount (G304_PCC for Partner Close Caps) */
+    G304_EV_PASS,          /* all: seat passed */
+    G304_EV_ASK,           /* all: seat asked partner (`other`) to bid */
+    G304_EV_REDEAL,        /* all: seat demanded a redeal; the same dealer deals again */
+    G304_EV_ALL_PASS,      /* all: everybody passed; no play, the deal passes on */
+    G304_EV_MAKER,         /* all: seat won the bidding at amount and will place the indicator */
+    G304_EV_INDICATOR,     /* seat (the maker): cards[0] is the indicator now face down */
+    G304_EV_PLACED,        /* all: the maker placed the indicator face down */
+    G304_EV_RETURNED,      /* all: the old indicator went back to `seat` (cards[0] only in the
+                              copy for that seat) */
+    G304_EV_OPEN,          /* all: seat declared an open game; cards[0] = indicator, flag = trump suit */
+    G304_EV_PLAY,          /* all: seat played cards[0] face up */
+    G304_EV_FACEDOWN,      /* all: seat played face down; flag 1 = it is the indicator;
+                              cards[0] = CARD_HIDDEN (the player's own copy names the card) */
+    G304_EV_INSPECT,       /* seat (the maker): the face-down cards of the trick, cards[] */
+    G304_EV_NO_TRUMP,      /* all: no face-down card of the trick was a trump (R-REVEAL) */
+    G304_EV_REVEAL,        /* all: a trump was played face down: cards[] turned up, `other` = the
+                              indicator, flag = trump suit; the trump is open */
+    G304_EV_SHOWN,         /* all: the indicator cards[0] is shown and goes back to the maker's
+                              hand; the trump (flag) is open. amount 0: R-250 after trick 1;
+                              amount 1: shown with the maker's Caps call */
+    G304_EV_TRICK,         /* all: trick number amount won by seat; flag 1 = points known,
+                              other = points */
+    G304_EV_CAPS,          /* all: seat called Caps with cards[] in that order */
+    G304_EV_SPOILT,        /* all: seat declared spoilt trumps; flag 1 = correct */
+    G304_EV_HAND,          /* all: seat's dealt cards[] shown at the end of the hand */
+    G304_EV_RESULT,        /* all: the hand is over; details in the state's result */
+} g304_event_kind;
+
+typedef struct {
+    uint8_t kind;  /* g304_event_kind */
+    uint8_t vis;   /* G304_VIS_* */
+    uint8_t to;    /* seat or team for VIS_SEAT / VIS_TEAM */
+    uint8_t seat;  /* who acted or whom it concerns */
+    uint8_t other; /* a second seat or card, by kind */
+    uint8_t flag;
+    uint16_t amount;
+    uint8_t n;
+    card_t cards[G304_TRICKS];
+} g304_event;
+
+typedef struct {
+    int n;
+    g304_event ev[G304_MAX_EVENTS];
+} g304_events;
+
+/* Whether an event is delivered to a seat. */
+int g304_event_visible(const g304_event *e, int seat);
+
+/* ---- State ---- */
+typedef struct {
+    card_t card[G304_SEATS]; /* in playing order from the leader */
+    uint8_t seat[G304_SEATS];/* who played each card */
+    uint8_t n;               /* cards played so far */
+    uint8_t leader;
+    uint8_t facedown;        /* bit i: card i was played face down */
+    uint8_t hidden;          /* bit i: card i is still face down for everybody but its player
+                                and the maker (not turned up) */
+    uint8_t announced;       /* 0 no face-down cards, 1 "no trump", 2 "a trump" (R-REVEAL) */
+    uint8_t winner;          /* seat, G304_NO_SEAT while in progress */
+    uint16_t points;
+} g304_trick;
+
+/* How a hand ended. */
+enum {
+    G304_END_NONE = 0,  /* still going */
+    G304_END_PLAYED,    /* all tricks played (or decided) and scored */
+    G304_END_REDEAL,    /* R-REDEAL: thrown in, the same dealer deals again */
+    G304_END_ALL_PASS,  /* R-B4-ORDER: no bid, the next dealer deals */
+    G304_END_SPOILT,    /* R-SPOILT: correctly declared or automatic; the same dealer deals again */
+    G304_END_VIOLATION, /* R-VIOLATION: a wrong spoilt-trumps declaration */
+};
+
+typedef struct {
+    uint8_t end;          /* G304_END_* */
+    int8_t made;          /* 1 made, 0 failed, -1 not played */
+    uint8_t caps_seat;    /* who called Caps, G304_NO_SEAT if nobody */
+    uint8_t caps_won;     /* the caller's team won every trick */
+    uint8_t caps_bonus;   /* tokens added for Caps called before trick 7 (R-CAPS-SCORE) */
+    uint8_t caps_broken;  /* a card of the stated order could not be played legally */
+    uint8_t spoilt_seat;  /* who declared spoilt trumps, G304_NO_SEAT if nobody */
+    uint8_t spoilt_ok;    /* the declaration was correct (or it was automatic) */
+    uint8_t payer;        /* team that pays, G304_NO_SEAT if nobody */
+    uint8_t paid;         /* tokens the paying team was charged (before the floor at zero) */
+    int16_t delta[2];     /* change of each team's tokens */
+    uint8_t next_dealer;
+    uint8_t match_over;
+    uint8_t match_winner; /* team, or G304_NO_SEAT */
+} g304_result;
+
+typedef struct {
+    g304_rules rules;
+    uint8_t phase;        /* g304_phase */
+    uint8_t dealer;
+    uint8_t to_act;       /* seat whose move it is, G304_NO_SEAT when nobody's */
+    int16_t tokens[2];    /* per team, before the hand's result is applied; after, once done */
+    card_t deck[CARD_COUNT];   /* order the cards are dealt in (after the cut) */
+    cardset_t dealt[G304_SEATS];  /* every card dealt to a seat */
+    cardset_t first4[G304_SEATS]; /* its first batch */
+    cardset_t hand[G304_SEATS];   /* cards in hand; the maker's lacks a face-down indicator */
+
+    /* bidding */
+    uint16_t bid;         /* highest bid so far (0 none; G304_PCC) */
+    uint8_t bidder;       /* who holds it */
+    uint8_t bid_round;    /* 4 or 8: the round the highest bid was made in */
+    uint8_t passes;       /* pass turns in a row (four-card); turns taken (eight-card) */
+    uint8_t turn;         /* whose own turn it is in the bidding (the asker while asked) */
+    uint8_t asked;        /* the partner asked to bid, G304_NO_SEAT if none */
+    uint8_t spoke;        /* bit s: seat s has had a turn (bid, pass, asked or was asked) */
+    uint8_t bid_times;    /* bit s: seat s has made a bid this round */
+    uint8_t high200;      /* a bid of 200 or more was made in the four-card round */
+    uint16_t bid4;        /* the final four-card bid */
+    uint8_t maker4;       /* the four-card trump maker */
+
+    /* trump */
+    uint8_t maker;        /* trump maker, G304_NO_SEAT before */
+    card_t indicator;     /* CARD_NONE before chosen */
+    uint8_t trump;        /* suit of the indicator (valid once chosen) */
+    uint8_t ind_down;     /* the indicator lies face down on the table */
+    uint8_t trump_open;   /* the trump is known to everybody */
+    uint8_t declared_open;/* R-OPEN was declared */
+    uint8_t pcc;          /* Partner Close Caps is being played */
+
+    /* play */
+    uint8_t trick_no;     /* index of the current trick, 0..7; 8 once all are complete */
+    uint8_t exhaust;      /* R-EXHAUST: the maker must keep leading trumps from hand */
+    uint16_t points[2];   /* card points won per team */
+    uint8_t team_tricks[2];
+    g304_trick tricks[G304_TRICKS];
+
+    /* Caps (R-CAPS-CALL) */
+    uint8_t caps_seat;    /* G304_NO_SEAT if nobody called */
+    uint8_t caps_n, caps_next;
+    card_t caps_order[G304_TRICKS];
+    uint8_t caps_trick;   /* trick index and cards already in it when called */
+    uint8_t caps_cards;
+    uint8_t caps_broken;
+
+    uint8_t spoilt_seat;  /* who declared spoilt trumps */
+    g304_result result;
+} g304_state;
+
+/* ---- Setup ---- */
+void g304_rules_default(g304_rules *r);
+/* Sets one option from text, e.g. ("caps", "strict"), ("step_above_200", "5"). Names and
+ * values are those of shared/rules/304.md. Returns 0, or -1 with a message in err. */
+int g304_rules_set(g304_rules *r, const char *name, const char *value, g304_error *err);
+/* The current value of an option as text into buf; NULL for an unknown name. */
+const char *g304_rules_get(const g304_rules *r, const char *name, char *buf, size_t len);
+/* Names of all options, NULL-terminated. */
+extern const char *const g304_option_names[];
+
+/* Converts hands by seat (each: first 4 = first batch, then the second batch) to the
+ * order a dealer deals them in. Returns 0, or -1 if the 32 cards are not all different. */
+int g304_deck_from_hands(const card_t hands[G304_SEATS][G304_TRICKS], int dealer,
+                         card_t deck[CARD_COUNT]);
+
+/* Starts a hand: dealer, tokens of each team, deck order. With the `cut` option the hand
+ * starts in the cut phase; otherwise the first four cards are dealt and bidding starts.
+ * Events (the deal) go to ev, which may be NULL. */
+void g304_start(g304_state *st, const g304_rules *rules, int dealer, const int16_t tokens[2],
+                const card_t deck[CARD_COUNT], g304_events *ev);
+
+/* ---- Play ---- */
+/* Applies a move by seat. On success returns G304_OK and appends events to ev (which may
+ * be NULL). On refusal returns the code, fills err (may be NULL) and leaves st unchanged. */
+g304_code g304_apply(g304_state *st, int seat, const g304_action *a, g304_events *ev,
+                     g304_error *err);
+
+/* Lists the moves seat may make now into out (up to G304_MAX_LEGAL); returns the count.
+ * Covers the moves of the seat to act (bids, pass, partner, redeal, trump, open, play, cut);
+ * the declarations anyone may make at any time during play (caps with an order, spoilt) are
+ * not listed: g304_may_declare() tells whether they are open. */
+int g304_legal(const g304_state *st, int seat, g304_action *out);
+
+/* Whether seat may declare spoilt trumps / call Caps now (a Caps call still needs an order
+ * of exactly its remaining cards). */
+int g304_may_spoilt(const g304_state *st, int seat);
+int g304_may_caps(const g304_state *st, int seat);
+
+/* Cards seat holds now, the face-down indicator included for the maker. */
+cardset_t g304_cards_of(const g304_state *st, int seat);
+
+/* The next seat in playing order (R-SEATS; skips the partner in Partner Close Caps). */
+int g304_next_seat(const g304_state *st, int seat);
+
+/* ---- What a seat may know ---- */
+typedef struct {
+    uint8_t seat, phase, dealer, to_act;
+    uint8_t maker;            /* G304_NO_SEAT before the bidding ends */
+    uint16_t bid;             /* highest bid so far */
+    uint8_t bidder;
+    uint8_t pcc;
+    cardset_t hand;           /* own cards (the maker's includes a face-down indicator) */
+    card_t indicator;         /* the indicator if this seat may know it, else CARD_NONE */
+    int8_t trump;             /* the trump suit if this seat knows it, else -1 */
+    uint8_t trump_open;
+    uint8_t ind_down;
+    uint8_t declared_open;
+    uint8_t trick_no;
+    uint8_t hand_size[G304_SEATS];
+    uint8_t team_tricks[2];
+    int16_t tokens[2];
+    g304_trick current;       /* the trick in progress; unseen face-down cards are CARD_HIDDEN */
+    g304_trick last;          /* the previous trick (R-LAST), same masking; n = 0 if none */
+    uint8_t caps_seat;
+    cardset_t caps_shown;     /* the caller's cards shown with a Caps call */
+} g304_view;
+
+void g304_view_of(const g304_state *st, int seat, g304_view *v);
+
+/* The card a seat sees at position i of trick t: the card, or CARD_HIDDEN. */
+card_t g304_trick_card_for(const g304_state *st, const g304_trick *t, int i, int seat);
+
+#endif
