@@ -790,7 +790,6 @@ static g304_code apply_bid(g304_state *st, int seat, int amount, g304_events *ev
     e->amount = (uint16_t)amount;
     if (st->phase == G304_PHASE_BID4) {
         st->bid_round = 4;
-        st->bid_times |= (uint8_t)seat_bit(seat);
         if (amount >= 200) st->high200 = 1;
         b4_turn_done(st, 0, ev);
         return G304_OK;

@@ -228,7 +228,6 @@ typedef struct {
     uint8_t turn;         /* whose own turn it is in the bidding (the asker while asked) */
     uint8_t asked;        /* the partner asked to bid, G304_NO_SEAT if none */
     uint8_t spoke;        /* bit s: seat s has had a turn (bid, pass, asked or was asked) */
-    uint8_t bid_times;    /* bit s: seat s has made a bid this round */
     uint8_t high200;      /* a bid of 200 or more was made in the four-card round */
     uint16_t bid4;        /* the final four-card bid */
     uint8_t maker4;       /* the four-card trump maker */
