@@ -413,38 +413,34 @@ static void indicator_to_hand(g304_state *st)
     st->trump_open = 1;
 }
 
-/* R-FOLLOW, R-FACEDOWN, R-IND-PLAY, R-MAKER-VOID, R-LEAD1-TRUMP, R-EXHAUST: may seat play
- * card now? Sets *facedown. Checks only the card itself (turn and phase are checked by the
- * caller). */
-static g304_code check_play(const g304_state *st, int seat, card_t card, int *facedown, g304_error *err)
+g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, g304_error *err)
 {
     char buf[64];
-    const g304_trick *t = &st->tricks[st->trick_no];
-    int is_ind = st->ind_down && seat == st->maker && card == st->indicator;
-    cardset_t hand = st->hand[seat];
-    int closed = !st->trump_open;
+    int is_ind = p->indicator != CARD_NONE && card == p->indicator;
+    cardset_t hand = p->hand;
+    int closed = !p->trump_open;
     int suit = CARD_SUIT(card);
     *facedown = 0;
     if (!is_ind && !(hand & CARDSET_BIT(card))) {
         char one[CARD_TEXT_MAX];
         return fail(err, G304_E_NOT_HELD, "you don't hold %s", card_pretty(card, one));
     }
-    if (t->n == 0) { /* leading */
-        if (is_ind && st->trick_no != G304_TRICKS - 1)
+    if (p->led == CARD_NONE) { /* leading */
+        if (is_ind && p->trick_no != G304_TRICKS - 1)
             return fail(err, G304_E_INDICATOR,
                         "the indicator can't be led: it is played only to cut, or as your last card");
-        if (closed && st->trick_no == 0 && seat == st->maker && suit == st->trump)
+        if (closed && p->trick_no == 0 && p->is_maker && suit == p->trump)
             return fail(err, G304_E_LEAD_TRUMP,
                         "in a closed game the trump maker may not lead a trump to the first trick");
-        if (st->exhaust && seat == st->maker) {
-            cardset_t trumps = hand & CARDSET_SUIT(st->trump);
-            if (trumps && suit != st->trump)
+        if (p->exhaust && p->is_maker) {
+            cardset_t trumps = hand & CARDSET_SUIT(p->trump);
+            if (trumps && suit != p->trump)
                 return fail(err, G304_E_EXHAUST, "exhausted trumps: you must keep leading trumps (%s)",
                             cards_text(trumps, buf, sizeof buf));
         }
         return G304_OK;
     }
-    int led = CARD_SUIT(t->card[0]);
+    int led = CARD_SUIT(p->led);
     cardset_t have_led = hand & CARDSET_SUIT(led);
     if (is_ind) {
         if (hand == 0) { /* his very last card, in the eighth trick */
@@ -454,7 +450,7 @@ static g304_code check_play(const g304_state *st, int seat, card_t card, int *fa
         if (have_led)
             return fail(err, G304_E_FOLLOW, "you must follow %s: you hold %s", suit_symbol(led),
                         cards_text(have_led, buf, sizeof buf));
-        if (led == st->trump)
+        if (led == p->trump)
             return fail(err, G304_E_INDICATOR,
                         "the indicator can only be played to cut a suit you cannot follow; play a card from "
                         "your hand face down");
@@ -466,7 +462,7 @@ static g304_code check_play(const g304_state *st, int seat, card_t card, int *fa
         return fail(err, G304_E_FOLLOW, "you must follow %s: you hold %s", suit_symbol(led),
                     cards_text(have_led, buf, sizeof buf));
     if (closed) {
-        if (seat == st->maker && st->ind_down && suit == st->trump)
+        if (p->is_maker && p->indicator != CARD_NONE && suit == p->trump)
             return fail(err, G304_E_MAKER_TRUMP,
                         "while the indicator is face down you can cut only with the indicator; otherwise play "
                         "a card that is not trump");
@@ -475,22 +471,43 @@ static g304_code check_play(const g304_state *st, int seat, card_t card, int *fa
     return G304_OK;
 }
 
+/* The situation of seat at its turn in the current trick, for g304_check_card(). */
+static void card_rules_of(const g304_state *st, int seat, g304_card_rules *p)
+{
+    const g304_trick *t = &st->tricks[st->trick_no];
+    p->hand = st->hand[seat];
+    p->indicator = st->ind_down && seat == st->maker ? st->indicator : CARD_NONE;
+    p->is_maker = seat == st->maker;
+    p->trump = st->trump;
+    p->trump_open = st->trump_open;
+    p->trick_no = st->trick_no;
+    p->exhaust = st->exhaust;
+    p->led = t->n ? t->card[0] : CARD_NONE;
+}
+
+static g304_code check_play(const g304_state *st, int seat, card_t card, int *facedown, g304_error *err)
+{
+    g304_card_rules p;
+    card_rules_of(st, seat, &p);
+    return g304_check_card(&p, card, facedown, err);
+}
+
 /* Which card of a complete trick wins: the highest trump if any trump is in it, else the
  * highest card of the suit led (R-FOLLOW). A trump can only be in a trick face up while the
  * trump is closed if trump was led, and a face-down trump always turns the trick up
  * (R-REVEAL), so this holds for closed tricks too. */
-static int trick_winner_index(const g304_trick *t, int n, int trump)
+int g304_trick_winner(const card_t *cards, int n, int trump)
 {
-    int led = CARD_SUIT(t->card[0]), best = 0, best_trump = 0;
+    int led = CARD_SUIT(cards[0]), best = 0, best_trump = 0;
     for (int i = 0; i < n; i++) {
-        int s = CARD_SUIT(t->card[i]);
+        int s = CARD_SUIT(cards[i]);
         int is_trump = s == trump;
         if (is_trump && !best_trump) {
             best = i, best_trump = 1;
             continue;
         }
         int cmp_suit = best_trump ? trump : led;
-        if (s == cmp_suit && (best_trump == is_trump) && card_power(t->card[i]) > card_power(t->card[best]))
+        if (s == cmp_suit && (best_trump == is_trump) && card_power(cards[i]) > card_power(cards[best]))
             best = i;
     }
     return best;
@@ -528,7 +545,7 @@ static void finish_trick(g304_state *st, g304_events *ev)
             e->flag = st->trump;
         }
     }
-    int w = trick_winner_index(t, n, st->trump);
+    int w = g304_trick_winner(t->card, n, st->trump);
     int winner = t->seat[w];
     uint16_t pts = 0;
     for (int i = 0; i < n; i++) pts = (uint16_t)(pts + card_points(t->card[i]));

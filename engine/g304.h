@@ -304,6 +304,25 @@ cardset_t g304_cards_of(const g304_state *st, int seat);
 /* The next seat in playing order (R-SEATS; skips the partner in Partner Close Caps). */
 int g304_next_seat(const g304_state *st, int seat);
 
+/* Everything that decides whether a player may play a card now (R-FOLLOW, R-FACEDOWN,
+ * R-IND-PLAY, R-MAKER-VOID, R-LEAD1-TRUMP, R-EXHAUST). */
+typedef struct {
+    cardset_t hand;     /* cards in hand, without a face-down indicator */
+    card_t indicator;   /* the face-down indicator if this player is the maker and it is down,
+                           else CARD_NONE */
+    card_t led;         /* the first card of the trick, CARD_NONE when leading */
+    uint8_t is_maker, trump, trump_open, trick_no, exhaust;
+} g304_card_rules;
+
+/* Whether card may be played in that situation; sets *facedown. */
+g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, g304_error *err);
+
+/* Index of the winning card among cards[0..n-1] (cards[0] was led) when `trump` is the trump
+ * suit: the highest trump, else the highest card of the suit led (R-FOLLOW). While the trump
+ * is closed this gives the same answer, because a trump can then only lie face up in a trick
+ * if trump was led, and a face-down trump turns the trick up (R-REVEAL). */
+int g304_trick_winner(const card_t *cards, int n, int trump);
+
 /* ---- What a seat may know ---- */
 typedef struct {
     uint8_t seat, phase, dealer, to_act;
