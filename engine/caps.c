@@ -1,0 +1,651 @@
+/* caps.c — the Caps certainty test: a seat's information set, and an exact search over it.
+ *
+ * Certainty means: there is ONE order of the seat's cards that wins every remaining trick for
+ * its team against every world the seat cannot rule out and every legal play of the others.
+ * The order is fixed in advance, so the search is not a plain game tree: at the seat's k-th turn
+ * it holds the whole set of positions the seat might be in (a belief set), tries one card for
+ * all of them, lets "the adversary" (the placement of unseen cards plus the three other players)
+ * play every legal continuation up to the seat's next turn, and fails the card as soon as one
+ * continuation loses a trick or makes the next card illegal.
+ *
+ * Unseen cards are placed lazily: a position carries a pool of unseen cards plus, per hand, how
+ * many unseen cards it holds and which suits it is known to lack; a play from the pool is allowed
+ * when some placement of the rest still fits (Hall's condition over the 15 sets of suits, since
+ * every constraint is about suits). Cards of a suit with no card of known location between them
+ * are interchangeable for winning tricks, so only one of each such run is tried, and positions are
+ * merged after pushing pool cards to the top of their runs. Card points play no part in Caps. */
+#include "caps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BUDGET 400000L
+#define MAX_STATES 16384  /* positions per belief set */
+#define HASH_BITS 15
+#define SUIT_BIT(s) (1u << (s))
+
+static int team_of(int seat) { return seat & 1; }
+
+/* ---- knowledge ---- */
+
+void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
+{
+    memset(k, 0, sizeof *k);
+    k->seat = (uint8_t)seat;
+    k->maker = st->maker;
+    k->trump_open = st->trump_open;
+    k->ind_down = st->ind_down;
+    k->pcc = st->pcc;
+    k->bid250 = st->bid >= 250;
+    k->own = g304_cards_of(st, seat);
+    int sees_indicator = st->indicator != CARD_NONE && (seat == st->maker || st->trump_open);
+    k->indicator = sees_indicator ? st->indicator : CARD_NONE;
+    k->ind_unknown = st->ind_down && seat != st->maker;
+    if (sees_indicator && seat != st->maker && (st->hand[st->maker] & CARDSET_BIT(st->indicator)))
+        k->held[st->maker] = CARDSET_BIT(st->indicator);
+
+    cardset_t seen = k->own;
+    for (int p = 0; p < G304_SEATS; p++) seen |= k->held[p];
+    int maker = st->maker, trump_known = seat == maker || st->trump_open;
+    k->trumps = trump_known ? (uint8_t)SUIT_BIT(st->trump) : 0xF;
+    uint8_t exhaust = 0;
+    int last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
+    for (int t = 0; t <= last; t++) {
+        const g304_trick *tr = &st->tricks[t];
+        if (tr->n == 0) continue;
+        int led = CARD_SUIT(tr->card[0]);
+        int complete = tr->winner != G304_NO_SEAT;
+        if (tr->seat[0] == maker) {
+            /* R-EXHAUST bound him for trump X and he led another suit: he had no X in hand */
+            k->maker_void_if |= (uint8_t)(exhaust & ~SUIT_BIT(led));
+            /* R-LEAD1-TRUMP: a closed first lead by the maker is not a trump */
+            if (t == 0 && !trump_known) k->trumps &= (uint8_t)~SUIT_BIT(led);
+        }
+        int followed = 0;
+        for (int i = 0; i < tr->n; i++) {
+            int p = tr->seat[i];
+            card_t c = g304_trick_card_for(st, tr, i, seat);
+            int fd = (tr->facedown >> i) & 1;
+            int is_ind = p == maker && fd && tr->card[i] == st->indicator;
+            if (c != CARD_HIDDEN) seen |= CARDSET_BIT(c);
+            if (i > 0 && (fd || CARD_SUIT(c) != led)) k->voids[p] |= (uint8_t)SUIT_BIT(led);
+            if (i > 0 && !fd && CARD_SUIT(c) == led) followed = 1;
+            if (is_ind && !trump_known) k->trumps &= (uint8_t)~SUIT_BIT(led); /* it cut: led is not trump */
+            if (complete && c == CARD_HIDDEN && k->nhidden < CAPS_MAX_HIDDEN) {
+                k->hidden_led[k->nhidden] = (uint8_t)led;
+                k->hidden_not_trump[k->nhidden] = tr->announced == 1 || p == maker;
+                k->nhidden++;
+            }
+            /* its own face-down card in a trick announced "no trump" is not of the trump suit */
+            if (complete && fd && p == seat && tr->announced == 1 && !trump_known)
+                k->trumps &= (uint8_t)~SUIT_BIT(CARD_SUIT(tr->card[i]));
+        }
+        if (complete && tr->seat[0] == maker && !followed && !(tr->facedown & 1)) exhaust |= (uint8_t)SUIT_BIT(led);
+        if (!complete) {
+            k->n = tr->n;
+            for (int i = 0; i < tr->n; i++) {
+                k->card[i] = g304_trick_card_for(st, tr, i, seat);
+                k->seat_of[i] = tr->seat[i];
+                if ((tr->facedown >> i) & 1) k->facedown |= (uint8_t)(1 << i);
+                if (tr->seat[i] == maker && ((tr->facedown >> i) & 1) && tr->card[i] == st->indicator)
+                    k->indicator_at |= (uint8_t)(1 << i);
+            }
+        }
+    }
+    k->exhaust_suits = exhaust;
+    k->unseen = CARDSET_ALL & ~seen;
+    for (int p = 0; p < G304_SEATS; p++) {
+        if (p == seat) continue;
+        int c = cardset_count(g304_cards_of(st, p)) - cardset_count(k->held[p]);
+        if (p == maker && k->ind_unknown) c--;
+        k->count[p] = (uint8_t)c;
+    }
+    k->trick_no = st->trick_no;
+    k->to_act = st->to_act;
+}
+
+/* ---- search positions ---- */
+
+typedef struct {
+    cardset_t pool, own;
+    cardset_t held[G304_SEATS];
+    uint8_t count[G304_SEATS], voids[G304_SEATS];
+    uint8_t trump, trump_open, ind_down, ind_unknown, exhaust;
+    uint8_t trick_no, n, to_act;
+    card_t card[G304_SEATS];
+    uint8_t seat[G304_SEATS];
+    uint8_t fd, ind_at;
+} cs_state;
+
+typedef struct {
+    uint64_t key;
+    uint32_t epoch;
+} seen_slot;
+
+struct caps_solver {
+    long budget, nodes;
+    int viewer, team, maker, bid250;
+    card_t ind_card; /* the seat's own indicator when it is the maker */
+    int overflow;
+    uint8_t slot_cap[SUIT_COUNT][16]; /* unseen face-down cards of finished tricks, by allowed suits */
+    cs_state *set[G304_TRICKS + 1];
+    int nset[G304_TRICKS + 1];
+    seen_slot *seen[G304_TRICKS + 1];
+    uint32_t epoch[G304_TRICKS + 1];
+    card_t order[G304_TRICKS];
+    const card_t *fixed;
+    int nfixed;
+};
+
+caps_solver *caps_solver_new(long node_budget)
+{
+    caps_solver *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->budget = node_budget > 0 ? node_budget : DEFAULT_BUDGET;
+    for (int d = 0; d <= G304_TRICKS; d++) {
+        w->set[d] = malloc(sizeof(cs_state) * MAX_STATES);
+        w->seen[d] = calloc((size_t)1 << HASH_BITS, sizeof(seen_slot));
+        if (!w->set[d] || !w->seen[d]) {
+            caps_solver_free(w);
+            return NULL;
+        }
+    }
+    return w;
+}
+
+void caps_solver_free(caps_solver *w)
+{
+    if (!w) return;
+    for (int d = 0; d <= G304_TRICKS; d++) {
+        free(w->set[d]);
+        free(w->seen[d]);
+    }
+    free(w);
+}
+
+long caps_solver_nodes(const caps_solver *w) { return w->nodes; }
+
+/* Hall's condition: the pool can be dealt into the unknown parts of the hands, the unseen
+ * indicator and the unseen face-down cards, respecting the suits each may hold. */
+static int feasible(const caps_solver *w, const cs_state *x)
+{
+    int per_suit[SUIT_COUNT], total = 0;
+    for (int s = 0; s < SUIT_COUNT; s++) total += per_suit[s] = cardset_count(x->pool & CARDSET_SUIT(s));
+    int cap[16] = {0}, slots = 0;
+    for (int p = 0; p < G304_SEATS; p++) {
+        if (p == w->viewer || !x->count[p]) continue;
+        cap[0xF & ~x->voids[p]] += x->count[p];
+        slots += x->count[p];
+    }
+    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1, slots++;
+    for (int m = 1; m < 16; m++) cap[m] += w->slot_cap[x->trump][m], slots += w->slot_cap[x->trump][m];
+    if (slots != total) return 0;
+    for (int set = 1; set < 16; set++) {
+        int need = 0, have = 0;
+        for (int s = 0; s < SUIT_COUNT; s++)
+            if (set & SUIT_BIT(s)) need += per_suit[s];
+        for (int m = 1; m < 16; m++)
+            if (m & set) have += cap[m];
+        if (need > have) return 0;
+    }
+    return 1;
+}
+
+/* Cards whose place is known, which split runs of interchangeable pool cards. */
+static cardset_t separators(const cs_state *x)
+{
+    cardset_t s = x->own;
+    for (int p = 0; p < G304_SEATS; p++) s |= x->held[p];
+    for (int i = 0; i < x->n; i++)
+        if (x->card[i] < CARD_COUNT) s |= CARDSET_BIT(x->card[i]);
+    return s;
+}
+
+/* The ranks of a suit from strongest to weakest: J 9 A T K Q 8 7. */
+static const uint8_t by_power[RANK_COUNT] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7};
+
+/* One pool card of suit s per run (the strongest), into out; returns how many. */
+static int run_heads(const cs_state *x, int s, card_t *out)
+{
+    cardset_t sep = separators(x);
+    int n = 0, open = 0;
+    for (int i = 0; i < RANK_COUNT; i++) {
+        card_t c = CARD_MAKE(s, by_power[i]);
+        if (sep & CARDSET_BIT(c)) open = 0;
+        else if ((x->pool & CARDSET_BIT(c)) && !open) out[n++] = c, open = 1;
+    }
+    return n;
+}
+
+/* Pushes pool cards to the top of their runs, so interchangeable positions compare equal. */
+static void canonical_pool(cs_state *x)
+{
+    cardset_t sep = separators(x), pool = 0;
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        card_t run[RANK_COUNT];
+        int len = 0, in_pool = 0;
+        for (int i = 0; i <= RANK_COUNT; i++) {
+            card_t c = i < RANK_COUNT ? CARD_MAKE(s, by_power[i]) : CARD_NONE;
+            if (c == CARD_NONE || (sep & CARDSET_BIT(c))) {
+                for (int j = 0; j < in_pool; j++) pool |= CARDSET_BIT(run[j]);
+                len = in_pool = 0;
+                continue;
+            }
+            run[len++] = c;
+            if (x->pool & CARDSET_BIT(c)) in_pool++;
+        }
+    }
+    x->pool = pool;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 33);
+}
+
+static uint64_t state_key(const cs_state *x)
+{
+    uint64_t h = mix(x->pool, x->own);
+    for (int p = 0; p < G304_SEATS; p++) {
+        h = mix(h, x->held[p]);
+        h = mix(h, (uint64_t)x->count[p] << 8 | x->voids[p]);
+    }
+    h = mix(h, (uint64_t)x->trump | (uint64_t)x->trump_open << 8 | (uint64_t)x->ind_down << 16 |
+                   (uint64_t)x->ind_unknown << 24 | (uint64_t)x->exhaust << 32 | (uint64_t)x->trick_no << 40 |
+                   (uint64_t)x->to_act << 48 | (uint64_t)x->n << 56);
+    for (int i = 0; i < x->n; i++) h = mix(h, (uint64_t)x->card[i] | (uint64_t)x->seat[i] << 8);
+    return mix(h, (uint64_t)x->fd << 8 | x->ind_at);
+}
+
+/* Adds a position at the seat's turn to the belief set of depth d (merging duplicates). */
+static int add_state(caps_solver *w, const cs_state *x, int d)
+{
+    cs_state y = *x;
+    canonical_pool(&y);
+    uint64_t key = state_key(&y);
+    seen_slot *tab = w->seen[d];
+    uint32_t mask = (1u << HASH_BITS) - 1;
+    for (uint32_t i = (uint32_t)key & mask;; i = (i + 1) & mask) {
+        if (tab[i].epoch != w->epoch[d]) {
+            tab[i].epoch = w->epoch[d];
+            tab[i].key = key;
+            break;
+        }
+        if (tab[i].key == key) return 1;
+    }
+    if (w->nset[d] >= MAX_STATES || w->nset[d] >= (1 << HASH_BITS) / 2) {
+        w->overflow = 1;
+        return -1;
+    }
+    w->set[d][w->nset[d]++] = y;
+    return 1;
+}
+
+static void clear_set(caps_solver *w, int d)
+{
+    w->nset[d] = 0;
+    if (++w->epoch[d] == 0) { /* wrapped: really clear */
+        memset(w->seen[d], 0, sizeof(seen_slot) << HASH_BITS);
+        w->epoch[d] = 1;
+    }
+}
+
+static int adv(caps_solver *w, cs_state *x, int d);
+
+/* Shows the face-down indicator and returns it to the maker's hand; when the seat has not seen
+ * it, every identity it could have is a different world, so each continuation must hold. */
+static int show_indicator_then(caps_solver *w, cs_state *x, int d)
+{
+    x->trump_open = 1;
+    if (!x->ind_down) return adv(w, x, d);
+    x->ind_down = 0;
+    if (!x->ind_unknown) return adv(w, x, d); /* the seat is the maker: it is in its own hand */
+    card_t heads[RANK_COUNT];
+    int n = run_heads(x, x->trump, heads);
+    for (int i = 0; i < n; i++) {
+        cs_state y = *x;
+        y.pool &= ~CARDSET_BIT(heads[i]);
+        y.held[w->maker] |= CARDSET_BIT(heads[i]);
+        y.ind_unknown = 0;
+        if (!feasible(w, &y)) continue;
+        int r = adv(w, &y, d);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
+/* The trick is complete: who wins it, R-REVEAL, R-250, R-EXHAUST, then the next trick. */
+static int finish_trick(caps_solver *w, cs_state *x, int d)
+{
+    int T = x->trump;
+    int wi = g304_trick_winner(x->card, G304_SEATS, T);
+    int winner = x->seat[wi];
+    if (team_of(winner) != w->team) return 0; /* a trick lost: not Caps */
+    int reveal = 0;
+    if (!x->trump_open)
+        for (int i = 0; i < G304_SEATS; i++)
+            if (((x->fd >> i) & 1) && CARD_SUIT(x->card[i]) == T) reveal = 1;
+    if (x->seat[0] == w->maker && CARD_SUIT(x->card[0]) == T && !(x->ind_at & 1)) {
+        int followed = 0;
+        for (int i = 1; i < G304_SEATS; i++) followed |= CARD_SUIT(x->card[i]) == T;
+        if (!followed) x->exhaust = 1;
+    }
+    int r250 = x->trick_no == 0 && w->bid250 && x->ind_down;
+    x->trick_no++;
+    x->n = 0;
+    x->fd = x->ind_at = 0;
+    x->to_act = (uint8_t)winner;
+    if (x->trick_no == G304_TRICKS) return 1; /* every trick won */
+    if (reveal || r250) return show_indicator_then(w, x, d);
+    return adv(w, x, d);
+}
+
+/* A move of another player: a card it is known to hold, a card from the pool, or (the maker)
+ * the unseen indicator with the given identity. */
+enum { FROM_HELD, FROM_POOL, FROM_INDICATOR };
+
+static int apply_other(caps_solver *w, cs_state *x, int p, card_t c, int from)
+{
+    int T = x->trump, s = CARD_SUIT(c), is_maker = p == w->maker;
+    int fd = 0;
+    if (from == FROM_POOL && (!x->count[p] || (x->voids[p] & SUIT_BIT(s)))) return 0;
+    if (x->n == 0) { /* leading */
+        if (from == FROM_INDICATOR && (x->trick_no != G304_TRICKS - 1 || x->count[p] || x->held[p])) return 0;
+        if (is_maker && !x->trump_open && x->trick_no == 0 && s == T && from != FROM_INDICATOR) return 0;
+        if (is_maker && x->exhaust && s != T) { /* allowed only without a trump in hand */
+            if (x->held[p] & CARDSET_SUIT(T)) return 0;
+            x->voids[p] |= (uint8_t)SUIT_BIT(T);
+        }
+    } else {
+        int L = CARD_SUIT(x->card[0]);
+        if (from == FROM_INDICATOR) {
+            int last = !x->count[p] && !x->held[p];
+            if (last) {
+                fd = !x->trump_open && s != L;
+                if (!fd) x->trump_open = 1; /* shown face up */
+            } else {
+                if ((x->held[p] & CARDSET_SUIT(L)) || L == T) return 0;
+                x->voids[p] |= (uint8_t)SUIT_BIT(L);
+                fd = 1;
+            }
+        } else if (s != L) {
+            if (x->held[p] & CARDSET_SUIT(L)) return 0;
+            x->voids[p] |= (uint8_t)SUIT_BIT(L);
+            if (!x->trump_open) {
+                if (is_maker && x->ind_down && s == T) return 0; /* R-MAKER-VOID */
+                fd = 1;
+            }
+        }
+    }
+    if (from == FROM_HELD) {
+        x->held[p] &= ~CARDSET_BIT(c);
+    } else {
+        x->pool &= ~CARDSET_BIT(c);
+        if (from == FROM_POOL) x->count[p]--;
+        else x->ind_unknown = 0, x->ind_down = 0;
+    }
+    int i = x->n++;
+    x->card[i] = c;
+    x->seat[i] = (uint8_t)p;
+    if (fd) x->fd |= (uint8_t)(1 << i);
+    if (from == FROM_INDICATOR) x->ind_at |= (uint8_t)(1 << i);
+    x->to_act = (uint8_t)((p + 1) & 3);
+    return 1;
+}
+
+/* How good a move is for the adversary right now (tried first when high): for an opponent a
+ * card that would take the trick, for the partner a card that would not. */
+static int move_score(const caps_solver *w, const cs_state *x, int p, card_t c)
+{
+    int strength = card_power(c) + (CARD_SUIT(c) == x->trump ? 16 : 0);
+    if (x->n) {
+        card_t cards[G304_SEATS];
+        memcpy(cards, x->card, x->n);
+        cards[x->n] = c;
+        int takes = g304_trick_winner(cards, x->n + 1, x->trump) == x->n;
+        strength += takes ? 32 : 0;
+    }
+    return team_of(p) == w->team ? -strength : strength;
+}
+
+typedef struct {
+    card_t card;
+    uint8_t from;
+    int score;
+} adv_move;
+
+static int adv(caps_solver *w, cs_state *x, int d)
+{
+    if (++w->nodes > w->budget) return -1;
+    if (x->n == G304_SEATS) return finish_trick(w, x, d);
+    int p = x->to_act;
+    if (p == w->viewer) return add_state(w, x, d);
+    adv_move moves[CARD_COUNT];
+    int nm = 0;
+    for (cardset_t h = x->held[p]; h; h &= h - 1) moves[nm++] = (adv_move){cardset_first(h), FROM_HELD, 0};
+    if (x->count[p]) {
+        for (int s = 0; s < SUIT_COUNT; s++) {
+            if (x->voids[p] & SUIT_BIT(s)) continue;
+            card_t heads[RANK_COUNT];
+            int k = run_heads(x, s, heads);
+            for (int i = 0; i < k; i++) moves[nm++] = (adv_move){heads[i], FROM_POOL, 0};
+        }
+    }
+    if (p == w->maker && x->ind_unknown && x->ind_down) {
+        card_t heads[RANK_COUNT];
+        int k = run_heads(x, x->trump, heads);
+        for (int i = 0; i < k; i++) moves[nm++] = (adv_move){heads[i], FROM_INDICATOR, 0};
+    }
+    for (int i = 0; i < nm; i++) moves[i].score = move_score(w, x, p, moves[i].card);
+    for (int i = 1; i < nm; i++) { /* insertion sort, best first */
+        adv_move m = moves[i];
+        int j = i;
+        while (j > 0 && moves[j - 1].score < m.score) moves[j] = moves[j - 1], j--;
+        moves[j] = m;
+    }
+    for (int i = 0; i < nm; i++) {
+        cs_state y = *x;
+        if (!apply_other(w, &y, p, moves[i].card, moves[i].from)) continue;
+        if (moves[i].from != FROM_HELD || y.voids[p] != x->voids[p])
+            if (!feasible(w, &y)) continue;
+        int r = adv(w, &y, d);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
+/* The seat plays c in position x, if the engine would allow it (g304_check_card). */
+static int apply_viewer(caps_solver *w, cs_state *x, card_t c)
+{
+    int is_maker = w->viewer == w->maker;
+    int ind_down = is_maker && x->ind_down;
+    g304_card_rules r = {
+        .hand = x->own & ~(ind_down ? CARDSET_BIT(w->ind_card) : 0),
+        .indicator = ind_down ? w->ind_card : CARD_NONE,
+        .led = x->n ? x->card[0] : CARD_NONE,
+        .is_maker = (uint8_t)is_maker,
+        .trump = x->trump,
+        .trump_open = x->trump_open,
+        .trick_no = x->trick_no,
+        .exhaust = x->exhaust,
+    };
+    int fd;
+    if (!(x->own & CARDSET_BIT(c)) || g304_check_card(&r, c, &fd, NULL) != G304_OK) return 0;
+    int is_ind = ind_down && c == w->ind_card;
+    x->own &= ~CARDSET_BIT(c);
+    if (is_ind) {
+        x->ind_down = 0;
+        if (!fd) x->trump_open = 1;
+    }
+    int i = x->n++;
+    x->card[i] = c;
+    x->seat[i] = (uint8_t)w->viewer;
+    if (fd) x->fd |= (uint8_t)(1 << i);
+    if (is_ind) x->ind_at |= (uint8_t)(1 << i);
+    x->to_act = (uint8_t)((w->viewer + 1) & 3);
+    return 1;
+}
+
+static int solve(caps_solver *w, int d);
+
+/* Tries card c at depth d for every position of the belief set. */
+static int try_card(caps_solver *w, int d, card_t c)
+{
+    clear_set(w, d + 1);
+    for (int i = 0; i < w->nset[d]; i++) {
+        cs_state y = w->set[d][i];
+        if (!apply_viewer(w, &y, c)) return 0;
+        int r = adv(w, &y, d + 1);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
+/* The seat's cards in the order worth trying first: trumps (when known) and strong cards. */
+static int candidates(const caps_solver *w, int d, card_t *out)
+{
+    const cs_state *x = &w->set[d][0];
+    int n = 0;
+    if (w->fixed) {
+        out[n++] = w->fixed[d];
+        return n;
+    }
+    int score[CARD_COUNT];
+    int one_trump = 1;
+    for (int i = 1; i < w->nset[d]; i++) one_trump &= w->set[d][i].trump == x->trump;
+    for (cardset_t s = x->own; s; s &= s - 1) {
+        card_t c = cardset_first(s);
+        score[n] = card_power(c) + (one_trump && CARD_SUIT(c) == x->trump ? 16 : 0);
+        out[n++] = c;
+    }
+    for (int i = 1; i < n; i++) {
+        card_t c = out[i];
+        int sc = score[i], j = i;
+        while (j > 0 && score[j - 1] < sc) out[j] = out[j - 1], score[j] = score[j - 1], j--;
+        out[j] = c, score[j] = sc;
+    }
+    return n;
+}
+
+static int solve(caps_solver *w, int d)
+{
+    if (w->nset[d] == 0) return 1;
+    card_t cand[G304_TRICKS];
+    int n = candidates(w, d, cand);
+    for (int i = 0; i < n; i++) {
+        int r = try_card(w, d, cand[i]);
+        if (r < 0) return -1;
+        if (r == 0) continue;
+        w->order[d] = cand[i];
+        r = solve(w, d + 1);
+        if (r != 0) return r;
+    }
+    return 0;
+}
+
+/* Gives each face-down card of the trick in progress that the seat has not seen every identity
+ * it could have, then plays on to the seat's first turn. */
+static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int i)
+{
+    for (; i < x->n; i++)
+        if (x->card[i] == CARD_HIDDEN) break;
+    if (i == x->n) {
+        if (!feasible(w, x)) return 1; /* no world fits this trump */
+        return x->to_act == w->viewer ? add_state(w, x, 0) : adv(w, x, 0);
+    }
+    int L = CARD_SUIT(x->card[0]), T = x->trump;
+    uint8_t allowed = (uint8_t)(0xF & ~SUIT_BIT(L));
+    if ((k->indicator_at >> i) & 1) allowed &= (uint8_t)SUIT_BIT(T);
+    else if (k->seat_of[i] == w->maker) allowed &= (uint8_t)~SUIT_BIT(T); /* R-MAKER-VOID */
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        if (!(allowed & SUIT_BIT(s))) continue;
+        card_t heads[RANK_COUNT];
+        int n = run_heads(x, s, heads);
+        for (int h = 0; h < n; h++) {
+            cs_state y = *x;
+            y.card[i] = heads[h];
+            y.pool &= ~CARDSET_BIT(heads[h]);
+            int r = root_assign(w, k, &y, i + 1);
+            if (r <= 0) return r;
+        }
+    }
+    return 1;
+}
+
+/* The position for one trump hypothesis, before the unseen cards of the current trick. */
+static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state *x)
+{
+    memset(x, 0, sizeof *x);
+    x->pool = k->unseen;
+    x->own = k->own;
+    memcpy(x->held, k->held, sizeof x->held);
+    memcpy(x->count, k->count, sizeof x->count);
+    memcpy(x->voids, k->voids, sizeof x->voids);
+    if (w->maker != w->viewer && (k->maker_void_if & SUIT_BIT(T))) x->voids[w->maker] |= (uint8_t)SUIT_BIT(T);
+    x->trump = (uint8_t)T;
+    x->trump_open = k->trump_open;
+    x->ind_down = k->ind_down;
+    x->ind_unknown = k->ind_unknown;
+    x->exhaust = (k->exhaust_suits >> T) & 1;
+    x->trick_no = k->trick_no;
+    x->n = k->n;
+    x->to_act = k->to_act;
+    memcpy(x->card, k->card, sizeof x->card);
+    memcpy(x->seat, k->seat_of, sizeof x->seat);
+    x->fd = k->facedown;
+    x->ind_at = k->indicator_at;
+    memset(w->slot_cap[T], 0, sizeof w->slot_cap[T]);
+    for (int i = 0; i < k->nhidden; i++) {
+        int mask = 0xF & ~SUIT_BIT(k->hidden_led[i]);
+        if (k->hidden_not_trump[i]) mask &= ~SUIT_BIT(T);
+        w->slot_cap[T][mask]++;
+    }
+}
+
+static int valid_fixed(cardset_t own, const card_t *fixed, int n)
+{
+    cardset_t seen = 0;
+    if (n != cardset_count(own)) return 0;
+    for (int i = 0; i < n; i++) {
+        if (fixed[i] >= CARD_COUNT || !(own & CARDSET_BIT(fixed[i])) || (seen & CARDSET_BIT(fixed[i]))) return 0;
+        seen |= CARDSET_BIT(fixed[i]);
+    }
+    return 1;
+}
+
+caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const card_t *fixed, int nfixed,
+                        card_t order[G304_TRICKS], int *n)
+{
+    caps_knowledge k;
+    *n = 0;
+    w->nodes = 0;
+    w->overflow = 0;
+    if (st->phase != G304_PHASE_PLAY || st->pcc || st->team_tricks[!team_of(seat)]) return CAPS_NOT_CERTAIN;
+    caps_knowledge_of(st, seat, &k);
+    if (!k.own) return CAPS_NOT_CERTAIN;
+    if (fixed && !valid_fixed(k.own, fixed, nfixed)) return CAPS_NOT_CERTAIN;
+    w->viewer = seat;
+    w->team = team_of(seat);
+    w->maker = st->maker;
+    w->bid250 = k.bid250;
+    w->ind_card = seat == st->maker ? st->indicator : CARD_NONE;
+    w->fixed = fixed;
+    w->nfixed = nfixed;
+    clear_set(w, 0);
+    for (int T = 0; T < SUIT_COUNT; T++) {
+        if (!(k.trumps & SUIT_BIT(T))) continue;
+        cs_state x;
+        root_state(w, &k, T, &x);
+        int r = root_assign(w, &k, &x, 0);
+        if (r < 0) return CAPS_UNKNOWN;
+        if (r == 0) return CAPS_NOT_CERTAIN;
+    }
+    int r = solve(w, 0);
+    if (r < 0) return CAPS_UNKNOWN;
+    if (r == 0) return CAPS_NOT_CERTAIN;
+    *n = cardset_count(k.own);
+    memcpy(order, w->order, (size_t)*n);
+    return CAPS_CERTAIN;
+}
