@@ -1,0 +1,132 @@
+/* main.c — the `cardroom` program: reads the subcommand and runs it.
+ *
+ * Subcommands so far: `replay FILE|-` (bot/replay.c), `help` and `--version`. Without
+ * arguments it prints the usage; the console table comes later. Exit status: 0 done,
+ * 1 an I/O or setup failure, 2 bad usage or malformed input. */
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+
+#ifndef CARDROOM_VERSION
+#define CARDROOM_VERSION "0.1.0" /* keep in step with project() in meson.build */
+#endif
+
+#define REPLAY_INPUT_MAX ((size_t)16 << 20) /* 16 MiB: far beyond any real hand */
+#define READ_CHUNK ((size_t)64 << 10)
+#define ERR_MAX 512
+
+static const char usage_text[] =
+    "usage: cardroom COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  replay FILE|-   replay one hand of 304 given as JSON (- reads standard input)\n"
+    "                  and print the resulting state as one line of JSON\n"
+    "  help            show this help (also --help, -h)\n"
+    "  --version       print the version\n";
+
+/* Reads all of f into a malloc'd buffer of at most REPLAY_INPUT_MAX bytes. Returns 0, or -1
+ * with a message in err. */
+static int read_all(FILE *f, char **data, size_t *len, char *err, size_t errlen)
+{
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            size_t want = cap ? 2 * cap : READ_CHUNK;
+            if (want > REPLAY_INPUT_MAX + 1) want = REPLAY_INPUT_MAX + 1; /* one byte more tells "too large" */
+            char *bigger = realloc(buf, want);
+            if (!bigger) {
+                free(buf);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            buf = bigger;
+            cap = want;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n > REPLAY_INPUT_MAX) {
+            free(buf);
+            snprintf(err, errlen, "input is larger than 16 MiB");
+            return -1;
+        }
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "cannot read input: %s", strerror(errno));
+        free(buf);
+        return -1;
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+/* Reads the whole input named by path ("-" = standard input). */
+static int read_input_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    if (strcmp(path, "-") == 0) return read_all(stdin, data, len, err, errlen);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = read_all(f, data, len, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+    if (argc != 3) {
+        fputs("usage: cardroom replay FILE|-\n", stderr);
+        return 2;
+    }
+    char err[ERR_MAX], *in = NULL, *out = NULL;
+    size_t len = 0;
+    if (read_input_file(argv[2], &in, &len, err, sizeof err) < 0) {
+        fprintf(stderr, "cardroom replay: %s\n", err);
+        return 2;
+    }
+    int rc = replay_run(in, len, &out, err, sizeof err);
+    free(in);
+    if (rc != 0) {
+        fprintf(stderr, "cardroom replay: %s\n", err);
+        return 2;
+    }
+    int bad = puts(out) == EOF || fflush(stdout) != 0;
+    free(out);
+    if (bad) {
+        fprintf(stderr, "cardroom replay: cannot write the output: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (sodium_init() < 0) {
+        fputs("cardroom: cannot initialise libsodium\n", stderr);
+        return 1;
+    }
+    if (argc < 2) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "replay") == 0) return cmd_replay(argc, argv);
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        puts("cardroom " CARDROOM_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "cardroom: unknown command \"%s\" (see cardroom help)\n", cmd);
+    return 2;
+}

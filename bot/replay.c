@@ -1,0 +1,561 @@
+/* replay.c — `cardroom replay`: one hand of 304 as JSON in, the resulting state as JSON out.
+ *
+ * The input is checked strictly before anything reaches the engine: every key must be known,
+ * every value must have the right JSON type and range, every card must parse and the 32 dealt
+ * cards must differ. Anything else is malformed and named in one line. Moves the engine
+ * refuses are not malformed: they are reported per action and replay goes on with the next.
+ * The shapes are fixed by README.md ("cardroom replay"). This input is fuzzed, so every
+ * jansson call that can fail is checked and every text we emit is made valid UTF-8. */
+#include "replay.h"
+
+#include <jansson.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "deal.h"
+#include "g304.h"
+
+#define MSG_MAX 256     /* one message: a problem with the input, or an engine refusal */
+#define AMOUNT_MAX 1000 /* larger bid numbers are malformed; smaller ones go to the engine */
+#define CUT_AT_MAX 40   /* the same for cut points */
+#define TOKENS_MAX 1000
+
+/* Where a problem with the input is written (the caller's err buffer). */
+typedef struct {
+    char *text;
+    size_t size;
+} problem;
+
+/* Everything the input says before the moves. */
+typedef struct {
+    g304_rules rules;
+    int dealer;
+    int16_t tokens[2];
+    card_t deck[CARD_COUNT];
+    const json_t *actions; /* array, or NULL for none */
+} replay_input;
+
+static const char *const top_keys[] = {"game",    "rules",       "dealer", "tokens", "hands", "seed",
+                                       "actions", "comment",     "description", "name", "expect", NULL};
+
+/* The one field each kind of action takes besides seat, do and the annotations. */
+static const char *const kind_field[G304_DO_COUNT] = {
+    [G304_DO_CUT] = "at",     [G304_DO_BID] = "amount", [G304_DO_TRUMP] = "card",
+    [G304_DO_PLAY] = "card",  [G304_DO_CAPS] = "order",
+};
+
+static const char *const end_names[] = {"none", "played", "redeal", "all_pass", "spoilt", "violation"};
+
+/* ---- Text ---- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 if the bytes there are not one. A NUL
+ * ends any sequence, so reading stops at the end of the string. */
+static size_t utf8_seq_len(const unsigned char *s)
+{
+    if (s[0] < 0x80) return 1;
+    size_t n;
+    uint32_t cp, min;
+    if ((s[0] & 0xE0) == 0xC0) n = 2, cp = s[0] & 0x1Fu, min = 0x80;
+    else if ((s[0] & 0xF0) == 0xE0) n = 3, cp = s[0] & 0x0Fu, min = 0x800;
+    else if ((s[0] & 0xF8) == 0xF0) n = 4, cp = s[0] & 0x07u, min = 0x10000;
+    else return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
+/* Makes s one line of valid UTF-8 in place: control characters and bytes that are not part
+ * of a valid sequence (quoted input, or a message cut short mid-character) become '?'. */
+static void text_make_line(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_seq_len(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7F))) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
+__attribute__((format(printf, 2, 3))) static int fail(problem *p, const char *fmt, ...)
+{
+    if (p->text && p->size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->text, p->size, fmt, ap);
+        va_end(ap);
+        text_make_line(p->text);
+    }
+    return -1;
+}
+
+static int key_in(const char *key, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(key, *list) == 0) return 1;
+    return 0;
+}
+
+/* ---- Reading values ---- */
+
+static int int_in_range(const json_t *v, long long lo, long long hi, long long *out)
+{
+    if (!json_is_integer(v)) return 0;
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi) return 0;
+    *out = x;
+    return 1;
+}
+
+/* A card string; `where` names its place in the input for the message. */
+static int read_card(const json_t *v, const char *where, card_t *c, problem *p)
+{
+    if (!json_is_string(v)) return fail(p, "%s: a card must be a string like \"JS\"", where);
+    char why[MSG_MAX];
+    if (card_parse(json_string_value(v), json_string_length(v), c, why, sizeof why) < 0)
+        return fail(p, "%s: %s", where, why);
+    return 0;
+}
+
+static int read_seed(const json_t *v, uint8_t seed[DEAL_SEED_BYTES], problem *p)
+{
+    const char *s = json_string_value(v), *end = NULL;
+    size_t n = 0;
+    if (!s || json_string_length(v) != 2 * DEAL_SEED_BYTES ||
+        sodium_hex2bin(seed, DEAL_SEED_BYTES, s, 2 * DEAL_SEED_BYTES, NULL, &n, &end) < 0 || n != DEAL_SEED_BYTES)
+        return fail(p, "seed must be a string of %d hex digits", 2 * DEAL_SEED_BYTES);
+    return 0;
+}
+
+/* ---- The top level ---- */
+
+static int check_top_keys(const json_t *root, problem *p)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v) {
+        if (!key_in(key, top_keys)) return fail(p, "unknown field \"%.40s\"", key);
+    }
+    return 0;
+}
+
+static int read_game(const json_t *root, problem *p)
+{
+    const json_t *v = json_object_get(root, "game");
+    if (!v) return fail(p, "missing \"game\" (it must be \"304\")");
+    if (!json_is_string(v)) return fail(p, "game must be the string \"304\"");
+    if (strcmp(json_string_value(v), "304") != 0)
+        return fail(p, "game \"%.40s\" is not supported: only \"304\"", json_string_value(v));
+    return 0;
+}
+
+/* An option value as the text g304_rules_set() takes. */
+static int option_text(const json_t *v, char *buf, size_t size, const char **text)
+{
+    if (json_is_string(v)) *text = json_string_value(v);
+    else if (json_is_boolean(v)) *text = json_is_true(v) ? "true" : "false";
+    else if (json_is_integer(v)) {
+        snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+        *text = buf;
+    } else
+        return -1;
+    return 0;
+}
+
+static int read_rules(const json_t *root, g304_rules *rules, problem *p)
+{
+    g304_rules_default(rules);
+    const json_t *obj = json_object_get(root, "rules");
+    if (!obj) return 0;
+    if (!json_is_object(obj)) return fail(p, "rules must be an object of options");
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)obj, name, v) {
+        char buf[32];
+        const char *text;
+        if (option_text(v, buf, sizeof buf, &text) < 0)
+            return fail(p, "rules: option \"%.40s\" must be a string, a number or true/false", name);
+        g304_error e = {0};
+        if (g304_rules_set(rules, name, text, &e) < 0) return fail(p, "rules: %s", e.msg);
+    }
+    return 0;
+}
+
+static int read_dealer(const json_t *root, int *dealer, problem *p)
+{
+    const json_t *v = json_object_get(root, "dealer");
+    long long x = 0;
+    if (v && !int_in_range(v, 0, G304_SEATS - 1, &x)) return fail(p, "dealer must be a seat 0..3");
+    *dealer = (int)x;
+    return 0;
+}
+
+static int read_tokens(const json_t *root, int start_tokens, int16_t tokens[2], problem *p)
+{
+    const json_t *v = json_object_get(root, "tokens");
+    tokens[0] = tokens[1] = (int16_t)start_tokens;
+    if (!v) return 0;
+    long long t0, t1;
+    if (!json_is_array(v) || json_array_size(v) != 2 || !int_in_range(json_array_get(v, 0), 0, TOKENS_MAX, &t0) ||
+        !int_in_range(json_array_get(v, 1), 0, TOKENS_MAX, &t1))
+        return fail(p, "tokens must be [team 0, team 1], each a number 0..%d", TOKENS_MAX);
+    tokens[0] = (int16_t)t0;
+    tokens[1] = (int16_t)t1;
+    return 0;
+}
+
+static int read_hand(const json_t *v, int seat, card_t hand[G304_TRICKS], cardset_t *seen, problem *p)
+{
+    if (!json_is_array(v) || json_array_size(v) != G304_TRICKS)
+        return fail(p, "hands[%d] must be an array of %d cards", seat, G304_TRICKS);
+    for (int i = 0; i < G304_TRICKS; i++) {
+        char where[32];
+        snprintf(where, sizeof where, "hands[%d][%d]", seat, i);
+        if (read_card(json_array_get(v, (size_t)i), where, &hand[i], p) < 0) return -1;
+        if (*seen & CARDSET_BIT(hand[i])) return fail(p, "hands: card %s appears twice", card_str(hand[i]));
+        *seen |= CARDSET_BIT(hand[i]);
+    }
+    return 0;
+}
+
+static int read_hands(const json_t *v, int dealer, card_t deck[CARD_COUNT], problem *p)
+{
+    if (!json_is_array(v) || json_array_size(v) != G304_SEATS)
+        return fail(p, "hands must be an array of %d hands (one per seat) of %d cards", G304_SEATS, G304_TRICKS);
+    card_t hands[G304_SEATS][G304_TRICKS];
+    cardset_t seen = 0;
+    for (int s = 0; s < G304_SEATS; s++)
+        if (read_hand(json_array_get(v, (size_t)s), s, hands[s], &seen, p) < 0) return -1;
+    if (g304_deck_from_hands((const card_t(*)[G304_TRICKS])hands, dealer, deck) < 0)
+        return fail(p, "hands: the 32 cards are not all different");
+    return 0;
+}
+
+static int read_deck(const json_t *root, int dealer, card_t deck[CARD_COUNT], problem *p)
+{
+    const json_t *hands = json_object_get(root, "hands"), *seed = json_object_get(root, "seed");
+    if (hands && seed) return fail(p, "give either \"hands\" or \"seed\", not both");
+    if (hands) return read_hands(hands, dealer, deck, p);
+    if (!seed) return fail(p, "missing \"hands\" (or \"seed\")");
+    uint8_t bytes[DEAL_SEED_BYTES];
+    if (read_seed(seed, bytes, p) < 0) return -1;
+    deal_shuffle(bytes, deck, CARD_COUNT);
+    return 0;
+}
+
+static int read_input(const json_t *root, replay_input *in, problem *p)
+{
+    if (!json_is_object(root)) return fail(p, "the input must be a JSON object");
+    if (read_game(root, p) < 0 || check_top_keys(root, p) < 0 || read_rules(root, &in->rules, p) < 0 ||
+        read_dealer(root, &in->dealer, p) < 0 ||
+        read_tokens(root, in->rules.start_tokens, in->tokens, p) < 0 ||
+        read_deck(root, in->dealer, in->deck, p) < 0)
+        return -1;
+    in->actions = json_object_get(root, "actions");
+    if (in->actions && !json_is_array(in->actions)) return fail(p, "actions must be an array");
+    return 0;
+}
+
+/* ---- Actions ---- */
+
+static int kind_from_name(const char *name)
+{
+    for (int k = 0; k < G304_DO_COUNT; k++) {
+        const char *n = g304_do_name((g304_do)k);
+        if (n && strcmp(n, name) == 0) return k;
+    }
+    return -1;
+}
+
+static int is_kind_field(const char *key)
+{
+    for (int k = 0; k < G304_DO_COUNT; k++)
+        if (kind_field[k] && strcmp(kind_field[k], key) == 0) return 1;
+    return 0;
+}
+
+static int read_kind(const json_t *obj, size_t i, int *kind, problem *p)
+{
+    const json_t *v = json_object_get(obj, "do");
+    if (!v) return fail(p, "action %zu: missing \"do\"", i);
+    if (!json_is_string(v)) return fail(p, "action %zu: \"do\" must be a string", i);
+    *kind = kind_from_name(json_string_value(v));
+    if (*kind < 0) return fail(p, "action %zu: unknown action \"%.40s\"", i, json_string_value(v));
+    return 0;
+}
+
+static int check_action_keys(const json_t *obj, size_t i, int kind, problem *p)
+{
+    static const char *const common[] = {"seat", "do", "comment", "expect", NULL};
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (key_in(key, common) || (kind_field[kind] && strcmp(key, kind_field[kind]) == 0)) continue;
+        if (is_kind_field(key))
+            return fail(p, "action %zu: \"%s\" takes no \"%s\"", i, g304_do_name((g304_do)kind), key);
+        return fail(p, "action %zu: unknown field \"%.40s\"", i, key);
+    }
+    return 0;
+}
+
+static int read_amount(const json_t *v, size_t i, g304_action *a, problem *p)
+{
+    if (json_is_string(v) && strcasecmp(json_string_value(v), "pcc") == 0) {
+        a->amount = G304_PCC;
+        return 0;
+    }
+    if (!json_is_integer(v)) return fail(p, "action %zu: amount must be a number or \"pcc\"", i);
+    long long x;
+    if (!int_in_range(v, 0, AMOUNT_MAX, &x))
+        return fail(p, "action %zu: amount %lld is out of range 0..%d", i, (long long)json_integer_value(v),
+                    AMOUNT_MAX);
+    a->amount = (uint16_t)x;
+    return 0;
+}
+
+static int read_order(const json_t *v, size_t i, g304_action *a, problem *p)
+{
+    size_t n = json_array_size(v);
+    if (!json_is_array(v) || n < 1 || n > G304_TRICKS)
+        return fail(p, "action %zu: order must be an array of 1 to %d cards", i, G304_TRICKS);
+    for (size_t k = 0; k < n; k++) {
+        char where[48];
+        snprintf(where, sizeof where, "action %zu: order[%zu]", i, k);
+        if (read_card(json_array_get(v, k), where, &a->order[k], p) < 0) return -1;
+    }
+    a->n = (uint8_t)n;
+    return 0;
+}
+
+/* The kind's own field, already known to be present. */
+static int read_kind_field(const json_t *v, size_t i, g304_action *a, problem *p)
+{
+    long long at;
+    char where[32];
+    switch (a->kind) {
+    case G304_DO_CUT:
+        if (!int_in_range(v, 0, CUT_AT_MAX, &at)) return fail(p, "action %zu: at must be a number 0..%d", i, CUT_AT_MAX);
+        a->amount = (uint16_t)at;
+        return 0;
+    case G304_DO_BID: return read_amount(v, i, a, p);
+    case G304_DO_CAPS: return read_order(v, i, a, p);
+    default: /* trump, play */
+        snprintf(where, sizeof where, "action %zu", i);
+        return read_card(v, where, &a->card, p);
+    }
+}
+
+static int read_action(const json_t *obj, size_t i, int *seat, g304_action *a, problem *p)
+{
+    if (!json_is_object(obj)) return fail(p, "action %zu must be an object", i);
+    int kind;
+    if (read_kind(obj, i, &kind, p) < 0 || check_action_keys(obj, i, kind, p) < 0) return -1;
+    const json_t *sv = json_object_get(obj, "seat");
+    long long s;
+    if (!sv) return fail(p, "action %zu: missing \"seat\"", i);
+    if (!int_in_range(sv, 0, G304_SEATS - 1, &s)) return fail(p, "action %zu: seat must be 0..3", i);
+    *seat = (int)s;
+    memset(a, 0, sizeof *a);
+    a->kind = (uint8_t)kind;
+    a->card = CARD_NONE;
+    if (!kind_field[kind]) return 0;
+    const json_t *fv = json_object_get(obj, kind_field[kind]);
+    if (!fv) return fail(p, "action %zu: \"%s\" needs \"%s\"", i, g304_do_name((g304_do)kind), kind_field[kind]);
+    return read_kind_field(fv, i, a, p);
+}
+
+/* {"ok":true} or {"ok":false,"error":CODE,"message":TEXT}. */
+static json_t *outcome_json(g304_code code, const g304_error *e)
+{
+    if (code == G304_OK) return json_pack("{s:b}", "ok", 1);
+    char msg[G304_MSG_MAX];
+    memcpy(msg, e->msg, sizeof msg);
+    msg[sizeof msg - 1] = 0;
+    text_make_line(msg);
+    const char *name = g304_code_name(code);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", name ? name : "unknown", "message", msg);
+}
+
+/* Applies every action in order; fills results. */
+static int run_actions(const json_t *actions, g304_state *st, json_t *results, problem *p)
+{
+    size_t i;
+    json_t *obj;
+    json_array_foreach((json_t *)actions, i, obj) {
+        int seat = 0;
+        g304_action a;
+        if (read_action(obj, i, &seat, &a, p) < 0) return -1;
+        g304_error e = {0};
+        g304_code code = g304_apply(st, seat, &a, NULL, &e);
+        if (json_array_append_new(results, outcome_json(code, &e)) < 0) return fail(p, "out of memory");
+    }
+    return 0;
+}
+
+/* ---- Output ---- */
+
+static json_t *seat_json(int seat) { return seat >= 0 && seat < G304_SEATS ? json_integer(seat) : json_null(); }
+
+static json_t *amount_json(unsigned amount) { return amount == G304_PCC ? json_string("pcc") : json_integer(amount); }
+
+static json_t *card_json(card_t c) { return c < CARD_COUNT ? json_string(card_str(c)) : json_null(); }
+
+static json_t *append(json_t *array, json_t *item)
+{
+    if (array && json_array_append_new(array, item) == 0) return array;
+    json_decref(array);
+    return NULL;
+}
+
+static json_t *cardset_json(cardset_t s)
+{
+    json_t *a = json_array();
+    for (; s && a; s &= s - 1) a = append(a, card_json(cardset_first(s)));
+    return a;
+}
+
+/* A move in the action format without "seat". */
+static json_t *move_json(const g304_action *m)
+{
+    json_t *o = json_pack("{s:s}", "do", g304_do_name((g304_do)m->kind));
+    json_t *extra = NULL;
+    switch (m->kind) {
+    case G304_DO_CUT: extra = json_pack("{s:i}", "at", m->amount); break;
+    case G304_DO_BID: extra = json_pack("{s:o}", "amount", amount_json(m->amount)); break;
+    case G304_DO_TRUMP:
+    case G304_DO_PLAY: extra = json_pack("{s:o}", "card", card_json(m->card)); break;
+    default: return o;
+    }
+    if (!o || !extra || json_object_update(o, extra) < 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(extra);
+    return o;
+}
+
+static json_t *legal_json(const g304_state *st)
+{
+    json_t *a = json_array();
+    if (st->to_act >= G304_SEATS) return a;
+    g304_action moves[G304_MAX_LEGAL];
+    int n = g304_legal(st, st->to_act, moves);
+    for (int k = 0; k < n && k < G304_MAX_LEGAL && a; k++) a = append(a, move_json(&moves[k]));
+    return a;
+}
+
+static json_t *trick_json(const g304_trick *t)
+{
+    json_t *seats = json_array(), *cards = json_array(), *down = json_array();
+    int n = t->n < G304_SEATS ? t->n : G304_SEATS;
+    for (int i = 0; i < n; i++) {
+        seats = append(seats, seat_json(t->seat[i]));
+        cards = append(cards, card_json(t->card[i]));
+        down = append(down, json_boolean(t->facedown >> i & 1));
+    }
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:i}", "leader", seat_json(t->leader), "seats", seats, "cards",
+                     cards, "face_down", down, "winner", seat_json(t->winner), "points", t->points);
+}
+
+static json_t *tricks_json(const g304_state *st)
+{
+    json_t *a = json_array();
+    int last = st->trick_no < G304_TRICKS - 1 ? st->trick_no : G304_TRICKS - 1;
+    for (int t = 0; t <= last && a; t++)
+        if (st->tricks[t].n > 0) a = append(a, trick_json(&st->tricks[t]));
+    return a;
+}
+
+static json_t *hands_json(const g304_state *st)
+{
+    json_t *a = json_array();
+    for (int s = 0; s < G304_SEATS && a; s++) a = append(a, cardset_json(st->hand[s]));
+    return a;
+}
+
+static json_t *caps_json(const g304_result *r)
+{
+    if (r->caps_seat == G304_NO_SEAT) return json_null();
+    return json_pack("{s:o, s:b, s:i, s:b}", "seat", seat_json(r->caps_seat), "won", r->caps_won, "bonus",
+                     r->caps_bonus, "broken", r->caps_broken);
+}
+
+static json_t *spoilt_json(const g304_result *r)
+{
+    if (r->spoilt_seat == G304_NO_SEAT && r->end != G304_END_SPOILT) return json_null();
+    if (r->spoilt_seat == G304_NO_SEAT) return json_pack("{s:n, s:b}", "seat", "correct", 1); /* spoilt = auto */
+    return json_pack("{s:o, s:b}", "seat", seat_json(r->spoilt_seat), "correct", r->spoilt_ok);
+}
+
+static json_t *result_json(const g304_state *st)
+{
+    const g304_result *r = &st->result;
+    if (r->end == G304_END_NONE) return json_null();
+    const char *end = r->end < sizeof end_names / sizeof *end_names ? end_names[r->end] : "unknown";
+    json_t *made = r->made < 0 ? json_null() : json_boolean(r->made);
+    json_t *winner = r->match_winner < 2 ? json_integer(r->match_winner) : json_null();
+    return json_pack("{s:s, s:o, s:o, s:n, s:o, s:[ii], s:[ii], s:i, s:b, s:o}", "end", end, "made", made, "caps",
+                     caps_json(r), "wrong_caps", "spoilt", spoilt_json(r), "tokens", st->tokens[0], st->tokens[1],
+                     "change", r->delta[0], r->delta[1], "next_dealer", r->next_dealer, "match_over", r->match_over,
+                     "winner", winner);
+}
+
+static json_t *state_json(const g304_state *st, json_t *results)
+{
+    char trump[2] = {suit_letter(st->trump), 0};
+    const char *phase = g304_phase_name((g304_phase)st->phase);
+    json_t *bid = st->bid ? amount_json(st->bid) : json_null();
+    return json_pack("{s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:s?, s:o, s:b, s:o, s:o, s:[ii], s:[ii], s:o}",
+                     "results", results, "phase", phase ? phase : "unknown", "dealer", st->dealer, "to_act",
+                     seat_json(st->to_act), "legal", legal_json(st), "trump_maker", seat_json(st->maker), "bid", bid,
+                     "bidder", st->bid ? seat_json(st->bidder) : json_null(), "trump",
+                     st->trump_open ? trump : NULL, "indicator", card_json(st->indicator), "open", st->trump_open,
+                     "hands", hands_json(st), "tricks", tricks_json(st), "points", st->points[0], st->points[1],
+                     "tokens", st->tokens[0], st->tokens[1], "result", result_json(st));
+}
+
+/* Replays a checked input; on success *out holds the output document. */
+static int replay_input_run(const replay_input *in, char **out, problem *p)
+{
+    g304_state st;
+    g304_start(&st, &in->rules, in->dealer, in->tokens, in->deck, NULL);
+    json_t *results = json_array();
+    if (!results) return fail(p, "out of memory");
+    if (in->actions && run_actions(in->actions, &st, results, p) < 0) {
+        json_decref(results);
+        return -1;
+    }
+    json_t *doc = state_json(&st, results); /* takes results, even on failure */
+    *out = doc ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(doc);
+    return *out ? 0 : fail(p, "out of memory");
+}
+
+int replay_run(const char *in, size_t len, char **out, char *err, size_t errlen)
+{
+    problem p = {err, errlen};
+    char *doc = NULL;
+    if (err && errlen) err[0] = 0;
+    if (!in) in = "", len = 0;
+    json_error_t je;
+    json_t *root = json_loadb(in, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        fail(&p, "not valid JSON (line %d, column %d): %s", je.line, je.column, je.text);
+    } else {
+        replay_input input;
+        if (read_input(root, &input, &p) == 0) replay_input_run(&input, &doc, &p);
+        json_decref(root);
+    }
+    if (out) *out = doc;
+    else free(doc);
+    return doc ? 0 : 2;
+}
