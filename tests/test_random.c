@@ -230,6 +230,11 @@ typedef struct {
     int b8_bidder;        /* the highest bidder of the eight-card round, -1 if none */
     int maker4;           /* the four-card trump maker */
     int exhaust;          /* R-EXHAUST: the maker must keep leading trumps from hand */
+    int caps_seat;        /* who called Caps, -1 if nobody */
+    int caps_n, caps_next;
+    card_t caps_order[G304_TRICKS];
+    int caps_skipped;     /* a card of the order was passed over (not playable in its turn) */
+    int team_tricks[2];   /* tricks won per team, counted here */
 
     /* what happened in this hand (for the coverage counts) */
     int h_pcc, h_open, h_bid8, h_ask, h_redeal, h_spoilt, h_spoilt_ok, h_spoilt_auto, h_caps,
@@ -447,6 +452,32 @@ static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
             /* R-LEAD1-TRUMP */
             if (t == 0 && i == 0 && p == S->maker && !S->ind_public && suit_of(c) == trump)
                 sim_fail(S, "trick 1: maker led trump %s in a closed game", card_str(c));
+            if (p == S->caps_seat) { /* the game plays the stated order (README) */
+                int k = S->caps_next;
+                while (k < S->caps_n && S->caps_order[k] != c) k++;
+                if (k == S->caps_n) {
+                    sim_fail(S, "trick %d: Caps caller played %s, not left in the stated order", t + 1,
+                             card_str(c));
+                } else if (k != S->caps_next) {
+                    /* the card passed over must have been unplayable: following suit, or a lead
+                     * that no lead rule forbids, is always allowed (R-FOLLOW, R-IND-PLAY,
+                     * R-LEAD1-TRUMP, R-EXHAUST) */
+                    card_t x = S->caps_order[S->caps_next];
+                    int x_ind = S->ind_down && p == S->maker && x == S->indicator;
+                    int x_ok = i > 0 ? suit_of(x) == led && !x_ind
+                                     : !x_ind && !(t == 0 && p == S->maker && !S->ind_public && suit_of(x) == trump) &&
+                                           !(p == S->maker && S->exhaust && (holdable & CARDSET_SUIT(trump)) &&
+                                             suit_of(x) != trump);
+                    if (x_ok)
+                        sim_fail(S, "trick %d: Caps autoplay passed over playable %s for %s", t + 1,
+                                 card_str(x), card_str(c));
+                    S->caps_skipped = 1;
+                    memmove(&S->caps_order[S->caps_next + 1], &S->caps_order[S->caps_next],
+                            (size_t)(k - S->caps_next));
+                    S->caps_order[S->caps_next] = c;
+                }
+                S->caps_next++;
+            }
             cur[p] &= ~CARDSET_BIT(c);
             if (is_ind) S->ind_down = 0;
             if (!fd) {
@@ -497,6 +528,7 @@ static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
         int w = trick_winner(tr, trump);
         if (tr->winner != w)
             sim_fail(S, "trick %d won by seat %d, the rules say seat %d", t + 1, tr->winner, w);
+        S->team_tricks[team_of(w)]++;
         int pts = 0;
         for (int i = 0; i < tr->n; i++) pts += card_points(tr->card[i]);
         if (tr->points != pts)
@@ -612,6 +644,15 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
         break;
     case G304_DO_CAPS: {
         S->h_caps = 1;
+        /* R-CAPS-CALL: the caller's team has won every trick so far; none in PCC or caps = off */
+        if (S->pcc || S->rules.caps == G304_CAPS_OFF || S->caps_seat >= 0 ||
+            S->team_tricks[1 - team_of(seat)])
+            sim_fail(S, "Caps call by seat %d accepted (pcc %d, caps option %d, earlier call %d, "
+                     "tricks lost %d)", seat, S->pcc, S->rules.caps, S->caps_seat,
+                     S->team_tricks[1 - team_of(seat)]);
+        S->caps_seat = seat;
+        S->caps_n = a->n;
+        memcpy(S->caps_order, a->order, sizeof S->caps_order);
         cardset_t shown = 0;
         for (int i = 0; i < a->n; i++) shown |= CARDSET_BIT(a->order[i]);
         know_all(S, shown);
@@ -908,6 +949,14 @@ static void sim_check_result(sim *S, const g304_state *st)
     }
     default: sim_fail(S, "hand over with end %d", r->end);
     }
+    if (r->caps_seat != (S->caps_seat < 0 ? G304_NO_SEAT : S->caps_seat) ||
+        (S->caps_seat >= 0 && r->end == G304_END_PLAYED && r->caps_broken != S->caps_skipped))
+        sim_fail(S, "result: Caps seat %d broken %d, expected seat %d broken %d", r->caps_seat,
+                 r->caps_broken, S->caps_seat, S->caps_skipped);
+    if (S->caps_seat >= 0 && r->end == G304_END_PLAYED &&
+        r->caps_won != (S->team_tricks[team_of(S->caps_seat)] == G304_TRICKS))
+        sim_fail(S, "result: caps_won %d, the caller's team won %d tricks", r->caps_won,
+                 S->team_tricks[team_of(S->caps_seat)]);
     if (r->end == G304_END_SPOILT || r->end == G304_END_VIOLATION) {
         if (r->spoilt_ok != (r->end == G304_END_SPOILT))
             sim_fail(S, "end %d with spoilt_ok %d", r->end, r->spoilt_ok);
@@ -1133,6 +1182,9 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
     S->bid = 0;
     S->bidder = S->asker = S->b8_last = S->b8_bidder = S->maker4 = -1;
     S->pcc = S->done = S->b4_moves = S->spoke = S->b8_spoke = S->exhaust = 0;
+    S->caps_seat = -1;
+    S->caps_n = S->caps_next = S->caps_skipped = 0;
+    S->team_tricks[0] = S->team_tricks[1] = 0;
     S->h_pcc = S->h_open = S->h_bid8 = S->h_ask = S->h_redeal = S->h_spoilt = S->h_spoilt_ok =
         S->h_spoilt_auto = S->h_caps = S->h_illegal = S->h_all_pass = S->h_violation = S->h_played =
             S->h_trump_reveal = 0;
@@ -1167,6 +1219,15 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
         if (sim_legal(S, &st, seat, legal) == 0) {
             sim_fail(S, "seat %d to act in phase %d has no legal move", seat, st.phase);
             break;
+        }
+        if (seat == S->caps_seat) sim_fail(S, "the Caps caller is asked to act (the game plays for him)");
+        for (int s = 0; s < G304_SEATS; s++) {
+            int play = st.phase == G304_PHASE_PLAY;
+            int caps_ok = play && !S->pcc && S->rules.caps != G304_CAPS_OFF && S->caps_seat < 0 &&
+                          !S->team_tricks[1 - team_of(s)] && g304_cards_of(&st, s);
+            if (!!g304_may_spoilt(&st, s) != play || !!g304_may_caps(&st, s) != caps_ok)
+                sim_fail(S, "seat %d: may_spoilt %d may_caps %d, the rules say %d %d", s,
+                         g304_may_spoilt(&st, s), g304_may_caps(&st, s), play, caps_ok);
         }
         if (st.phase == G304_PHASE_BID4 && seat == S->bidder)
             sim_fail(S, "seat %d is to act while holding the highest bid (R-B4-ORDER)", seat);
