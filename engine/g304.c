@@ -995,7 +995,7 @@ static g304_code check_phase(const g304_state *st, int kind, g304_error *err)
         [G304_DO_CUT] = 1 << G304_PHASE_CUT,
         [G304_DO_BID] = 1 << G304_PHASE_BID4 | 1 << G304_PHASE_BID8,
         [G304_DO_PASS] = 1 << G304_PHASE_BID4 | 1 << G304_PHASE_BID8,
-        [G304_DO_PARTNER] = 1 << G304_PHASE_BID4 | 1 << G304_PHASE_BID8,
+        [G304_DO_PARTNER] = 1 << G304_PHASE_BID4,
         [G304_DO_REDEAL] = 1 << G304_PHASE_BID4,
         [G304_DO_TRUMP] = 1 << G304_PHASE_TRUMP,
         [G304_DO_OPEN] = 1 << G304_PHASE_PLAY,

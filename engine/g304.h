@@ -17,7 +17,7 @@
 #define G304_SEATS 4
 #define G304_TRICKS 8
 #define G304_NO_SEAT 0xFF
-#define G304_PCC 400       /* bid amount standing for Partner Close Caps (R-B8-PCC) */
+#define G304_PCC 0xFFFF    /* bid amount standing for Partner Close Caps (R-B8-PCC), above every number */
 #define G304_MAX_BID 300   /* the highest numeric bid: the pack holds 304 points */
 #define G304_MAX_EVENTS 48 /* events one g304_apply() can report */
 #define G304_MAX_LEGAL 40  /* moves g304_legal() can list */
@@ -47,8 +47,8 @@ typedef enum {
     G304_E_PHASE,       /* "phase": that move does not belong to this part of the hand */
     G304_E_TURN,        /* "turn": it is someone else's turn */
     G304_E_SEAT,        /* "seat": this seat may not make that move at all */
-    G304_E_AMOUNT,      /* "amount": not a valid bid amount */
-    G304_E_BID_LOW,     /* "bid_low": not higher than the highest bid / below the minimum */
+    G304_E_AMOUNT,      /* "amount": not a valid bid amount (below the minimum, above 300, off the step) */
+    G304_E_BID_LOW,     /* "bid_low": not higher than the highest bid */
     G304_E_BID_200,     /* "bid_200": must bid 200 or more (R-B4-200) */
     G304_E_PARTNER_BID, /* "partner_bid": may not bid over partner (R-B4-200 single, R-B8-AMOUNT) */
     G304_E_ONCE,        /* "once": has already spoken (single bidding, eight-card round) */
