@@ -22,6 +22,7 @@
 #define DEFAULT_BUDGET 400000L
 #define MAX_STATES 16384  /* positions per belief set */
 #define HASH_BITS 15
+#define FAILED_SLOTS 4096
 #define SUIT_BIT(s) (1u << (s))
 
 static int team_of(int seat) { return seat & 1; }
@@ -120,18 +121,27 @@ typedef struct {
 typedef struct {
     uint64_t key;
     uint32_t epoch;
+    uint32_t index; /* in the belief set */
 } seen_slot;
 
 struct caps_solver {
     long budget, nodes;
     int viewer, team, maker, bid250;
     card_t ind_card; /* the seat's own indicator when it is the maker */
+    card_t world_indicator; /* the indicator in the concrete world of the quick refutation */
+    int quick;              /* try the quick refutation first (on by default) */
+    /* twin_above[c]: the seat's next stronger card of c's suit when nothing but cards already
+     * out of play lies between them: the two are interchangeable, so only orders that play the
+     * stronger first are tried. CARD_NONE if none. */
+    card_t twin_above[CARD_COUNT];
     int overflow;
-    uint8_t slot_cap[SUIT_COUNT][16]; /* unseen face-down cards of finished tricks, by allowed suits */
+    int slot_cap_int[SUIT_COUNT][16]; /* unseen face-down cards of finished tricks, by allowed suits */
     cs_state *set[G304_TRICKS + 1];
     int nset[G304_TRICKS + 1];
     seen_slot *seen[G304_TRICKS + 1];
     uint32_t epoch[G304_TRICKS + 1];
+    seen_slot *failed; /* FAILED_SLOTS hashes of belief sets without a winning order */
+    uint32_t check_epoch;
     card_t order[G304_TRICKS];
     const card_t *fixed;
     int nfixed;
@@ -142,6 +152,12 @@ caps_solver *caps_solver_new(long node_budget)
     caps_solver *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->budget = node_budget > 0 ? node_budget : DEFAULT_BUDGET;
+    w->quick = 1;
+    w->failed = calloc(FAILED_SLOTS, sizeof(seen_slot));
+    if (!w->failed) {
+        free(w);
+        return NULL;
+    }
     for (int d = 0; d <= G304_TRICKS; d++) {
         w->set[d] = malloc(sizeof(cs_state) * MAX_STATES);
         w->seen[d] = calloc((size_t)1 << HASH_BITS, sizeof(seen_slot));
@@ -160,33 +176,44 @@ void caps_solver_free(caps_solver *w)
         free(w->set[d]);
         free(w->seen[d]);
     }
+    free(w->failed);
     free(w);
 }
 
 long caps_solver_nodes(const caps_solver *w) { return w->nodes; }
 
+void caps_solver_quick(caps_solver *w, int on) { w->quick = on; }
+
+static int count_bits(uint32_t v)
+{
+    v = v - ((v >> 1) & 0x55555555u);
+    v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+    return (int)((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
 /* Hall's condition: the pool can be dealt into the unknown parts of the hands, the unseen
- * indicator and the unseen face-down cards, respecting the suits each may hold. */
+ * indicator and the unseen face-down cards, respecting the suits each may hold. For every set
+ * of suits, the pool cards of those suits must fit into the places that accept one of them;
+ * "places accepting none of the set" are summed over subsets of its complement. */
 static int feasible(const caps_solver *w, const cs_state *x)
 {
-    int per_suit[SUIT_COUNT], total = 0;
-    for (int s = 0; s < SUIT_COUNT; s++) total += per_suit[s] = cardset_count(x->pool & CARDSET_SUIT(s));
-    int cap[16] = {0}, slots = 0;
-    for (int p = 0; p < G304_SEATS; p++) {
-        if (p == w->viewer || !x->count[p]) continue;
-        cap[0xF & ~x->voids[p]] += x->count[p];
-        slots += x->count[p];
-    }
-    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1, slots++;
-    for (int m = 1; m < 16; m++) cap[m] += w->slot_cap[x->trump][m], slots += w->slot_cap[x->trump][m];
-    if (slots != total) return 0;
+    int cap[16], total = 0;
+    memcpy(cap, w->slot_cap_int[x->trump], sizeof cap);
+    for (int p = 0; p < G304_SEATS; p++)
+        if (p != w->viewer) cap[0xF & ~x->voids[p]] += x->count[p];
+    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1;
+    for (int m = 0; m < 16; m++) total += cap[m];
+    int per_suit[SUIT_COUNT], cards = 0;
+    for (int s = 0; s < SUIT_COUNT; s++) cards += per_suit[s] = count_bits((x->pool >> (8 * s)) & 0xFF);
+    if (cards != total) return 0;
+    for (int b = 0; b < SUIT_COUNT; b++) /* cap[m] := places whose suits lie within m */
+        for (int m = 0; m < 16; m++)
+            if (m & (1 << b)) cap[m] += cap[m ^ (1 << b)];
     for (int set = 1; set < 16; set++) {
-        int need = 0, have = 0;
+        int need = 0;
         for (int s = 0; s < SUIT_COUNT; s++)
             if (set & SUIT_BIT(s)) need += per_suit[s];
-        for (int m = 1; m < 16; m++)
-            if (m & set) have += cap[m];
-        if (need > have) return 0;
+        if (need > total - cap[0xF & ~set]) return 0;
     }
     return 1;
 }
@@ -204,17 +231,32 @@ static cardset_t separators(const cs_state *x)
 /* The ranks of a suit from strongest to weakest: J 9 A T K Q 8 7. */
 static const uint8_t by_power[RANK_COUNT] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7};
 
-/* One pool card of suit s per run (the strongest), into out; returns how many. */
-static int run_heads(const cs_state *x, int s, card_t *out)
+/* Pool cards of suit s that can make a difference: a run of pool cards with no card of known
+ * place between them is interchangeable against every other card, except against the pool
+ * cards still to be played to this same trick. So of each run, the strongest `depth` cards are
+ * tried, depth being 1 + the number of pool cards still to come in this trick. */
+static int run_choices(const cs_state *x, int s, int depth, card_t *out)
 {
     cardset_t sep = separators(x);
-    int n = 0, open = 0;
+    int n = 0, taken = 0;
     for (int i = 0; i < RANK_COUNT; i++) {
         card_t c = CARD_MAKE(s, by_power[i]);
-        if (sep & CARDSET_BIT(c)) open = 0;
-        else if ((x->pool & CARDSET_BIT(c)) && !open) out[n++] = c, open = 1;
+        if (sep & CARDSET_BIT(c)) taken = 0;
+        else if ((x->pool & CARDSET_BIT(c)) && taken < depth) out[n++] = c, taken++;
     }
     return n;
+}
+
+/* How many cards after position i of the trick will be chosen by the adversary: unseen ones
+ * already played (at the root) and the plays still to come by the three others. */
+static int later_unknown(const caps_solver *w, const cs_state *x, int i)
+{
+    int leader = x->n ? x->seat[0] : x->to_act, later = 0;
+    for (int j = i + 1; j < G304_SEATS; j++) {
+        if (j < x->n) later += x->card[j] == CARD_HIDDEN;
+        else later += ((leader + j) & 3) != w->viewer;
+    }
+    return later;
 }
 
 /* Pushes pool cards to the top of their runs, so interchangeable positions compare equal. */
@@ -250,7 +292,7 @@ static uint64_t state_key(const cs_state *x)
     uint64_t h = mix(x->pool, x->own);
     for (int p = 0; p < G304_SEATS; p++) {
         h = mix(h, x->held[p]);
-        h = mix(h, (uint64_t)x->count[p] << 8 | x->voids[p]);
+        h = mix(h, x->count[p]); /* voids are compared apart: see add_state() */
     }
     h = mix(h, (uint64_t)x->trump | (uint64_t)x->trump_open << 8 | (uint64_t)x->ind_down << 16 |
                    (uint64_t)x->ind_unknown << 24 | (uint64_t)x->exhaust << 32 | (uint64_t)x->trick_no << 40 |
@@ -259,26 +301,41 @@ static uint64_t state_key(const cs_state *x)
     return mix(h, (uint64_t)x->fd << 8 | x->ind_at);
 }
 
-/* Adds a position at the seat's turn to the belief set of depth d (merging duplicates). */
+/* Whether every suit a seat of a is known to lack, it is known to lack in b too: then every
+ * world of b is a world of a, and whatever order survives a survives b. */
+static int voids_within(const cs_state *a, const cs_state *b)
+{
+    for (int p = 0; p < G304_SEATS; p++)
+        if (a->voids[p] & ~b->voids[p]) return 0;
+    return 1;
+}
+
+/* Adds a position at the seat's turn to the belief set of depth d. Positions equal but for the
+ * voids they have revealed are merged into the one with fewer voids (it allows more worlds);
+ * positions with incomparable voids are both kept. */
 static int add_state(caps_solver *w, const cs_state *x, int d)
 {
     cs_state y = *x;
     canonical_pool(&y);
     uint64_t key = state_key(&y);
     seen_slot *tab = w->seen[d];
-    uint32_t mask = (1u << HASH_BITS) - 1;
-    for (uint32_t i = (uint32_t)key & mask;; i = (i + 1) & mask) {
-        if (tab[i].epoch != w->epoch[d]) {
-            tab[i].epoch = w->epoch[d];
-            tab[i].key = key;
-            break;
+    uint32_t mask = (1u << HASH_BITS) - 1, i;
+    for (i = (uint32_t)key & mask; tab[i].epoch == w->epoch[d]; i = (i + 1) & mask) {
+        if (tab[i].key != key) continue;
+        cs_state *old = &w->set[d][tab[i].index];
+        if (voids_within(old, &y)) return 1;
+        if (voids_within(&y, old)) {
+            *old = y;
+            return 1;
         }
-        if (tab[i].key == key) return 1;
     }
     if (w->nset[d] >= MAX_STATES || w->nset[d] >= (1 << HASH_BITS) / 2) {
         w->overflow = 1;
         return -1;
     }
+    tab[i].epoch = w->epoch[d];
+    tab[i].key = key;
+    tab[i].index = (uint32_t)w->nset[d];
     w->set[d][w->nset[d]++] = y;
     return 1;
 }
@@ -303,7 +360,7 @@ static int show_indicator_then(caps_solver *w, cs_state *x, int d)
     x->ind_down = 0;
     if (!x->ind_unknown) return adv(w, x, d); /* the seat is the maker: it is in its own hand */
     card_t heads[RANK_COUNT];
-    int n = run_heads(x, x->trump, heads);
+    int n = run_choices(x, x->trump, RANK_COUNT, heads); /* its rank matters in later tricks */
     for (int i = 0; i < n; i++) {
         cs_state y = *x;
         y.pool &= ~CARDSET_BIT(heads[i]);
@@ -395,19 +452,21 @@ static int apply_other(caps_solver *w, cs_state *x, int p, card_t c, int from)
     return 1;
 }
 
-/* How good a move is for the adversary right now (tried first when high): for an opponent a
- * card that would take the trick, for the partner a card that would not. */
+/* How good a move looks for the adversary (tried first when high). An opponent takes the trick
+ * as cheaply as it can, or else throws its weakest card and keeps the strong ones for later; the
+ * partner does the same the other way round: it avoids taking the trick and sheds low cards. */
 static int move_score(const caps_solver *w, const cs_state *x, int p, card_t c)
 {
     int strength = card_power(c) + (CARD_SUIT(c) == x->trump ? 16 : 0);
+    int takes = 0;
     if (x->n) {
         card_t cards[G304_SEATS];
         memcpy(cards, x->card, x->n);
         cards[x->n] = c;
-        int takes = g304_trick_winner(cards, x->n + 1, x->trump) == x->n;
-        strength += takes ? 32 : 0;
+        takes = g304_trick_winner(cards, x->n + 1, x->trump) == x->n;
     }
-    return team_of(p) == w->team ? -strength : strength;
+    int wanted = team_of(p) == w->team ? !takes : takes;
+    return (wanted ? 100 : 0) - strength;
 }
 
 typedef struct {
@@ -425,17 +484,18 @@ static int adv(caps_solver *w, cs_state *x, int d)
     adv_move moves[CARD_COUNT];
     int nm = 0;
     for (cardset_t h = x->held[p]; h; h &= h - 1) moves[nm++] = (adv_move){cardset_first(h), FROM_HELD, 0};
+    int depth = 1 + later_unknown(w, x, x->n);
     if (x->count[p]) {
         for (int s = 0; s < SUIT_COUNT; s++) {
             if (x->voids[p] & SUIT_BIT(s)) continue;
             card_t heads[RANK_COUNT];
-            int k = run_heads(x, s, heads);
+            int k = run_choices(x, s, depth, heads);
             for (int i = 0; i < k; i++) moves[nm++] = (adv_move){heads[i], FROM_POOL, 0};
         }
     }
     if (p == w->maker && x->ind_unknown && x->ind_down) {
         card_t heads[RANK_COUNT];
-        int k = run_heads(x, x->trump, heads);
+        int k = run_choices(x, x->trump, depth, heads);
         for (int i = 0; i < k; i++) moves[nm++] = (adv_move){heads[i], FROM_INDICATOR, 0};
     }
     for (int i = 0; i < nm; i++) moves[i].score = move_score(w, x, p, moves[i].card);
@@ -489,15 +549,21 @@ static int apply_viewer(caps_solver *w, cs_state *x, card_t c)
 }
 
 static int solve(caps_solver *w, int d);
+static int solve_set(caps_solver *w, int d);
 
-/* Tries card c at depth d for every position of the belief set. */
+/* Tries card c at depth d for every position of the belief set. A position that defeats one
+ * card often defeats the next, so it moves to the front (a "killer" position). */
 static int try_card(caps_solver *w, int d, card_t c)
 {
     clear_set(w, d + 1);
     for (int i = 0; i < w->nset[d]; i++) {
         cs_state y = w->set[d][i];
-        if (!apply_viewer(w, &y, c)) return 0;
-        int r = adv(w, &y, d + 1);
+        int r = apply_viewer(w, &y, c) ? adv(w, &y, d + 1) : 0;
+        if (r == 0 && i > 0) {
+            cs_state t = w->set[d][0];
+            w->set[d][0] = w->set[d][i];
+            w->set[d][i] = t;
+        }
         if (r <= 0) return r;
     }
     return 1;
@@ -517,6 +583,7 @@ static int candidates(const caps_solver *w, int d, card_t *out)
     for (int i = 1; i < w->nset[d]; i++) one_trump &= w->set[d][i].trump == x->trump;
     for (cardset_t s = x->own; s; s &= s - 1) {
         card_t c = cardset_first(s);
+        if (w->twin_above[c] != CARD_NONE && (x->own & CARDSET_BIT(w->twin_above[c]))) continue;
         score[n] = card_power(c) + (one_trump && CARD_SUIT(c) == x->trump ? 16 : 0);
         out[n++] = c;
     }
@@ -529,9 +596,34 @@ static int candidates(const caps_solver *w, int d, card_t *out)
     return n;
 }
 
+/* Belief sets already shown to have no winning continuation. Different orders of the same
+ * cards often reach the same set: its hash (the sum of its positions' keys) is remembered. */
+static int failed_before(caps_solver *w, uint64_t h, int insert)
+{
+    uint32_t mask = FAILED_SLOTS - 1;
+    for (uint32_t i = (uint32_t)h & mask, tries = 0; tries < 16; i = (i + 1) & mask, tries++) {
+        if (w->failed[i].epoch != w->check_epoch) {
+            if (insert) w->failed[i] = (seen_slot){h, w->check_epoch, 0};
+            return 0;
+        }
+        if (w->failed[i].key == h) return 1;
+    }
+    return 0;
+}
+
 static int solve(caps_solver *w, int d)
 {
     if (w->nset[d] == 0) return 1;
+    uint64_t h = (uint64_t)d * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < w->nset[d]; i++) h += state_key(&w->set[d][i]);
+    if (failed_before(w, h, 0)) return 0;
+    int r = solve_set(w, d);
+    if (r == 0) failed_before(w, h, 1);
+    return r;
+}
+
+static int solve_set(caps_solver *w, int d)
+{
     card_t cand[G304_TRICKS];
     int n = candidates(w, d, cand);
     for (int i = 0; i < n; i++) {
@@ -562,7 +654,7 @@ static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int
     for (int s = 0; s < SUIT_COUNT; s++) {
         if (!(allowed & SUIT_BIT(s))) continue;
         card_t heads[RANK_COUNT];
-        int n = run_heads(x, s, heads);
+        int n = run_choices(x, s, 1 + later_unknown(w, x, i), heads);
         for (int h = 0; h < n; h++) {
             cs_state y = *x;
             y.card[i] = heads[h];
@@ -596,12 +688,171 @@ static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state 
     memcpy(x->seat, k->seat_of, sizeof x->seat);
     x->fd = k->facedown;
     x->ind_at = k->indicator_at;
-    memset(w->slot_cap[T], 0, sizeof w->slot_cap[T]);
+    memset(w->slot_cap_int[T], 0, sizeof w->slot_cap_int[T]);
     for (int i = 0; i < k->nhidden; i++) {
         int mask = 0xF & ~SUIT_BIT(k->hidden_led[i]);
         if (k->hidden_not_trump[i]) mask &= ~SUIT_BIT(T);
-        w->slot_cap[T][mask]++;
+        w->slot_cap_int[T][mask]++;
     }
+}
+
+/* Cards out of play for good: seen in finished tricks. Between two of the seat's cards of a
+ * suit only such cards (or its own) may lie for the two to be interchangeable. */
+static void find_twins(caps_solver *w, const g304_state *st, const caps_knowledge *k)
+{
+    cardset_t live = k->unseen, own = k->own;
+    for (int p = 0; p < G304_SEATS; p++) live |= k->held[p];
+    for (int i = 0; i < k->n; i++)
+        if (k->card[i] < CARD_COUNT) live |= CARDSET_BIT(k->card[i]);
+    if (w->viewer == st->maker && st->ind_down) own &= ~CARDSET_BIT(st->indicator); /* special to play */
+    memset(w->twin_above, CARD_NONE, sizeof w->twin_above);
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        card_t above = CARD_NONE;
+        for (int i = 0; i < RANK_COUNT; i++) {
+            card_t c = CARD_MAKE(s, by_power[i]);
+            if (live & CARDSET_BIT(c)) above = CARD_NONE;
+            else if (own & CARDSET_BIT(c)) w->twin_above[c] = above, above = c;
+            else if (k->own & CARDSET_BIT(c)) above = CARD_NONE; /* the face-down indicator */
+        }
+    }
+}
+
+/* ---- a quick refutation in one concrete world ----
+ * Most positions are not certain for a plain reason: some opponent may hold a card that will
+ * beat one of ours. Deal the unseen cards out concretely, strongest first to one favoured
+ * opponent, and let the others play greedily (move_score): if no order of the seat's cards
+ * survives that single world and that single line of play, Caps is not certain — a proof that
+ * costs a few hundred moves instead of the full search. */
+
+/* Deals every unseen card of x to a hand (favoured opponent first); the rest stay in the pool
+ * for the unseen face-down cards of finished tricks. Returns 0 if it cannot. */
+static int deal_world(caps_solver *w, const cs_state *x, int favoured, cs_state *y)
+{
+    int pref[G304_SEATS], np = 0;
+    pref[np++] = favoured;
+    pref[np++] = (favoured + 2) & 3;
+    pref[np++] = (w->viewer + 2) & 3;
+    *y = *x;
+    for (int strength = 23; strength >= 0; strength--) {
+        for (int s = 0; s < SUIT_COUNT; s++) {
+            int trump_bonus = s == x->trump ? 16 : 0;
+            int power = strength - trump_bonus;
+            if (power < 0 || power >= RANK_COUNT) continue;
+            card_t c = CARD_MAKE(s, by_power[7 - power]);
+            if (!(y->pool & CARDSET_BIT(c))) continue;
+            cs_state z = *y;
+            int placed = 0;
+            if (y->ind_unknown && s == x->trump) { /* the strongest unseen trump as the indicator */
+                z.pool &= ~CARDSET_BIT(c);
+                z.ind_unknown = 0;
+                placed = feasible(w, &z);
+                if (placed) {
+                    w->world_indicator = c;
+                    *y = z;
+                    continue;
+                }
+                z = *y;
+            }
+            for (int i = 0; i < np && !placed; i++) {
+                int p = pref[i];
+                if (p == w->viewer || !y->count[p] || (y->voids[p] & SUIT_BIT(s))) continue;
+                z = *y;
+                z.pool &= ~CARDSET_BIT(c);
+                z.held[p] |= CARDSET_BIT(c);
+                z.count[p]--;
+                placed = feasible(w, &z);
+                if (placed) *y = z;
+            }
+        }
+    }
+    for (int p = 0; p < G304_SEATS; p++)
+        if (p != w->viewer && y->count[p]) return 0;
+    return !y->ind_unknown;
+}
+
+/* Plays greedily for the others until the seat's turn or the end. Returns 0 if a trick is lost,
+ * 1 at the seat's turn, 2 at the end of the hand. */
+static int greedy_to_turn(caps_solver *w, cs_state *x)
+{
+    for (;;) {
+        if (++w->nodes > w->budget) return 1; /* out of budget: let the full search decide */
+        if (x->n == G304_SEATS) {
+            int T = x->trump, winner = x->seat[g304_trick_winner(x->card, G304_SEATS, T)];
+            if (team_of(winner) != w->team) return 0;
+            int reveal = x->trick_no == 0 && w->bid250;
+            for (int i = 0; i < G304_SEATS; i++)
+                if (((x->fd >> i) & 1) && CARD_SUIT(x->card[i]) == T) reveal = 1;
+            if (x->seat[0] == w->maker && CARD_SUIT(x->card[0]) == T && !(x->ind_at & 1)) {
+                int followed = 0;
+                for (int i = 1; i < G304_SEATS; i++) followed |= CARD_SUIT(x->card[i]) == T;
+                if (!followed) x->exhaust = 1;
+            }
+            if (reveal && !x->trump_open) {
+                x->trump_open = 1;
+                if (x->ind_down && w->viewer != w->maker) x->held[w->maker] |= CARDSET_BIT(w->world_indicator);
+                x->ind_down = 0;
+            }
+            x->trick_no++;
+            x->n = 0;
+            x->fd = x->ind_at = 0;
+            x->to_act = (uint8_t)winner;
+            if (x->trick_no == G304_TRICKS) return 2;
+        }
+        int p = x->to_act;
+        if (p == w->viewer) return 1;
+        int best = -1000;
+        cs_state chosen;
+        int ind_here = x->ind_down && p == w->maker; /* the seat is not the maker here */
+        cardset_t mine = x->held[p] | (ind_here ? CARDSET_BIT(w->world_indicator) : 0);
+        for (cardset_t h = mine; h; h &= h - 1) {
+            card_t c = cardset_first(h);
+            cs_state y = *x;
+            int from = ind_here && c == w->world_indicator ? FROM_INDICATOR : FROM_HELD;
+            if (!apply_other(w, &y, p, c, from)) continue;
+            int sc = move_score(w, x, p, c);
+            if (sc > best) best = sc, chosen = y;
+        }
+        if (best == -1000) return 1; /* no legal card: cannot happen in a dealt world */
+        *x = chosen;
+    }
+}
+
+/* Does some order of the seat's cards survive this world and this line of play? */
+static int survives(caps_solver *w, const cs_state *x, int d)
+{
+    card_t cand[G304_TRICKS];
+    int n = 0;
+    if (w->fixed) {
+        cand[n++] = w->fixed[d];
+    } else {
+        for (cardset_t s = x->own; s; s &= s - 1) {
+            card_t c = cardset_first(s);
+            if (w->twin_above[c] == CARD_NONE || !(x->own & CARDSET_BIT(w->twin_above[c]))) cand[n++] = c;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        cs_state y = *x;
+        if (!apply_viewer(w, &y, cand[i])) continue;
+        int r = greedy_to_turn(w, &y);
+        if (r == 2 || (r == 1 && survives(w, &y, d + 1))) return 1;
+        if (w->nodes > w->budget) return 1;
+    }
+    return 0;
+}
+
+/* Whether one concrete world with greedy play already defeats every order. */
+static int quickly_refuted(caps_solver *w)
+{
+    int tries = w->nset[0] < 4 ? w->nset[0] : 4;
+    for (int i = 0; i < tries; i++) {
+        for (int k = 1; k <= 3; k += 2) {
+            int favoured = (w->viewer + k) & 3;
+            cs_state y;
+            if (!deal_world(w, &w->set[0][i], favoured, &y)) continue;
+            if (!survives(w, &y, 0)) return 1;
+        }
+    }
+    return 0;
 }
 
 static int valid_fixed(cardset_t own, const card_t *fixed, int n)
@@ -622,6 +873,10 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     *n = 0;
     w->nodes = 0;
     w->overflow = 0;
+    if (++w->check_epoch == 0) {
+        memset(w->failed, 0, sizeof(seen_slot) * FAILED_SLOTS);
+        w->check_epoch = 1;
+    }
     if (st->phase != G304_PHASE_PLAY || st->pcc || st->team_tricks[!team_of(seat)]) return CAPS_NOT_CERTAIN;
     caps_knowledge_of(st, seat, &k);
     if (!k.own) return CAPS_NOT_CERTAIN;
@@ -633,6 +888,7 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     w->ind_card = seat == st->maker ? st->indicator : CARD_NONE;
     w->fixed = fixed;
     w->nfixed = nfixed;
+    find_twins(w, st, &k);
     clear_set(w, 0);
     for (int T = 0; T < SUIT_COUNT; T++) {
         if (!(k.trumps & SUIT_BIT(T))) continue;
@@ -642,6 +898,7 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
         if (r < 0) return CAPS_UNKNOWN;
         if (r == 0) return CAPS_NOT_CERTAIN;
     }
+    if (w->quick && quickly_refuted(w)) return CAPS_NOT_CERTAIN;
     int r = solve(w, 0);
     if (r < 0) return CAPS_UNKNOWN;
     if (r == 0) return CAPS_NOT_CERTAIN;

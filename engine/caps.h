@@ -63,6 +63,10 @@ void caps_solver_free(caps_solver *w);
 caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const card_t *fixed, int nfixed,
                         card_t order[G304_TRICKS], int *n);
 
+/* Turns the quick one-world refutation tried before the full search on or off (on by
+ * default; tests compare both ways). */
+void caps_solver_quick(caps_solver *w, int on);
+
 /* Search nodes used by the last check. */
 long caps_solver_nodes(const caps_solver *w);
 
