@@ -80,6 +80,7 @@ static void universe_build(void)
     universe_add(G304_DO_BID, CARD_NONE, 0);
     universe_add(G304_DO_BID, CARD_NONE, 100);
     for (unsigned b = 150; b <= 310; b += 5) universe_add(G304_DO_BID, CARD_NONE, b);
+    universe_add(G304_DO_BID, CARD_NONE, 400); /* no number stands for PCC */
     universe_add(G304_DO_BID, CARD_NONE, G304_PCC);
     universe_add(G304_DO_PASS, CARD_NONE, 0);
     universe_add(G304_DO_PARTNER, CARD_NONE, 0);
