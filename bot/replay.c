@@ -18,6 +18,7 @@
 
 #include "deal.h"
 #include "g304.h"
+#include "judge.h"
 
 #define MSG_MAX 256     /* one message: a problem with the input, or an engine refusal */
 #define AMOUNT_MAX 1000 /* larger bid numbers are malformed; smaller ones go to the engine */
@@ -385,8 +386,9 @@ static json_t *outcome_json(g304_code code, const g304_error *e)
     return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", name ? name : "unknown", "message", msg);
 }
 
-/* Applies every action in order; fills results. */
-static int run_actions(const json_t *actions, g304_state *st, json_t *results, problem *p)
+/* Applies every action in order, under the Caps judge; fills results. */
+static int run_actions(const json_t *actions, caps_solver *w, g304_state *st, g304_events *last, json_t *results,
+                       problem *p)
 {
     size_t i;
     json_t *obj;
@@ -395,7 +397,10 @@ static int run_actions(const json_t *actions, g304_state *st, json_t *results, p
         g304_action a;
         if (read_action(obj, i, &seat, &a, p) < 0) return -1;
         g304_error e = {0};
-        g304_code code = g304_apply(st, seat, &a, NULL, &e);
+        g304_events ev;
+        ev.n = 0;
+        g304_code code = judge_apply(w, st, seat, &a, &ev, &e);
+        if (code == G304_OK) *last = ev;
         if (json_array_append_new(results, outcome_json(code, &e)) < 0) return fail(p, "out of memory");
     }
     return 0;
@@ -485,8 +490,49 @@ static json_t *hands_json(const g304_state *st)
 static json_t *caps_json(const g304_result *r)
 {
     if (r->caps_seat == G304_NO_SEAT) return json_null();
-    return json_pack("{s:o, s:b, s:i, s:b}", "seat", seat_json(r->caps_seat), "won", r->caps_won, "bonus",
-                     r->caps_bonus, "broken", r->caps_broken);
+    return json_pack("{s:o, s:b, s:i, s:b, s:b}", "seat", seat_json(r->caps_seat), "on_time", r->caps_on_time,
+                     "bonus", r->caps_bonus, "won", r->caps_won, "broken", r->caps_broken);
+}
+
+static json_t *wrong_caps_json(const g304_result *r)
+{
+    static const char *const reasons[] = {"none", "early", "late", "missing"};
+    if (r->wrong_seat == G304_NO_SEAT || r->wrong_reason >= sizeof reasons / sizeof *reasons) return json_null();
+    return json_pack("{s:o, s:s}", "seat", seat_json(r->wrong_seat), "reason", reasons[r->wrong_reason]);
+}
+
+/* The judge's account of the hand in words (the G304_EV_CAPS_JUDGED event), or null. */
+static json_t *caps_text_json(const g304_state *st, const g304_events *ev)
+{
+    static const char *const names[G304_SEATS] = {"seat 0", "seat 1", "seat 2", "seat 3"};
+    for (int i = 0; i < ev->n; i++) {
+        if (ev->ev[i].kind != G304_EV_CAPS_JUDGED) continue;
+        char buf[320];
+        judge_describe(st, &ev->ev[i], names, buf, sizeof buf);
+        return json_string(buf);
+    }
+    return json_null();
+}
+
+/* For each seat, the order that makes Caps certain for it now; null if none; "unknown" if the
+ * search ran out of budget. */
+static json_t *caps_now_json(caps_solver *w, const g304_state *st)
+{
+    json_t *a = json_array();
+    for (int s = 0; s < G304_SEATS && a; s++) {
+        card_t order[G304_TRICKS];
+        int n = 0;
+        caps_verdict v = g304_caps_open_for(st, s) ? caps_check(w, st, s, NULL, 0, order, &n) : CAPS_NOT_CERTAIN;
+        json_t *item = json_null();
+        if (v == CAPS_UNKNOWN) {
+            item = json_string("unknown");
+        } else if (v == CAPS_CERTAIN) {
+            item = json_array();
+            for (int i = 0; i < n && item; i++) item = append(item, card_json(order[i]));
+        }
+        a = append(a, item);
+    }
+    return a;
 }
 
 static json_t *spoilt_json(const g304_result *r)
@@ -496,45 +542,55 @@ static json_t *spoilt_json(const g304_result *r)
     return json_pack("{s:o, s:b}", "seat", seat_json(r->spoilt_seat), "correct", r->spoilt_ok);
 }
 
-static json_t *result_json(const g304_state *st)
+static json_t *result_json(const g304_state *st, const g304_events *ev)
 {
     const g304_result *r = &st->result;
     if (r->end == G304_END_NONE) return json_null();
     const char *end = r->end < sizeof end_names / sizeof *end_names ? end_names[r->end] : "unknown";
     json_t *made = r->made < 0 ? json_null() : json_boolean(r->made);
     json_t *winner = r->match_winner < 2 ? json_integer(r->match_winner) : json_null();
-    return json_pack("{s:s, s:o, s:o, s:n, s:o, s:[ii], s:[ii], s:i, s:b, s:o}", "end", end, "made", made, "caps",
-                     caps_json(r), "wrong_caps", "spoilt", spoilt_json(r), "tokens", st->tokens[0], st->tokens[1],
-                     "change", r->delta[0], r->delta[1], "next_dealer", r->next_dealer, "match_over", r->match_over,
-                     "winner", winner);
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:[ii], s:[ii], s:i, s:b, s:o}", "end", end, "made", made,
+                     "caps", caps_json(r), "wrong_caps", wrong_caps_json(r), "caps_text", caps_text_json(st, ev),
+                     "spoilt", spoilt_json(r), "tokens", st->tokens[0], st->tokens[1], "change", r->delta[0],
+                     r->delta[1], "next_dealer", r->next_dealer, "match_over", r->match_over, "winner", winner);
 }
 
-static json_t *state_json(const g304_state *st, json_t *results)
+static json_t *state_json(caps_solver *w, const g304_state *st, const g304_events *ev, json_t *results)
 {
     char trump[2] = {suit_letter(st->trump), 0};
     const char *phase = g304_phase_name((g304_phase)st->phase);
     json_t *bid = st->bid ? amount_json(st->bid) : json_null();
-    return json_pack("{s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:s?, s:o, s:b, s:o, s:o, s:[ii], s:[ii], s:o}",
+    return json_pack("{s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:s?, s:o, s:b, s:o, s:o, s:[ii], s:[ii], s:o, s:o}",
                      "results", results, "phase", phase ? phase : "unknown", "dealer", st->dealer, "to_act",
                      seat_json(st->to_act), "legal", legal_json(st), "trump_maker", seat_json(st->maker), "bid", bid,
                      "bidder", st->bid ? seat_json(st->bidder) : json_null(), "trump",
                      st->trump_open ? trump : NULL, "indicator", card_json(st->indicator), "open", st->trump_open,
                      "hands", hands_json(st), "tricks", tricks_json(st), "points", st->points[0], st->points[1],
-                     "tokens", st->tokens[0], st->tokens[1], "result", result_json(st));
+                     "tokens", st->tokens[0], st->tokens[1], "caps_now", caps_now_json(w, st), "result",
+                     result_json(st, ev));
 }
 
 /* Replays a checked input; on success *out holds the output document. */
 static int replay_input_run(const replay_input *in, char **out, problem *p)
 {
     g304_state st;
+    g304_events last; /* the events of the last action, for the judge's account */
     g304_start(&st, &in->rules, in->dealer, in->tokens, in->deck, NULL);
+    last.n = 0;
+    caps_solver *w = caps_solver_new(0);
     json_t *results = json_array();
-    if (!results) return fail(p, "out of memory");
-    if (in->actions && run_actions(in->actions, &st, results, p) < 0) {
+    if (!results || !w) {
         json_decref(results);
+        caps_solver_free(w);
+        return fail(p, "out of memory");
+    }
+    if (in->actions && run_actions(in->actions, w, &st, &last, results, p) < 0) {
+        json_decref(results);
+        caps_solver_free(w);
         return -1;
     }
-    json_t *doc = state_json(&st, results); /* takes results, even on failure */
+    json_t *doc = state_json(w, &st, &last, results); /* takes results, even on failure */
+    caps_solver_free(w);
     *out = doc ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(doc);
     return *out ? 0 : fail(p, "out of memory");

@@ -293,6 +293,8 @@ void g304_start(g304_state *st, const g304_rules *rules, int dealer, const int16
     for (int t = 0; t < G304_TRICKS; t++) st->tricks[t].winner = G304_NO_SEAT;
     st->result.made = -1;
     st->result.caps_seat = st->result.spoilt_seat = st->result.payer = st->result.match_winner = G304_NO_SEAT;
+    st->result.wrong_seat = G304_NO_SEAT;
+    memset(st->certain_at, G304_NEVER, sizeof st->certain_at);
     if (rules->cut) {
         st->phase = G304_PHASE_CUT;
         st->to_act = (uint8_t)((dealer + 3) & 3); /* the dealer's left cuts */
@@ -358,6 +360,90 @@ static int spoilt_trumps(const g304_state *st)
     return (opp_cards & CARDSET_SUIT(st->trump)) == 0;
 }
 
+int g304_cards_played(const g304_state *st)
+{
+    int per = st->pcc ? 3 : 4;
+    if (st->trick_no >= G304_TRICKS) return G304_TRICKS * per;
+    return st->trick_no * per + st->tricks[st->trick_no].n;
+}
+
+/* The first moment Caps was certain for a seat of the team, G304_NEVER if never. */
+static int team_due(const g304_state *st, int team)
+{
+    int due = G304_NEVER;
+    for (int s = team; s < G304_SEATS; s += 2)
+        if (st->certain_at[s] < due) due = st->certain_at[s];
+    return due;
+}
+
+/* R-CAPS-GRACE: the last moment (cards played) a call is on time when Caps became certain
+ * at `due`. Grace: until the first card of the next trick; strict: before any other card. */
+static int call_deadline(const g304_state *st, int due)
+{
+    if (st->rules.caps == G304_CAPS_STRICT) return due;
+    return (due / 4) * 4 + 4;
+}
+
+/* R-CAPS-WRONG: was the hand's Caps call (or its absence) wrong, and why. External Caps is never
+ * wrong for being missing or late. */
+static void judge_caps(g304_state *st)
+{
+    g304_result *r = &st->result;
+    int mt = team_of(st->maker);
+    if (st->rules.caps == G304_CAPS_OFF || st->pcc) return;
+    if (st->caps_seat == G304_NO_SEAT) {
+        if (team_due(st, mt) != G304_NEVER) {
+            int due = team_due(st, mt);
+            r->wrong_reason = G304_WRONG_MISSING;
+            for (int s = mt; s < G304_SEATS; s += 2)
+                if (st->certain_at[s] == due && r->wrong_seat == G304_NO_SEAT) r->wrong_seat = (uint8_t)s;
+        }
+        return;
+    }
+    int ct = team_of(st->caps_seat);
+    int at = st->caps_trick * 4 + st->caps_cards;
+    int due = team_due(st, ct);
+    if (st->call_verdict == G304_CALL_NOT_CERTAIN) {
+        r->wrong_reason = G304_WRONG_EARLY;
+    } else if (ct == mt && due != G304_NEVER && at > call_deadline(st, due)) {
+        r->wrong_reason = G304_WRONG_LATE;
+    } else {
+        r->caps_on_time = st->call_verdict != G304_CALL_UNJUDGED;
+        return;
+    }
+    r->wrong_seat = st->caps_seat;
+}
+
+/* After the hand, the table hears when Caps became certain, for whom and with which order, and
+ * how the call (or its absence) was judged (R-CAPS-WRONG). The calling team's first certain
+ * seat is told first, then the maker's team's, then the opponents'. */
+static void tell_caps(g304_state *st, g304_events *ev)
+{
+    int teams[3] = {st->caps_seat != G304_NO_SEAT ? team_of(st->caps_seat) : team_of(st->maker),
+                    team_of(st->maker), !team_of(st->maker)};
+    int seat = G304_NO_SEAT;
+    for (int i = 0; i < 3 && seat == G304_NO_SEAT; i++) {
+        int due = team_due(st, teams[i]);
+        for (int s = teams[i]; s < G304_SEATS && due != G304_NEVER; s += 2)
+            if (st->certain_at[s] == due && seat == G304_NO_SEAT) seat = s;
+    }
+    if (seat == G304_NO_SEAT && st->caps_seat == G304_NO_SEAT) return;
+    g304_event *e = emit(ev, G304_EV_CAPS_JUDGED, G304_VIS_ALL, 0, seat);
+    e->other = st->caps_seat;
+    e->flag = st->result.wrong_reason;
+    e->amount = seat == G304_NO_SEAT ? G304_NEVER : st->certain_at[seat];
+    if (seat != G304_NO_SEAT) {
+        e->n = st->certain_n[seat];
+        memcpy(e->cards, st->certain_order[seat], e->n);
+    }
+}
+
+int g304_caps_open_for(const g304_state *st, int seat)
+{
+    return st->phase == G304_PHASE_PLAY && st->rules.caps != G304_CAPS_OFF && !st->pcc &&
+           st->caps_seat == G304_NO_SEAT && st->team_tricks[!team_of(seat)] == 0;
+}
+
 /* R-TOKENS, R-CAPS-SCORE, R-PCC: the score of a hand played to the end. */
 static void score_played(g304_state *st, g304_events *ev)
 {
@@ -366,24 +452,31 @@ static void score_played(g304_state *st, g304_events *ev)
     if (st->pcc) {
         r->made = st->team_tricks[mt] == G304_TRICKS;
         pay(st, r->made ? ot : mt, r->made ? bid_reward(G304_PCC) : bid_charge(G304_PCC));
-    } else {
-        r->made = st->points[mt] >= st->bid;
-        if (st->caps_seat != G304_NO_SEAT) {
-            int ct = team_of(st->caps_seat);
-            r->caps_won = st->team_tricks[ct] == G304_TRICKS;
-            if (!r->caps_won) {
-                pay(st, ct, 5);
-            } else if (ct == mt) {
-                /* called before the first card of the seventh trick */
-                r->caps_bonus = st->caps_trick < 6 || (st->caps_trick == 6 && st->caps_cards == 0);
-                pay(st, ot, bid_reward(st->bid) + r->caps_bonus);
-            } else {
-                pay(st, mt, bid_charge(st->bid) + 1); /* R-CAPS-EXTERNAL */
-            }
-        } else {
-            pay(st, r->made ? ot : mt, r->made ? bid_reward(st->bid) : bid_charge(st->bid));
-        }
+        finish(st, G304_END_PLAYED, st->dealer + 1, ev);
+        return;
     }
+    r->made = st->points[mt] >= st->bid;
+    judge_caps(st);
+    if (st->caps_seat != G304_NO_SEAT) {
+        int ct = team_of(st->caps_seat);
+        r->caps_won = st->team_tricks[ct] == G304_TRICKS;
+        if (!r->caps_won) {
+            pay(st, ct, 5); /* a trick lost after the call */
+        } else if (r->wrong_seat != G304_NO_SEAT) {
+            pay(st, ct, 2); /* Wrong Caps: nothing for the bid */
+        } else if (ct == mt) {
+            /* called before the first card of the seventh trick */
+            r->caps_bonus = st->caps_trick < 6 || (st->caps_trick == 6 && st->caps_cards == 0);
+            pay(st, ot, bid_reward(st->bid) + r->caps_bonus);
+        } else {
+            pay(st, mt, bid_charge(st->bid) + 1); /* R-CAPS-EXTERNAL */
+        }
+    } else if (r->wrong_seat != G304_NO_SEAT) {
+        pay(st, mt, 2); /* Caps was due and never called */
+    } else {
+        pay(st, r->made ? ot : mt, r->made ? bid_reward(st->bid) : bid_charge(st->bid));
+    }
+    tell_caps(st, ev);
     finish(st, G304_END_PLAYED, st->dealer + 1, ev);
 }
 

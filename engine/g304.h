@@ -144,6 +144,10 @@ typedef enum {
                               other = points */
     G304_EV_CAPS,          /* all: seat called Caps with cards[] in that order */
     G304_EV_SPOILT,        /* all: seat declared spoilt trumps; flag 1 = correct */
+    G304_EV_CAPS_JUDGED,   /* all, after the hand: Caps was certain for `seat` (G304_NO_SEAT if
+                              for nobody) after amount cards (G304_NEVER: never) with the order
+                              cards[]; `other` = who called (G304_NO_SEAT: nobody); flag =
+                              G304_WRONG_* */
     G304_EV_HAND,          /* all: seat's dealt cards[] shown at the end of the hand */
     G304_EV_RESULT,        /* all: the hand is over; details in the state's result */
 } g304_event_kind;
@@ -182,6 +186,14 @@ typedef struct {
     uint16_t points;
 } g304_trick;
 
+/* Why a Caps call (or its absence) was wrong (R-CAPS-WRONG). */
+enum { G304_WRONG_NONE = 0, G304_WRONG_EARLY, G304_WRONG_LATE, G304_WRONG_MISSING };
+
+/* The Caps judge's findings, written between moves by judge_update() (judge.h); the engine
+ * reads them when it scores the hand. A hand nobody judges scores without Wrong Caps. */
+enum { G304_CALL_UNJUDGED = 0, G304_CALL_CERTAIN, G304_CALL_NOT_CERTAIN, G304_CALL_UNKNOWN };
+#define G304_NEVER 0xFF
+
 /* How a hand ended. */
 enum {
     G304_END_NONE = 0,  /* still going */
@@ -199,6 +211,9 @@ typedef struct {
     uint8_t caps_won;     /* the caller's team won every trick */
     uint8_t caps_bonus;   /* tokens added for Caps called before trick 7 (R-CAPS-SCORE) */
     uint8_t caps_broken;  /* a card of the stated order could not be played legally */
+    uint8_t caps_on_time; /* the call was judged certain and in time (R-CAPS-GRACE) */
+    uint8_t wrong_seat;   /* Wrong Caps (R-CAPS-WRONG): the caller or obliged seat, G304_NO_SEAT if none */
+    uint8_t wrong_reason; /* G304_WRONG_* */
     uint8_t spoilt_seat;  /* who declared spoilt trumps, G304_NO_SEAT if nobody */
     uint8_t spoilt_ok;    /* the declaration was correct (or it was automatic) */
     uint8_t payer;        /* team that pays, G304_NO_SEAT if nobody */
@@ -257,6 +272,14 @@ typedef struct {
     uint8_t caps_broken;
 
     uint8_t spoilt_seat;  /* who declared spoilt trumps */
+
+    /* Caps judge (R-CAPS-CALL, R-CAPS-WRONG) */
+    uint8_t certain_at[G304_SEATS];  /* cards played in the hand when Caps first became certain
+                                        for the seat, G304_NEVER if it has not */
+    uint8_t certain_n[G304_SEATS];
+    card_t certain_order[G304_SEATS][G304_TRICKS]; /* the order that proved it */
+    uint8_t call_verdict;            /* G304_CALL_*: the stated order of the Caps call, judged
+                                        with the caller's knowledge when he called */
     g304_result result;
 } g304_state;
 
@@ -300,6 +323,13 @@ int g304_may_caps(const g304_state *st, int seat);
 
 /* Cards seat holds now, the face-down indicator included for the maker. */
 cardset_t g304_cards_of(const g304_state *st, int seat);
+
+/* Cards played so far in the hand (the Caps judge's clock). */
+int g304_cards_played(const g304_state *st);
+
+/* Whether a seat must call Caps now if it is certain: the team has won every trick, no Caps
+ * has been called, Caps calls are on (not `caps = off`) and this is not Partner Close Caps. */
+int g304_caps_open_for(const g304_state *st, int seat);
 
 /* The next seat in playing order (R-SEATS; skips the partner in Partner Close Caps). */
 int g304_next_seat(const g304_state *st, int seat);

@@ -172,7 +172,7 @@ Test(replay, output_keys_in_order)
 {
     static const char *const keys[] = {"results", "phase",  "dealer", "to_act", "legal", "trump_maker",
                                        "bid",     "bidder", "trump",  "indicator", "open", "hands",
-                                       "tricks",  "points", "tokens", "result"};
+                                       "tricks",  "points", "tokens", "caps_now", "result"};
     json_t *doc = replay_ok(GAME "}");
     size_t k = 0;
     for (void *it = json_object_iter(doc); it; it = json_object_iter_next(doc, it), k++) {
@@ -344,7 +344,7 @@ Test(replay, seed_deals)
 
 Test(replay, result_shape_after_all_pass)
 {
-    static const char *const keys[] = {"end",    "made",   "caps",        "wrong_caps", "spoilt",
+    static const char *const keys[] = {"end",    "made",   "caps",        "wrong_caps", "caps_text", "spoilt",
                                        "tokens", "change", "next_dealer", "match_over", "winner"};
     json_t *doc = replay_ok(GAME ",\"actions\":[{\"seat\":1,\"do\":\"pass\"},{\"seat\":2,\"do\":\"pass\"},"
                                  "{\"seat\":3,\"do\":\"pass\"},{\"seat\":0,\"do\":\"pass\"}]}");
@@ -363,6 +363,7 @@ Test(replay, result_shape_after_all_pass)
     cr_expect(json_is_null(json_object_get(r, "made")));
     cr_expect(json_is_null(json_object_get(r, "caps")));
     cr_expect(json_is_null(json_object_get(r, "wrong_caps")));
+    cr_expect(json_is_null(json_object_get(r, "caps_text")));
     cr_expect(json_is_null(json_object_get(r, "spoilt")));
     cr_expect(json_is_null(json_object_get(r, "winner")));
     cr_expect(json_is_false(json_object_get(r, "match_over")));
