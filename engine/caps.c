@@ -23,6 +23,9 @@
 #define MAX_STATES 16384  /* positions per belief set */
 #define HASH_BITS 15
 #define FAILED_SLOTS 4096
+#define FIRST_TRY_NODES 3000 /* the short search tried first */
+#define QUICK_STATES 8   /* positions of the first belief set dealt out for a quick refutation */
+#define QUICK_WORLDS 64  /* worlds dealt for it at most */
 #define SUIT_BIT(s) (1u << (s))
 
 static int team_of(int seat) { return seat & 1; }
@@ -116,6 +119,7 @@ typedef struct {
     card_t card[G304_SEATS];
     uint8_t seat[G304_SEATS];
     uint8_t fd, ind_at;
+    card_t ind_world; /* in a dealt world (quick refutation): the unseen indicator's identity */
 } cs_state;
 
 typedef struct {
@@ -128,7 +132,6 @@ struct caps_solver {
     long budget, nodes;
     int viewer, team, maker, bid250;
     card_t ind_card; /* the seat's own indicator when it is the maker */
-    card_t world_indicator; /* the indicator in the concrete world of the quick refutation */
     int quick;              /* try the quick refutation first (on by default) */
     /* twin_above[c]: the seat's next stronger card of c's suit when nothing but cards already
      * out of play lies between them: the two are interchangeable, so only orders that play the
@@ -726,7 +729,7 @@ static void find_twins(caps_solver *w, const g304_state *st, const caps_knowledg
 
 /* Deals every unseen card of x to a hand (favoured opponent first); the rest stay in the pool
  * for the unseen face-down cards of finished tricks. Returns 0 if it cannot. */
-static int deal_world(caps_solver *w, const cs_state *x, int favoured, cs_state *y)
+static int deal_world(caps_solver *w, const cs_state *x, int favoured, int void_suit, cs_state *y)
 {
     int pref[G304_SEATS], np = 0;
     pref[np++] = favoured;
@@ -747,7 +750,7 @@ static int deal_world(caps_solver *w, const cs_state *x, int favoured, cs_state 
                 z.ind_unknown = 0;
                 placed = feasible(w, &z);
                 if (placed) {
-                    w->world_indicator = c;
+                    z.ind_world = c;
                     *y = z;
                     continue;
                 }
@@ -756,6 +759,7 @@ static int deal_world(caps_solver *w, const cs_state *x, int favoured, cs_state 
             for (int i = 0; i < np && !placed; i++) {
                 int p = pref[i];
                 if (p == w->viewer || !y->count[p] || (y->voids[p] & SUIT_BIT(s))) continue;
+                if (p == favoured && s == void_suit) continue;
                 z = *y;
                 z.pool &= ~CARDSET_BIT(c);
                 z.held[p] |= CARDSET_BIT(c);
@@ -789,7 +793,7 @@ static int greedy_to_turn(caps_solver *w, cs_state *x)
             }
             if (reveal && !x->trump_open) {
                 x->trump_open = 1;
-                if (x->ind_down && w->viewer != w->maker) x->held[w->maker] |= CARDSET_BIT(w->world_indicator);
+                if (x->ind_down && w->viewer != w->maker) x->held[w->maker] |= CARDSET_BIT(x->ind_world);
                 x->ind_down = 0;
             }
             x->trick_no++;
@@ -803,11 +807,11 @@ static int greedy_to_turn(caps_solver *w, cs_state *x)
         int best = -1000;
         cs_state chosen;
         int ind_here = x->ind_down && p == w->maker; /* the seat is not the maker here */
-        cardset_t mine = x->held[p] | (ind_here ? CARDSET_BIT(w->world_indicator) : 0);
+        cardset_t mine = x->held[p] | (ind_here ? CARDSET_BIT(x->ind_world) : 0);
         for (cardset_t h = mine; h; h &= h - 1) {
             card_t c = cardset_first(h);
             cs_state y = *x;
-            int from = ind_here && c == w->world_indicator ? FROM_INDICATOR : FROM_HELD;
+            int from = ind_here && c == x->ind_world ? FROM_INDICATOR : FROM_HELD;
             if (!apply_other(w, &y, p, c, from)) continue;
             int sc = move_score(w, x, p, c);
             if (sc > best) best = sc, chosen = y;
@@ -817,11 +821,12 @@ static int greedy_to_turn(caps_solver *w, cs_state *x)
     }
 }
 
-/* Does some order of the seat's cards survive this world and this line of play? */
-static int survives(caps_solver *w, const cs_state *x, int d)
+/* Does some order of the seat's cards survive all these worlds, each with its line of play? */
+static int survives(caps_solver *w, const cs_state *worlds, int k, int d)
 {
     card_t cand[G304_TRICKS];
     int n = 0;
+    const cs_state *x = &worlds[0];
     if (w->fixed) {
         cand[n++] = w->fixed[d];
     } else {
@@ -831,28 +836,38 @@ static int survives(caps_solver *w, const cs_state *x, int d)
         }
     }
     for (int i = 0; i < n; i++) {
-        cs_state y = *x;
-        if (!apply_viewer(w, &y, cand[i])) continue;
-        int r = greedy_to_turn(w, &y);
-        if (r == 2 || (r == 1 && survives(w, &y, d + 1))) return 1;
+        cs_state next[QUICK_WORLDS];
+        int live = 0, lost = 0;
+        for (int j = 0; j < k && !lost; j++) {
+            cs_state y = worlds[j];
+            int r = apply_viewer(w, &y, cand[i]) ? greedy_to_turn(w, &y) : 0;
+            if (r == 0) lost = 1;
+            else if (r == 1) next[live++] = y; /* r == 2: this world is won to the end */
+        }
         if (w->nodes > w->budget) return 1;
+        if (lost) continue;
+        if (live == 0 || survives(w, next, live, d + 1)) return 1;
     }
     return 0;
 }
 
-/* Whether one concrete world with greedy play already defeats every order. */
+/* Whether a few concrete worlds with greedy play already defeat every order: for positions of
+ * the first belief set, an opponent is dealt the strongest unseen cards (trumps first), once
+ * with every suit and once lacking each suit in turn (so that it can cut). */
 static int quickly_refuted(caps_solver *w)
 {
-    int tries = w->nset[0] < 4 ? w->nset[0] : 4;
-    for (int i = 0; i < tries; i++) {
-        for (int k = 1; k <= 3; k += 2) {
-            int favoured = (w->viewer + k) & 3;
-            cs_state y;
-            if (!deal_world(w, &w->set[0][i], favoured, &y)) continue;
-            if (!survives(w, &y, 0)) return 1;
+    cs_state worlds[QUICK_WORLDS];
+    int k = 0;
+    int states = w->nset[0] < QUICK_STATES ? w->nset[0] : QUICK_STATES;
+    for (int i = 0; i < states; i++) {
+        for (int o = 1; o <= 3; o += 2) {
+            for (int v = -1; v < SUIT_COUNT && k < QUICK_WORLDS; v++) {
+                if (v == w->set[0][i].trump) continue;
+                if (deal_world(w, &w->set[0][i], (w->viewer + o) & 3, v, &worlds[k])) k++;
+            }
         }
     }
-    return 0;
+    return k > 0 && !survives(w, worlds, k, 0);
 }
 
 static int valid_fixed(cardset_t own, const card_t *fixed, int n)
@@ -898,9 +913,18 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
         if (r < 0) return CAPS_UNKNOWN;
         if (r == 0) return CAPS_NOT_CERTAIN;
     }
-    if (w->quick && quickly_refuted(w)) return CAPS_NOT_CERTAIN;
+    /* Most positions are settled by a short search; for the rest a few dealt worlds often prove
+     * "not certain" at once, and only then does the full search run to its budget. */
+    long budget = w->budget;
+    w->budget = w->nodes + FIRST_TRY_NODES < budget ? w->nodes + FIRST_TRY_NODES : budget;
     int r = solve(w, 0);
-    if (r < 0) return CAPS_UNKNOWN;
+    w->budget = budget;
+    if (r < 0 && w->nodes < budget) {
+        if (w->quick && quickly_refuted(w)) return CAPS_NOT_CERTAIN;
+        w->overflow = 0;
+        r = solve(w, 0);
+    }
+    if (r < 0 || w->overflow) return CAPS_UNKNOWN;
     if (r == 0) return CAPS_NOT_CERTAIN;
     *n = cardset_count(k.own);
     memcpy(order, w->order, (size_t)*n);

@@ -1,0 +1,123 @@
+/* bench_caps.c — how fast the Caps judge is: certainty checks on positions from random games.
+ *
+ * A program, not a test (`make bench`). Hands are dealt from fixed seeds and played with random
+ * legal moves (half of the hands with one team playing its strongest card, so that positions where
+ * a team has won every trick — the only ones the judge checks — come up often). Every move goes
+ * through judge_apply(); each certainty check it makes is timed on its own, and the judging of a
+ * whole hand is summed. Prints p50, p99 and max per check, per-hand totals, and how often the
+ * search budget answered "unknown". Figures print one per line. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "caps.h"
+#include "deal.h"
+#include "judge.h"
+
+#define BENCH_HANDS 2000
+
+static uint64_t rng = 0xC0FFEE304ull;
+
+static uint32_t below(uint32_t n)
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (uint32_t)((((rng * 0x2545F4914F6CDD1Dull) >> 32) * n) >> 32);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double at(const double *sorted, size_t n, double q) { return n ? sorted[(size_t)(q * (double)(n - 1))] : 0; }
+
+/* A move for the seat to act: random, or (for the strong team of a biased hand) the strongest card. */
+static g304_action pick(const g304_state *st, int strong_team)
+{
+    g304_action legal[G304_MAX_LEGAL];
+    int n = g304_legal(st, st->to_act, legal);
+    g304_action a = legal[below((uint32_t)n)];
+    if (st->phase == G304_PHASE_BID4 && below(10) < 7) a = (g304_action){.kind = G304_DO_PASS};
+    if (st->phase == G304_PHASE_BID8 && below(10) < 9) a = (g304_action){.kind = G304_DO_PASS};
+    if (st->phase == G304_PHASE_PLAY && strong_team >= 0) {
+        int best = -1, best_power = -1;
+        for (int i = 0; i < n; i++) {
+            if (legal[i].kind != G304_DO_PLAY) continue;
+            int p = card_power(legal[i].card) + (st->trump_open && CARD_SUIT(legal[i].card) == st->trump ? 8 : 0);
+            if ((st->to_act & 1) != strong_team) p = -p;
+            if (p > best_power) best_power = p, best = i;
+        }
+        if (best >= 0) a = legal[best];
+    }
+    return a;
+}
+
+int main(void)
+{
+    caps_solver *w = caps_solver_new(0);
+    size_t cap = 1u << 20, nchecks = 0, unknown = 0, certain = 0;
+    double *checks = malloc(cap * sizeof *checks), hands[BENCH_HANDS];
+    if (!w || !checks) return 1;
+    for (int h = 0; h < BENCH_HANDS; h++) {
+        g304_rules rules;
+        g304_rules_default(&rules);
+        uint8_t seed[DEAL_SEED_BYTES];
+        for (int i = 0; i < DEAL_SEED_BYTES; i++) seed[i] = (uint8_t)below(256);
+        card_t deck[CARD_COUNT];
+        deal_shuffle(seed, deck, CARD_COUNT);
+        int16_t tokens[2] = {11, 11};
+        g304_state st;
+        g304_start(&st, &rules, h & 3, tokens, deck, NULL);
+        int strong = (h & 1) ? (int)below(2) : -1;
+        double hand_time = 0;
+        while (st.phase != G304_PHASE_DONE) {
+            g304_action a = pick(&st, strong);
+            if (g304_apply(&st, st.to_act, &a, NULL, NULL) != G304_OK) return 1;
+            /* the judge's work after this move, one check at a time */
+            for (int s = 0; s < G304_SEATS; s++) {
+                if (st.certain_at[s] != G304_NEVER || !g304_caps_open_for(&st, s)) continue;
+                card_t order[G304_TRICKS];
+                int n;
+                double t0 = now();
+                caps_verdict v = caps_check(w, &st, s, NULL, 0, order, &n);
+                double dt = now() - t0;
+                hand_time += dt;
+                if (nchecks < cap) checks[nchecks++] = dt;
+                if (v == CAPS_UNKNOWN) unknown++;
+                if (v == CAPS_CERTAIN) {
+                    certain++;
+                    st.certain_at[s] = (uint8_t)g304_cards_played(&st);
+                }
+            }
+        }
+        hands[h] = hand_time;
+    }
+    qsort(checks, nchecks, sizeof *checks, by_value);
+    qsort(hands, BENCH_HANDS, sizeof *hands, by_value);
+    printf("hands judged: %d\n", BENCH_HANDS);
+    printf("certainty checks: %zu\n", nchecks);
+    printf("check time p50: %.1f us\n", at(checks, nchecks, 0.50) * 1e6);
+    printf("check time p99: %.1f us\n", at(checks, nchecks, 0.99) * 1e6);
+    printf("check time max: %.1f us\n", at(checks, nchecks, 1.0) * 1e6);
+    printf("judging per hand p50: %.3f ms\n", at(hands, BENCH_HANDS, 0.50) * 1e3);
+    printf("judging per hand p99: %.3f ms\n", at(hands, BENCH_HANDS, 0.99) * 1e3);
+    printf("judging per hand max: %.3f ms\n", at(hands, BENCH_HANDS, 1.0) * 1e3);
+    printf("certain found: %zu\n", certain);
+    printf("unknown (budget reached): %zu of %zu = %.3f%%\n", unknown, nchecks,
+           nchecks ? 100.0 * (double)unknown / (double)nchecks : 0.0);
+    free(checks);
+    caps_solver_free(w);
+    return 0;
+}
