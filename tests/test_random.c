@@ -14,9 +14,14 @@
  * the indicator once it is shown (R-OPEN, R-REVEAL, R-250, a Caps call by the maker, a face-up
  * play), a Caps caller's shown cards, and everything once the hand is over.
  *
+ * Hands are played through the Caps judge (judge_apply()), as the bot plays them: when Caps
+ * becomes certain for a seat it sometimes calls with the judge's order, and a call judged certain
+ * must then win every trick. The judge's input, caps_knowledge_of(), is checked against the same
+ * knowledge model.
+ *
  * Environment: CARDROOM_SIM_HANDS (default 100000), CARDROOM_SIM_SEED (default 304),
  * CARDROOM_SIM_EXHAUSTIVE (percent of states whose every candidate move is tried on a copy,
- * default 10). */
+ * default 10), CARDROOM_SIM_JUDGED (percent of hands played through the Caps judge, default 25). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -25,9 +30,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "caps.h"
 #include "cards.h"
 #include "deal.h"
 #include "g304.h"
+#include "judge.h"
 
 #define SIM_MAX_MOVES 1000     /* a hand longer than this is a failure (a loop) */
 #define SIM_PRINT_FAILURES 40  /* failure lines printed in full */
@@ -236,10 +243,21 @@ typedef struct {
     card_t caps_order[G304_TRICKS];
     int caps_skipped;     /* a card of the order was passed over (not playable in its turn) */
     int team_tricks[2];   /* tricks won per team, counted here */
+    int caps_at;          /* cards played when Caps was called */
+    int caps_certain_call; /* the call stated the order the judge had just found certain, as soon
+                              as it was certain for the team */
+
+    int favoured;         /* a team that plays its strongest cards while the other plays its
+                             weakest (so that Caps comes up), -1 for random play */
+
+    /* the Caps judge (judge.h) */
+    int judged;           /* this hand is played through judge_apply() */
+    caps_solver *solver;
 
     /* what happened in this hand (for the coverage counts) */
     int h_pcc, h_open, h_bid8, h_ask, h_redeal, h_spoilt, h_spoilt_ok, h_spoilt_auto, h_caps,
-        h_illegal, h_all_pass, h_violation, h_played, h_trump_reveal;
+        h_illegal, h_all_pass, h_violation, h_played, h_trump_reveal, h_certain, h_certain_call,
+        h_wrong;
 } sim;
 
 static long g_failures;
@@ -652,6 +670,7 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
                      "tricks lost %d)", seat, S->pcc, S->rules.caps, S->caps_seat,
                      S->team_tricks[1 - team_of(seat)]);
         S->caps_seat = seat;
+        S->caps_at = g304_cards_played(b);
         S->caps_n = a->n;
         memcpy(S->caps_order, a->order, sizeof S->caps_order);
         cardset_t shown = 0;
@@ -730,7 +749,8 @@ static void sim_check_events(sim *S, const g304_state *st, const g304_events *ev
                                                    : -1;
             if (vis != expect) sim_fail(S, "event %s vis %d to %d: visible(%d) = %d", ev_word(e->kind), e->vis, e->to, s, vis);
             if (!vis) continue;
-            cardset_t allowed = (S->done && (e->kind == G304_EV_HAND || e->kind == G304_EV_RESULT))
+            cardset_t allowed = (S->done && (e->kind == G304_EV_HAND || e->kind == G304_EV_RESULT ||
+                                              e->kind == G304_EV_CAPS_JUDGED))
                                     ? CARDSET_ALL
                                     : S->known[s];
             for (int i = 0; i < e->n; i++) sim_check_card(S, s, e->cards[i], allowed, "event cards", e->kind);
@@ -769,6 +789,60 @@ static void sim_check_view_trick(sim *S, int seat, const g304_trick *v, const g3
             sim_fail(S, "LEAK: seat %d sees %s in the %s trick of its view", seat, card_text(c), which);
     }
     if (v->points) sim_check_points(S, seat, t, allowed, which);
+}
+
+/* The Caps solver judges from caps_knowledge_of(): a seat's information set must be what the
+ * rules let it know — no more (the judge would use hidden cards) and no less (it would miss a
+ * certain Caps). Its deductions must hold in the real deal. */
+static void sim_check_knowledge(sim *S, const g304_state *st)
+{
+    if (st->phase != G304_PHASE_PLAY) return;
+    int trump = trump_suit(S);
+    for (int s = 0; s < G304_SEATS; s++) {
+        caps_knowledge k;
+        caps_knowledge_of(st, s, &k);
+        cardset_t seen = ~k.unseen;
+        /* Knowing too little matters only while the judge asks about this seat (a Caps call ends
+         * that, and its shown cards are not in the set). */
+        cardset_t must = g304_caps_open_for(st, s) ? S->known[s] : seen & S->known[s];
+        if ((seen & ~S->known[s]) || (must & ~seen))
+            sim_fail(S, "information set of seat %d: sees %#x, the rules let it know %#x (extra %#x, "
+                     "missing %#x)", s, seen, S->known[s], seen & ~S->known[s], S->known[s] & ~seen);
+        int knows_trump = s == S->maker || S->ind_public;
+        if ((k.indicator != CARD_NONE) != knows_trump || (knows_trump && k.trumps != (1u << trump)))
+            sim_fail(S, "information set of seat %d: indicator %s, trumps %#x (knows trump %d)", s,
+                     card_text(k.indicator), k.trumps, knows_trump);
+        if (!(k.trumps & (1u << trump)))
+            sim_fail(S, "information set of seat %d rules out the real trump %s (%#x)", s, suit_name(trump), k.trumps);
+        for (int p = 0; p < G304_SEATS; p++) {
+            cardset_t hand = st->hand[p] & ~(p == S->maker ? CARDSET_BIT(S->indicator) : 0);
+            for (int suit = 0; suit < SUIT_COUNT; suit++)
+                if ((k.voids[p] >> suit & 1) && (hand & CARDSET_SUIT(suit)))
+                    sim_fail(S, "information set of seat %d: seat %d void in %s, but holds %#x", s, p,
+                             suit_name(suit), hand & CARDSET_SUIT(suit));
+        }
+    }
+}
+
+/* After a move: a seat newly found certain is certain now, with an order of all its cards. */
+static void sim_check_certain(sim *S, const g304_state *b, const g304_state *st)
+{
+    for (int s = 0; s < G304_SEATS; s++) {
+        if (st->certain_at[s] == b->certain_at[s]) continue;
+        if (!S->judged || b->certain_at[s] != G304_NEVER) {
+            sim_fail(S, "certain_at of seat %d changed %d -> %d (judged %d)", s, b->certain_at[s],
+                     st->certain_at[s], S->judged);
+            continue;
+        }
+        S->h_certain = 1;
+        cardset_t order = 0;
+        for (int i = 0; i < st->certain_n[s] && i < G304_TRICKS; i++) order |= CARDSET_BIT(st->certain_order[s][i]);
+        if (st->certain_at[s] != g304_cards_played(st) || order != g304_cards_of(st, s) ||
+            st->certain_n[s] != cardset_count(order) || S->pcc || S->rules.caps == G304_CAPS_OFF ||
+            S->team_tricks[1 - team_of(s)])
+            sim_fail(S, "seat %d certain at %d (now %d) with order %#x of %d cards, holds %#x", s,
+                     st->certain_at[s], g304_cards_played(st), order, st->certain_n[s], g304_cards_of(st, s));
+    }
 }
 
 static void sim_check_views(sim *S, const g304_state *st)
@@ -861,6 +935,75 @@ static void sim_check_state(sim *S, const g304_state *st)
 }
 
 /* ---- The end of a hand ---- */
+/* R-TOKENS, R-CAPS-SCORE, R-CAPS-WRONG, R-CAPS-EXTERNAL, R-PCC, R-TRANSFER: the score of a hand
+ * played to the end, from the bid, the points, the tricks, the Caps call and the judge's verdict
+ * (which this test cannot recompute: it checks that the verdict is consistent and sound). */
+static void sim_check_score(sim *S, const g304_state *st, const int16_t before[2])
+{
+    const g304_result *r = &st->result;
+    int mt = team_of(S->maker);
+    int made = S->pcc ? S->team_tricks[mt] == G304_TRICKS : st->points[mt] >= (int)S->bid;
+    int win, lose;
+    if (S->bid == G304_PCC) win = 4, lose = 5;
+    else if (S->bid >= 250) win = 3, lose = 4;
+    else if (S->bid >= 200) win = 2, lose = 3;
+    else win = 1, lose = 2;
+    int wrong = r->wrong_seat != G304_NO_SEAT;
+    int ct = S->caps_seat >= 0 ? team_of(S->caps_seat) : -1;
+    int payer, amount, bonus = 0;
+    if (wrong) S->h_wrong = 1;
+    if ((wrong || r->caps_on_time) && (!S->judged || S->pcc || S->rules.caps == G304_CAPS_OFF))
+        sim_fail(S, "Caps verdict (wrong seat %d, on time %d) in a hand without Caps judging", r->wrong_seat,
+                 r->caps_on_time);
+    if (wrong != (r->wrong_reason != G304_WRONG_NONE))
+        sim_fail(S, "wrong seat %d with reason %d", r->wrong_seat, r->wrong_reason);
+    if (r->wrong_reason == G304_WRONG_MISSING &&
+        (ct >= 0 || team_of(r->wrong_seat) != mt || st->certain_at[r->wrong_seat] == G304_NEVER))
+        sim_fail(S, "missing Caps charged to seat %d (caller %d, certain at %d)", r->wrong_seat, S->caps_seat,
+                 st->certain_at[r->wrong_seat]);
+    if (r->wrong_reason == G304_WRONG_EARLY && (r->wrong_seat != S->caps_seat || st->call_verdict != G304_CALL_NOT_CERTAIN))
+        sim_fail(S, "early Caps charged to seat %d (caller %d, verdict %d)", r->wrong_seat, S->caps_seat, st->call_verdict);
+    if (r->wrong_reason == G304_WRONG_LATE && (r->wrong_seat != S->caps_seat || ct != mt))
+        sim_fail(S, "late Caps charged to seat %d (caller %d)", r->wrong_seat, S->caps_seat);
+    if (ct < 0 && !wrong && S->judged && !S->pcc && S->rules.caps != G304_CAPS_OFF &&
+        (st->certain_at[mt] != G304_NEVER || st->certain_at[mt + 2] != G304_NEVER))
+        sim_fail(S, "Caps was certain for the maker's team and never called, without Wrong Caps");
+    /* soundness of the judge: a call it found certain wins every trick, card by card as stated */
+    if (ct >= 0 && st->call_verdict == G304_CALL_CERTAIN && !r->caps_won)
+        sim_fail(S, "UNSOUND: Caps by seat %d judged certain, but its team lost a trick (tricks %d/%d)",
+                 S->caps_seat, S->team_tricks[0], S->team_tricks[1]);
+    if (ct >= 0 && st->call_verdict == G304_CALL_CERTAIN && r->caps_broken)
+        sim_fail(S, "Caps by seat %d judged certain, but its stated order could not be played as stated "
+                 "(caps_broken)", S->caps_seat);
+    if (S->caps_certain_call &&
+        (st->call_verdict == G304_CALL_NOT_CERTAIN ||
+         (st->call_verdict == G304_CALL_CERTAIN && (wrong || !r->caps_on_time))))
+        sim_fail(S, "Caps called with the judge's own order as soon as certain: verdict %d, wrong %d, on time %d",
+                 st->call_verdict, r->wrong_reason, r->caps_on_time);
+
+    if (S->pcc) {
+        payer = made ? 1 - mt : mt, amount = made ? win : lose;
+    } else if (ct >= 0) {
+        if (S->team_tricks[1 - ct]) payer = ct, amount = 5; /* called, then lost a trick */
+        else if (wrong) payer = ct, amount = 2;              /* Wrong Caps */
+        else if (ct == mt) bonus = S->caps_at <= 6 * 4, payer = 1 - mt, amount = win + bonus;
+        else payer = mt, amount = lose + 1;                  /* External Caps */
+    } else if (wrong) {
+        payer = mt, amount = 2;                              /* due and never called */
+    } else {
+        payer = made ? 1 - mt : mt, amount = made ? win : lose;
+    }
+    int pay = amount < before[payer] ? amount : before[payer];
+    int expect[2];
+    expect[payer] = -pay;
+    expect[1 - payer] = S->rules.scoring == G304_SCORING_TRANSFER ? pay : 0;
+    if (r->made != made || r->delta[0] != expect[0] || r->delta[1] != expect[1] || r->caps_bonus != bonus)
+        sim_fail(S, "scoring: bid %u by team %d, points %d/%d, tricks %d/%d, Caps by %d at %d, wrong %d: made %d "
+                 "delta %d/%d bonus %d, expected made %d delta %d/%d bonus %d", S->bid, mt, st->points[0],
+                 st->points[1], S->team_tricks[0], S->team_tricks[1], S->caps_seat, S->caps_at, r->wrong_reason,
+                 r->made, r->delta[0], r->delta[1], r->caps_bonus, made, expect[0], expect[1], bonus);
+}
+
 static void sim_check_result(sim *S, const g304_state *st)
 {
     const g304_result *r = &st->result;
@@ -926,26 +1069,7 @@ static void sim_check_result(sim *S, const g304_state *st)
             sim_fail(S, "points %d + %d != %d", st->points[0], st->points[1], total);
         if (r->next_dealer != next) sim_fail(S, "next dealer %d after dealer %d", r->next_dealer, S->dealer);
         if (r->made != 0 && r->made != 1) sim_fail(S, "played hand with made = %d", r->made);
-        if (S->rules.caps == G304_CAPS_OFF) {
-            /* R-TOKENS with nothing else in play: check the table and the payment. */
-            int mt = team_of(S->maker);
-            int made = S->pcc ? st->team_tricks[mt] == G304_TRICKS : st->points[mt] >= (int)S->bid;
-            int win, lose;
-            if (S->bid == G304_PCC) win = 4, lose = 5;
-            else if (S->bid >= 250) win = 3, lose = 4;
-            else if (S->bid >= 200) win = 2, lose = 3;
-            else win = 1, lose = 2;
-            int payer = made ? 1 - mt : mt, amount = made ? win : lose;
-            int pay = amount < before[payer] ? amount : before[payer];
-            int expect[2];
-            expect[payer] = -pay;
-            expect[1 - payer] = S->rules.scoring == G304_SCORING_TRANSFER ? pay : 0;
-            if (r->made != made || r->delta[0] != expect[0] || r->delta[1] != expect[1])
-                sim_fail(S, "scoring: bid %u by team %d, points %d/%d, tricks %d/%d: made %d delta %d/%d, "
-                         "expected made %d delta %d/%d", S->bid, mt, st->points[0], st->points[1],
-                         st->team_tricks[0], st->team_tricks[1], r->made, r->delta[0], r->delta[1],
-                         made, expect[0], expect[1]);
-        }
+        sim_check_score(S, st, before);
         break;
     }
     default: sim_fail(S, "hand over with end %d", r->end);
@@ -1093,11 +1217,12 @@ static void sim_apply(sim *S, g304_state *st, int seat, const g304_action *a)
     g304_error err;
     memcpy(&before, st, sizeof before);
     ev.n = 0;
-    g304_code code = g304_apply(st, seat, a, &ev, &err);
+    g304_code code = S->judged ? judge_apply(S->solver, st, seat, a, &ev, &err) : g304_apply(st, seat, a, &ev, &err);
     if (code != G304_OK) {
         sim_fail_move(S, seat, a, "chosen move refused: %s: %s", g304_code_name(code), err.msg);
         return;
     }
+    sim_check_certain(S, &before, st);
     if (S->nlog < SIM_LOG_MAX) S->log[S->nlog++] = (sim_move){.seat = (uint8_t)seat, .a = *a};
     sim_observe(S, &before, st, seat, a);
     if (a->kind == G304_DO_SPOILT) {
@@ -1110,6 +1235,7 @@ static void sim_apply(sim *S, g304_state *st, int seat, const g304_action *a)
     sim_check_events(S, st, &ev);
     sim_check_state(S, st);
     sim_check_views(S, st);
+    sim_check_knowledge(S, st);
 }
 
 /* The random policy: a random legal move, biased so that hands look like hands: pass 60% in
@@ -1131,6 +1257,47 @@ static void sim_choose(sim *S, const g304_state *st, int seat, g304_action *out)
         else others[no++] = i;
     }
     int bidding = st->phase == G304_PHASE_BID4 || st->phase == G304_PHASE_BID8;
+    if (S->favoured >= 0 && st->phase != G304_PHASE_PLAY) {
+        /* the favoured team takes the contract at the lowest bid, with its longest suit as
+         * trump; nobody cuts, nobody asks for a redeal */
+        int mine = team_of(seat) == S->favoured, pick = -1;
+        if (st->phase == G304_PHASE_CUT) {
+            for (int i = 0; i < n && pick < 0; i++)
+                if (legal[i].amount == 0) pick = i;
+        } else if (st->phase == G304_PHASE_TRUMP) {
+            int best_len = -1;
+            for (int i = 0; i < n; i++) {
+                int len = cardset_count(S->all8[seat] & CARDSET_SUIT(suit_of(legal[i].card)));
+                if (len > best_len || (len == best_len && card_power(legal[i].card) < card_power(legal[pick].card)))
+                    best_len = len, pick = i;
+            }
+        } else if (st->phase == G304_PHASE_BID4 && mine && (S->bidder < 0 || team_of(S->bidder) != S->favoured)) {
+            pick = nb ? bids[0] : pass;
+        } else {
+            pick = pass;
+        }
+        if (pick >= 0) {
+            *out = legal[pick];
+            return;
+        }
+    }
+    if (!bidding && st->phase == G304_PHASE_PLAY && S->favoured >= 0 && rng_chance(&S->rng, 8000)) {
+        /* strongest (or weakest) card: a trump over the suit led over the rest, then by rank */
+        int sign = team_of(seat) == S->favoured ? 1 : -1, best = -1, best_score = 0;
+        const g304_trick *t = &st->tricks[st->trick_no];
+        for (int k = 0; k < no; k++) {
+            const g304_action *m = &legal[others[k]];
+            if (m->kind != G304_DO_PLAY) continue;
+            int suit = suit_of(m->card);
+            int score = (suit == trump_suit(S) ? 16 : t->n && suit == suit_of(t->card[0]) ? 8 : 0) +
+                        card_power(m->card);
+            if (best < 0 || sign * score > sign * best_score) best = others[k], best_score = score;
+        }
+        if (best >= 0) {
+            *out = legal[best];
+            return;
+        }
+    }
     if (!bidding) {
         *out = legal[others[rng_below(&S->rng, (uint32_t)no)]];
         return;
@@ -1168,13 +1335,29 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
     g304_state st;
     g304_events ev;
     if (!S->in_match) sim_new_match(S);
-    for (int i = 0; i < DEAL_SEED_BYTES; i += 8) {
-        uint64_t x = rng_u64(&S->rng);
-        memcpy(S->deal_seed + i, &x, 8);
-    }
-    deal_shuffle(S->deal_seed, S->deck, CARD_COUNT);
     S->nlog = 0;
     S->failed = 0;
+    S->favoured = rng_chance(&S->rng, 3000) ? (int)rng_below(&S->rng, 2) : -1;
+    /* A favoured team gets the best of 16 shuffles (most card points), still one seed. */
+    int best_points = -1;
+    for (int tries = S->favoured >= 0 ? 16 : 1; tries > 0; tries--) {
+        uint8_t seed[DEAL_SEED_BYTES];
+        card_t deck[CARD_COUNT];
+        for (int i = 0; i < DEAL_SEED_BYTES; i += 8) {
+            uint64_t x = rng_u64(&S->rng);
+            memcpy(seed + i, &x, 8);
+        }
+        deal_shuffle(seed, deck, CARD_COUNT);
+        int points = 0;
+        for (int b = 0; b < 8 && S->favoured >= 0; b++)
+            if (team_of((S->dealer + 1 + b) % 4) == S->favoured)
+                for (int k = 0; k < 4; k++) points += card_points(deck[b * 4 + k]);
+        if (points > best_points) {
+            best_points = points;
+            memcpy(S->deal_seed, seed, sizeof seed);
+            memcpy(S->deck, deck, sizeof deck);
+        }
+    }
     memset(S->known, 0, sizeof S->known);
     S->deal_fixed = S->full_dealt = 0;
     S->maker = -1;
@@ -1184,11 +1367,11 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
     S->bidder = S->asker = S->b8_last = S->b8_bidder = S->maker4 = -1;
     S->pcc = S->done = S->b4_moves = S->spoke = S->b8_spoke = S->exhaust = 0;
     S->caps_seat = -1;
-    S->caps_n = S->caps_next = S->caps_skipped = 0;
+    S->caps_n = S->caps_next = S->caps_skipped = S->caps_at = S->caps_certain_call = 0;
     S->team_tricks[0] = S->team_tricks[1] = 0;
     S->h_pcc = S->h_open = S->h_bid8 = S->h_ask = S->h_redeal = S->h_spoilt = S->h_spoilt_ok =
         S->h_spoilt_auto = S->h_caps = S->h_illegal = S->h_all_pass = S->h_violation = S->h_played =
-            S->h_trump_reveal = 0;
+            S->h_trump_reveal = S->h_certain = S->h_certain_call = S->h_wrong = 0;
 
     ev.n = 0;
     g304_start(&st, &S->rules, S->dealer, S->tokens, S->deck, &ev);
@@ -1242,6 +1425,23 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
         if (rng_chance(&S->rng, 200)) {
             sim_try_illegal(S, &st);
             if (S->failed) break;
+        }
+        if (st.phase == G304_PHASE_PLAY && S->judged) {
+            /* Caps has just become certain for a seat: half the time it calls, with the order
+             * the judge found; the team must then win every trick (checked at the end). */
+            int now = g304_cards_played(&st), caller = -1;
+            for (int s = 0; s < G304_SEATS && caller < 0; s++)
+                if (st.certain_at[s] == now && g304_may_caps(&st, s)) caller = s;
+            if (caller >= 0 && rng_chance(&S->rng, 5000)) {
+                int partner_at = st.certain_at[partner_of(caller)];
+                a.kind = G304_DO_CAPS;
+                a.n = st.certain_n[caller];
+                memcpy(a.order, st.certain_order[caller], sizeof a.order);
+                S->caps_certain_call = partner_at == G304_NEVER || partner_at == now;
+                S->h_certain_call = 1;
+                sim_apply(S, &st, caller, &a);
+                continue;
+            }
         }
         if (st.phase == G304_PHASE_PLAY) {
             int spoilt = sim_spoilt(S);
@@ -1321,9 +1521,12 @@ Test(random, hands, .timeout = 0)
     if (exhaustive < 0) exhaustive = 0;
     if (exhaustive > 100) exhaustive = 100;
 
+    long judged = env_long("CARDROOM_SIM_JUDGED", 25);
     static sim S; /* large: the move log */
     memset(&S, 0, sizeof S);
     S.seed = seed;
+    S.solver = caps_solver_new(0);
+    cr_assert_not_null(S.solver, "caps_solver_new");
     sim_rng check_rng = {seed ^ 0xC0FFEE304ull};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1332,13 +1535,19 @@ Test(random, hands, .timeout = 0)
 
     long c_pcc = 0, c_open = 0, c_bid8 = 0, c_ask = 0, c_redeal = 0, c_spoilt = 0, c_spoilt_ok = 0,
          c_spoilt_auto = 0, c_caps = 0, c_illegal = 0, c_all_pass = 0, c_violation = 0,
-         c_played = 0, c_reveal = 0, c_matches = 0;
+         c_played = 0, c_reveal = 0, c_matches = 0, c_judged = 0, c_certain = 0, c_certain_call = 0,
+         c_wrong = 0;
     for (long h = 0; h < hands; h++) {
         S.hand = h;
         S.rng.s = seed ^ ((uint64_t)(h + 1) * 0xD1B54A32D192ED03ull);
         rng_u64(&S.rng);
         if (!S.in_match) c_matches++;
+        S.judged = rng_chance(&check_rng, (uint32_t)(judged * 100));
         sim_hand(&S, (uint32_t)(exhaustive * 100), &check_rng);
+        c_judged += S.judged;
+        c_certain += S.h_certain;
+        c_certain_call += S.h_certain_call;
+        c_wrong += S.h_wrong;
         c_pcc += S.h_pcc;
         c_open += S.h_open;
         c_bid8 += S.h_bid8;
@@ -1360,10 +1569,12 @@ Test(random, hands, .timeout = 0)
             "random: %ld hands in %.1f s, %ld matches; hands with: played %ld, PCC %ld, open %ld, "
             "eight-card bid %ld, ask %ld, redeal %ld, all pass %ld, face-down trump revealed %ld, "
             "spoilt call %ld (correct %ld, violation %ld), auto spoilt %ld, Caps call %ld, "
-            "illegal tries %ld; failures %ld\n",
+            "illegal tries %ld; judged %ld, Caps certain %ld, called when certain %ld, Wrong Caps %ld; "
+            "failures %ld\n",
             hands, secs, c_matches, c_played, c_pcc, c_open, c_bid8, c_ask, c_redeal, c_all_pass,
-            c_reveal, c_spoilt, c_spoilt_ok, c_violation, c_spoilt_auto, c_caps, c_illegal,
-            g_failures);
+            c_reveal, c_spoilt, c_spoilt_ok, c_violation, c_spoilt_auto, c_caps, c_illegal, c_judged,
+            c_certain, c_certain_call, c_wrong, g_failures);
+    caps_solver_free(S.solver);
     cr_assert_eq(g_failures, 0, "%ld failures (seed %" PRIu64 "), the first are printed above",
                  g_failures, seed);
     if (hands >= 1000) {
@@ -1376,5 +1587,9 @@ Test(random, hands, .timeout = 0)
         cr_expect_gt(c_caps, 0, "no Caps call");
         cr_expect_gt(c_illegal, 0, "no illegal move tried");
         cr_expect_gt(c_reveal, 0, "no face-down trump revealed");
+        if (judged) {
+            cr_expect_gt(c_certain_call, 0, "no Caps called when certain");
+            cr_expect_gt(c_wrong, 0, "no Wrong Caps");
+        }
     }
 }
