@@ -48,6 +48,8 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
     if (sees_indicator && seat != st->maker && (st->hand[st->maker] & CARDSET_BIT(st->indicator)))
         k->held[st->maker] = CARDSET_BIT(st->indicator);
 
+    if (st->caps_seat != G304_NO_SEAT && st->caps_seat != seat) /* a Caps caller shows his cards */
+        k->held[st->caps_seat] |= g304_cards_of(st, st->caps_seat);
     cardset_t seen = k->own;
     for (int p = 0; p < G304_SEATS; p++) seen |= k->held[p];
     int maker = st->maker, trump_known = seat == maker || st->trump_open;

@@ -74,8 +74,8 @@ const char *judge_describe(const g304_state *st, const g304_event *e, const char
     if (e->seat != G304_NO_SEAT) {
         moment_text(e->amount, when, sizeof when);
         snprintf(head, sizeof head, "Caps was certain for %s %s: %s", names[e->seat], when, order);
-    } else {
-        snprintf(head, sizeof head, "Caps was never certain");
+    } else { /* a call came before anybody of the team could be certain; the judge stops there */
+        snprintf(head, sizeof head, "Caps was not certain for %s when the call came", names[caller]);
     }
     const char *tail;
     char tailbuf[160];
