@@ -37,8 +37,12 @@
 #include "judge.h"
 
 #define SIM_MAX_MOVES 1000     /* a hand longer than this is a failure (a loop) */
+#ifndef SIM_PRINT_FAILURES
 #define SIM_PRINT_FAILURES 40  /* failure lines printed in full */
-#define SIM_PRINT_REPROS 8     /* hands printed as replay JSON */
+#endif
+#ifndef SIM_PRINT_REPROS
+#define SIM_PRINT_REPROS 8     /* hands printed as replay JSON (and the first of each kind) */
+#endif
 
 /* ---- PRNG: splitmix64 (small, fast, good enough; fixed by the seed) ---- */
 typedef struct {
@@ -284,12 +288,25 @@ static void print_repro(const sim *S, int extra_seat, const g304_action *extra)
     fprintf(f, "]}\n");
 }
 
-/* Records a failure: the first ones print in full, with the hand as replay JSON once per hand.
- * The hand is then abandoned (its state can no longer be trusted) and a new match starts. */
+/* Whether a failure of this kind (its format string) is seen for the first time. */
+static int first_of_kind(const char *fmt)
+{
+    static const char *kinds[64];
+    static int nkinds;
+    for (int i = 0; i < nkinds; i++)
+        if (kinds[i] == fmt) return 0;
+    if (nkinds < 64) kinds[nkinds++] = fmt;
+    return 1;
+}
+
+/* Records a failure: the first ones, and the first of each kind, print in full, with the hand
+ * as replay JSON once per hand. The hand is then abandoned (its state can no longer be
+ * trusted) and a new match starts. */
 static void sim_fail_move(sim *S, int seat, const g304_action *move, const char *fmt, ...)
 {
     g_failures++;
-    if (g_failures <= SIM_PRINT_FAILURES) {
+    int first = first_of_kind(fmt);
+    if (g_failures <= SIM_PRINT_FAILURES || first) {
         char msg[512];
         va_list ap;
         va_start(ap, fmt);
@@ -297,7 +314,7 @@ static void sim_fail_move(sim *S, int seat, const g304_action *move, const char 
         va_end(ap);
         fprintf(stderr, "FAIL seed=%" PRIu64 " hand=%ld move=%d: %s\n", S->seed, S->hand, S->nlog,
                 msg);
-        if (!S->failed && g_repros < SIM_PRINT_REPROS) {
+        if (!S->failed && (g_repros < SIM_PRINT_REPROS || first)) {
             g_repros++;
             print_repro(S, seat, move);
         }
