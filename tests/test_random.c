@@ -122,16 +122,40 @@ static int action_listed(const g304_action *a, const g304_action *list, int n)
 }
 
 /* ---- Reporting ---- */
-static const char *const do_words[] = {"cut",  "bid",  "pass", "partner", "redeal",
-                                       "trump", "open", "play", "caps",    "spoilt"};
+static const char *const do_words[G304_DO_COUNT] = {
+    [G304_DO_CUT] = "cut",     [G304_DO_BID] = "bid",   [G304_DO_PASS] = "pass", [G304_DO_PARTNER] = "partner",
+    [G304_DO_REDEAL] = "redeal", [G304_DO_TRUMP] = "trump", [G304_DO_OPEN] = "open", [G304_DO_PLAY] = "play",
+    [G304_DO_CAPS] = "caps",   [G304_DO_SPOILT] = "spoilt"};
 static const char *const ev_words[] = {
-    "CUT",    "DEALT",  "BID",     "PASS",    "ASK",       "REDEAL", "ALL_PASS", "MAKER",
-    "INDICATOR", "PLACED", "RETURNED", "OPEN", "PLAY",     "FACEDOWN", "INSPECT", "NO_TRUMP",
-    "REVEAL", "SHOWN", "TRICK", "CAPS",    "SPOILT",    "HAND",   "RESULT"};
+    [G304_EV_CUT] = "CUT",
+    [G304_EV_DEALT] = "DEALT",
+    [G304_EV_BID] = "BID",
+    [G304_EV_PASS] = "PASS",
+    [G304_EV_ASK] = "ASK",
+    [G304_EV_REDEAL] = "REDEAL",
+    [G304_EV_ALL_PASS] = "ALL_PASS",
+    [G304_EV_MAKER] = "MAKER",
+    [G304_EV_INDICATOR] = "INDICATOR",
+    [G304_EV_PLACED] = "PLACED",
+    [G304_EV_RETURNED] = "RETURNED",
+    [G304_EV_OPEN] = "OPEN",
+    [G304_EV_PLAY] = "PLAY",
+    [G304_EV_FACEDOWN] = "FACEDOWN",
+    [G304_EV_INSPECT] = "INSPECT",
+    [G304_EV_NO_TRUMP] = "NO_TRUMP",
+    [G304_EV_REVEAL] = "REVEAL",
+    [G304_EV_SHOWN] = "SHOWN",
+    [G304_EV_TRICK] = "TRICK",
+    [G304_EV_CAPS] = "CAPS",
+    [G304_EV_SPOILT] = "SPOILT",
+    [G304_EV_CAPS_JUDGED] = "CAPS_JUDGED",
+    [G304_EV_HAND] = "HAND",
+    [G304_EV_RESULT] = "RESULT",
+};
 
 static const char *ev_word(int kind)
 {
-    return kind >= 0 && kind < (int)(sizeof ev_words / sizeof ev_words[0]) ? ev_words[kind] : "?";
+    return kind >= 0 && kind < (int)(sizeof ev_words / sizeof ev_words[0]) && ev_words[kind] ? ev_words[kind] : "?";
 }
 
 static const char *card_text(card_t c)
