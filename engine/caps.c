@@ -685,6 +685,12 @@ static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state 
     x->trump_open = k->trump_open;
     x->ind_down = k->ind_down;
     x->ind_unknown = k->ind_unknown;
+    if (w->viewer == w->maker && x->ind_down) {
+        /* A Caps call by the maker shows the indicator: the trump opens and the indicator becomes
+         * an ordinary card of his hand (as with R-OPEN). His order must win under those rules. */
+        x->trump_open = 1;
+        x->ind_down = 0;
+    }
     x->exhaust = (k->exhaust_suits >> T) & 1;
     x->trick_no = k->trick_no;
     x->n = k->n;
