@@ -33,6 +33,7 @@ static const char *cards_text(cardset_t s, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = 0;
+    if (!len) return buf; /* no message wanted (see g304_check_card) */
     for (int suit = 0; suit < SUIT_COUNT; suit++) {
         /* strongest first within a suit, as people sort a hand */
         for (int p = 7; p >= 0; p--) {
@@ -509,6 +510,7 @@ static void indicator_to_hand(g304_state *st)
 g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, g304_error *err)
 {
     char buf[64];
+    size_t buflen = err ? sizeof buf : 0; /* legal() asks without a message: skip the text */
     int is_ind = p->indicator != CARD_NONE && card == p->indicator;
     cardset_t hand = p->hand;
     int closed = !p->trump_open;
@@ -529,7 +531,7 @@ g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, 
             cardset_t trumps = hand & CARDSET_SUIT(p->trump);
             if (trumps && suit != p->trump)
                 return fail(err, G304_E_EXHAUST, "exhausted trumps: you must keep leading trumps (%s)",
-                            cards_text(trumps, buf, sizeof buf));
+                            cards_text(trumps, buf, buflen));
         }
         return G304_OK;
     }
@@ -542,7 +544,7 @@ g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, 
         }
         if (have_led)
             return fail(err, G304_E_FOLLOW, "you must follow %s: you hold %s", suit_symbol(led),
-                        cards_text(have_led, buf, sizeof buf));
+                        cards_text(have_led, buf, buflen));
         if (led == p->trump)
             return fail(err, G304_E_INDICATOR,
                         "the indicator can only be played to cut a suit you cannot follow; play a card from "
@@ -553,7 +555,7 @@ g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, 
     if (suit == led) return G304_OK;
     if (have_led)
         return fail(err, G304_E_FOLLOW, "you must follow %s: you hold %s", suit_symbol(led),
-                    cards_text(have_led, buf, sizeof buf));
+                    cards_text(have_led, buf, buflen));
     if (closed) {
         if (p->is_maker && p->indicator != CARD_NONE && suit == p->trump)
             return fail(err, G304_E_MAKER_TRUMP,
