@@ -378,30 +378,36 @@ static int show_indicator_then(caps_solver *w, cs_state *x, int d)
     return 1;
 }
 
-/* The trick is complete: who wins it, R-REVEAL, R-250, R-EXHAUST, then the next trick. */
-static int finish_trick(caps_solver *w, cs_state *x, int d)
+/* The trick in x is complete: R-EXHAUST, and the next trick begins with the winner to lead.
+ * Returns the winner; *show tells whether the indicator is now shown (R-REVEAL: a face-down
+ * trump in the trick; R-250: a closed bid of 250 or more after the first trick). */
+static int close_trick(const caps_solver *w, cs_state *x, int *show)
 {
     int T = x->trump;
-    int wi = g304_trick_winner(x->card, G304_SEATS, T);
-    int winner = x->seat[wi];
-    if (team_of(winner) != w->team) return 0; /* a trick lost: not Caps */
-    int reveal = 0;
+    int winner = x->seat[g304_trick_winner(x->card, G304_SEATS, T)];
+    *show = x->trick_no == 0 && w->bid250 && x->ind_down;
     if (!x->trump_open)
         for (int i = 0; i < G304_SEATS; i++)
-            if (((x->fd >> i) & 1) && CARD_SUIT(x->card[i]) == T) reveal = 1;
+            if (((x->fd >> i) & 1) && CARD_SUIT(x->card[i]) == T) *show = 1;
     if (x->seat[0] == w->maker && CARD_SUIT(x->card[0]) == T && !(x->ind_at & 1)) {
         int followed = 0;
         for (int i = 1; i < G304_SEATS; i++) followed |= CARD_SUIT(x->card[i]) == T;
         if (!followed) x->exhaust = 1;
     }
-    int r250 = x->trick_no == 0 && w->bid250 && x->ind_down;
     x->trick_no++;
     x->n = 0;
     x->fd = x->ind_at = 0;
     x->to_act = (uint8_t)winner;
-    if (x->trick_no == G304_TRICKS) return 1; /* every trick won */
-    if (reveal || r250) return show_indicator_then(w, x, d);
-    return adv(w, x, d);
+    return winner;
+}
+
+/* The trick is complete: a trick lost ends the search; otherwise play goes on. */
+static int finish_trick(caps_solver *w, cs_state *x, int d)
+{
+    int show;
+    if (team_of(close_trick(w, x, &show)) != w->team) return 0; /* a trick lost: not Caps */
+    if (x->trick_no == G304_TRICKS) return 1;                     /* every trick won */
+    return show ? show_indicator_then(w, x, d) : adv(w, x, d);
 }
 
 /* A move of another player: a card it is known to hold, a card from the pool, or (the maker)
@@ -789,25 +795,13 @@ static int greedy_to_turn(caps_solver *w, cs_state *x)
     for (;;) {
         if (++w->nodes > w->budget) return 1; /* out of budget: let the full search decide */
         if (x->n == G304_SEATS) {
-            int T = x->trump, winner = x->seat[g304_trick_winner(x->card, G304_SEATS, T)];
-            if (team_of(winner) != w->team) return 0;
-            int reveal = x->trick_no == 0 && w->bid250;
-            for (int i = 0; i < G304_SEATS; i++)
-                if (((x->fd >> i) & 1) && CARD_SUIT(x->card[i]) == T) reveal = 1;
-            if (x->seat[0] == w->maker && CARD_SUIT(x->card[0]) == T && !(x->ind_at & 1)) {
-                int followed = 0;
-                for (int i = 1; i < G304_SEATS; i++) followed |= CARD_SUIT(x->card[i]) == T;
-                if (!followed) x->exhaust = 1;
-            }
-            if (reveal && !x->trump_open) {
+            int show;
+            if (team_of(close_trick(w, x, &show)) != w->team) return 0;
+            if (show) {
                 x->trump_open = 1;
                 if (x->ind_down && w->viewer != w->maker) x->held[w->maker] |= CARDSET_BIT(x->ind_world);
                 x->ind_down = 0;
             }
-            x->trick_no++;
-            x->n = 0;
-            x->fd = x->ind_at = 0;
-            x->to_act = (uint8_t)winner;
             if (x->trick_no == G304_TRICKS) return 2;
         }
         int p = x->to_act;
