@@ -55,6 +55,8 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
     int maker = st->maker, trump_known = seat == maker || st->trump_open;
     k->trumps = trump_known ? (uint8_t)SUIT_BIT(st->trump) : 0xF;
     uint8_t exhaust = 0;
+    enum { NOT_BACK = 99 };
+    int back_at = st->declared_open ? -1 : NOT_BACK; /* when the shown indicator came back to his hand */
     int last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
     for (int t = 0; t <= last; t++) {
         const g304_trick *tr = &st->tricks[t];
@@ -62,10 +64,18 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
         int led = CARD_SUIT(tr->card[0]);
         int complete = tr->winner != G304_NO_SEAT;
         if (tr->seat[0] == maker) {
-            /* R-EXHAUST bound him for trump X and he led another suit: he had no X in hand */
+            /* R-EXHAUST bound him for trump X and he led another suit: he had no X in hand, and
+             * from then on the rule no longer binds him */
             k->maker_void_if |= (uint8_t)(exhaust & ~SUIT_BIT(led));
+            exhaust &= (uint8_t)SUIT_BIT(led);
             /* R-LEAD1-TRUMP: a closed first lead by the maker is not a trump */
             if (t == 0 && !trump_known) k->trumps &= (uint8_t)~SUIT_BIT(led);
+        }
+        if (back_at == NOT_BACK && complete && st->indicator != CARD_NONE) {
+            int in_trick = 0;
+            for (int i = 0; i < tr->n; i++) in_trick |= tr->card[i] == st->indicator && tr->seat[i] == maker;
+            if (tr->announced == 2 && !in_trick) back_at = 2 * t;                 /* R-REVEAL, before R-EXHAUST */
+            else if (t == 0 && st->bid >= 250 && tr->announced != 2) back_at = 1; /* R-250, after it */
         }
         int followed = 0;
         for (int i = 0; i < tr->n; i++) {
@@ -78,7 +88,7 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
             if (i > 0 && !fd && CARD_SUIT(c) == led) followed = 1;
             if (is_ind && !trump_known) k->trumps &= (uint8_t)~SUIT_BIT(led); /* it cut: led is not trump */
             if (complete && c == CARD_HIDDEN && k->nhidden < CAPS_MAX_HIDDEN) {
-                k->hidden_led[k->nhidden] = (uint8_t)led;
+                k->hidden_not[k->nhidden] = (uint8_t)(k->voids[p] | SUIT_BIT(led));
                 k->hidden_not_trump[k->nhidden] = tr->announced == 1 || p == maker;
                 k->nhidden++;
             }
@@ -86,7 +96,16 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
             if (complete && fd && p == seat && tr->announced == 1 && !trump_known)
                 k->trumps &= (uint8_t)~SUIT_BIT(CARD_SUIT(tr->card[i]));
         }
-        if (complete && tr->seat[0] == maker && !followed && !(tr->facedown & 1)) exhaust |= (uint8_t)SUIT_BIT(led);
+        if (complete && tr->seat[0] == maker && !followed && !(tr->facedown & 1)) {
+            exhaust |= (uint8_t)SUIT_BIT(led);
+            /* sure to bind if he held the shown indicator (a trump) in hand when it was set:
+             * returned at a reveal of this or an earlier trick, or before play (R-OPEN) */
+            if (sees_indicator && back_at <= 2 * t && CARD_SUIT(st->indicator) == led)
+                k->exhaust_sure |= (uint8_t)SUIT_BIT(led);
+            else
+                k->exhaust_sure &= (uint8_t)~SUIT_BIT(led);
+        }
+        else if (complete && tr->seat[0] == maker) exhaust &= (uint8_t)~SUIT_BIT(led); /* re-judged each lead */
         if (!complete) {
             k->n = tr->n;
             for (int i = 0; i < tr->n; i++) {
@@ -99,6 +118,7 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
         }
     }
     k->exhaust_suits = exhaust;
+    if (seat == maker) k->exhaust_suits = st->exhaust ? (uint8_t)SUIT_BIT(st->trump) : 0; /* he knows his hand */
     k->unseen = CARDSET_ALL & ~seen;
     for (int p = 0; p < G304_SEATS; p++) {
         if (p == seat) continue;
@@ -367,13 +387,18 @@ static int show_indicator_then(caps_solver *w, cs_state *x, int d)
     card_t heads[RANK_COUNT];
     int n = run_choices(x, x->trump, RANK_COUNT, heads); /* its rank matters in later tricks */
     for (int i = 0; i < n; i++) {
-        cs_state y = *x;
-        y.pool &= ~CARDSET_BIT(heads[i]);
-        y.held[w->maker] |= CARDSET_BIT(heads[i]);
-        y.ind_unknown = 0;
-        if (!feasible(w, &y)) continue;
-        int r = adv(w, &y, d);
-        if (r <= 0) return r;
+        for (int ended = 0; ended <= x->exhaust; ended++) {
+            /* R-EXHAUST "if he still has a trump": if his unseen hand had none, the rule ended
+             * and the indicator coming back does not revive it */
+            cs_state y = *x;
+            y.pool &= ~CARDSET_BIT(heads[i]);
+            y.held[w->maker] |= CARDSET_BIT(heads[i]);
+            y.ind_unknown = 0;
+            if (ended) y.exhaust = 0, y.voids[w->maker] |= (uint8_t)SUIT_BIT(y.trump);
+            if (!feasible(w, &y)) continue;
+            int r = adv(w, &y, d);
+            if (r <= 0) return r;
+        }
     }
     return 1;
 }
@@ -392,7 +417,8 @@ static int close_trick(const caps_solver *w, cs_state *x, int *show)
     if (x->seat[0] == w->maker && CARD_SUIT(x->card[0]) == T && !(x->ind_at & 1)) {
         int followed = 0;
         for (int i = 1; i < G304_SEATS; i++) followed |= CARD_SUIT(x->card[i]) == T;
-        if (!followed) x->exhaust = 1;
+        /* binding while he still holds a trump; for another seat's view "if he still has one" */
+        if (!followed) x->exhaust = w->viewer != w->maker || (x->own & CARDSET_SUIT(T));
     }
     x->trick_no++;
     x->n = 0;
@@ -425,6 +451,7 @@ static int apply_other(caps_solver *w, cs_state *x, int p, card_t c, int from)
         if (is_maker && x->exhaust && s != T) { /* allowed only without a trump in hand */
             if (x->held[p] & CARDSET_SUIT(T)) return 0;
             x->voids[p] |= (uint8_t)SUIT_BIT(T);
+            x->exhaust = 0; /* he has none left: the rule is over */
         }
     } else {
         int L = CARD_SUIT(x->card[0]);
@@ -659,9 +686,12 @@ static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int
         return x->to_act == w->viewer ? add_state(w, x, 0) : adv(w, x, 0);
     }
     int L = CARD_SUIT(x->card[0]), T = x->trump;
-    uint8_t allowed = (uint8_t)(0xF & ~SUIT_BIT(L));
-    if ((k->indicator_at >> i) & 1) allowed &= (uint8_t)SUIT_BIT(T);
-    else if (k->seat_of[i] == w->maker) allowed &= (uint8_t)~SUIT_BIT(T); /* R-MAKER-VOID */
+    uint8_t allowed;
+    if ((k->indicator_at >> i) & 1) /* the indicator: a trump cutting another suit; no hand void applies */
+        allowed = (uint8_t)(SUIT_BIT(T) & ~SUIT_BIT(L));
+    else /* from a hand: not the suit led, nor one its player showed out of (this trick is the last) */
+        allowed = (uint8_t)(0xF & ~SUIT_BIT(L) & ~k->voids[k->seat_of[i]]);
+    if (!((k->indicator_at >> i) & 1) && k->seat_of[i] == w->maker) allowed &= (uint8_t)~SUIT_BIT(T); /* R-MAKER-VOID */
     for (int s = 0; s < SUIT_COUNT; s++) {
         if (!(allowed & SUIT_BIT(s))) continue;
         card_t heads[RANK_COUNT];
@@ -707,7 +737,7 @@ static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state 
     x->ind_at = k->indicator_at;
     memset(w->slot_cap_int[T], 0, sizeof w->slot_cap_int[T]);
     for (int i = 0; i < k->nhidden; i++) {
-        int mask = 0xF & ~SUIT_BIT(k->hidden_led[i]);
+        int mask = 0xF & ~k->hidden_not[i];
         if (k->hidden_not_trump[i]) mask &= ~SUIT_BIT(T);
         w->slot_cap_int[T][mask]++;
     }
@@ -911,10 +941,16 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
         if (!(k.trumps & SUIT_BIT(T))) continue;
         cs_state x;
         root_state(w, &k, T, &x);
-        int r = root_assign(w, &k, &x, 0);
-        if (r < 0) return CAPS_UNKNOWN;
-        if (r == 0) return CAPS_NOT_CERTAIN;
+        int split = x.exhaust && seat != st->maker && !(k.exhaust_sure & SUIT_BIT(T));
+        for (int ended = 0; ended <= split; ended++) {
+            cs_state y = x;
+            if (ended) y.exhaust = 0, y.voids[st->maker] |= (uint8_t)SUIT_BIT(T);
+            int r = root_assign(w, &k, &y, 0);
+            if (r < 0) return CAPS_UNKNOWN;
+            if (r == 0) return CAPS_NOT_CERTAIN;
+        }
     }
+    if (w->nset[0] == 0) return CAPS_UNKNOWN; /* no world fits what the seat saw: never blame anyone */
     /* Most positions are settled by a short search; for the rest a few dealt worlds often prove
      * "not certain" at once, and only then does the full search run to its budget. */
     long budget = w->budget;

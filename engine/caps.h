@@ -33,11 +33,14 @@ typedef struct {
     cardset_t held[G304_SEATS]; /* cards it knows another seat holds (a shown indicator) */
     uint8_t count[G304_SEATS];  /* cards of each seat's hand it cannot name (not counting an unseen indicator) */
     uint8_t voids[G304_SEATS];  /* suits each seat's hand has shown it lacks (failing to follow) */
-    uint8_t exhaust_suits;  /* suits X such that, if X is trump, R-EXHAUST binds the maker now */
+    uint8_t exhaust_suits;  /* suits X such that, if X is trump, R-EXHAUST binds the maker now if he
+                               still holds a trump in hand (exact when this seat is the maker) */
+    uint8_t exhaust_sure;   /* of those, the ones known to bind (he held the shown indicator then) */
     uint8_t maker_void_if;  /* suits X such that, if X is trump, the maker's hand lacks X (he led another suit
                                while R-EXHAUST bound him) */
     uint8_t nhidden;        /* face-down cards of finished tricks it has not seen */
-    uint8_t hidden_led[CAPS_MAX_HIDDEN];       /* the suit led to each one's trick (it is not that suit) */
+    uint8_t hidden_not[CAPS_MAX_HIDDEN];       /* suits each one cannot be: the suit led to its trick and
+                                                  every suit its player had shown out of by then */
     uint8_t hidden_not_trump[CAPS_MAX_HIDDEN]; /* it is known not to be a trump */
     /* the trick in progress */
     uint8_t trick_no, n, to_act;

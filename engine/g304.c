@@ -657,7 +657,8 @@ static void finish_trick(g304_state *st, g304_events *ev)
     if (!st->pcc && t->seat[0] == maker && CARD_SUIT(t->card[0]) == st->trump) {
         int followed = 0;
         for (int i = 1; i < n; i++) followed |= CARD_SUIT(t->card[i]) == st->trump;
-        if (!followed) st->exhaust = 1;
+        /* binding only while he still holds a trump; once he has none it is over for good */
+        if (!followed) st->exhaust = (st->hand[maker] & CARDSET_SUIT(st->trump)) != 0;
     }
     /* a closed game at 250 or more opens after the first trick */
     if (st->trick_no == 0 && st->bid >= 250 && st->ind_down) {
