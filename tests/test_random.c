@@ -583,7 +583,10 @@ static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
         if (!S->pcc && tr->seat[0] == S->maker && suit_of(tr->card[0]) == trump) {
             int followed = 0;
             for (int i = 1; i < tr->n; i++) followed |= suit_of(tr->card[i]) == trump;
-            if (!followed) S->exhaust = 1;
+            /* binding only while he still holds a trump in hand; once he has none it is over,
+             * even if the indicator comes back to his hand later */
+            cardset_t hand = cur[S->maker] & ~(S->ind_down ? CARDSET_BIT(S->indicator) : 0);
+            if (!followed) S->exhaust = (hand & CARDSET_SUIT(trump)) != 0;
         }
         int w = trick_winner(tr, trump);
         if (tr->winner != w)
