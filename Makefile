@@ -8,7 +8,7 @@ SAN_BUILD ?= build-san
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 # Debian 12 packages the build and the tests need.
-PACKAGES := build-essential meson ninja-build pkg-config clang \
+PACKAGES := build-essential meson ninja-build pkg-config clang libclang-rt-14-dev \
             libsodium-dev libjansson-dev libcriterion-dev
 
 .PHONY: run test deps build build-san check check-san fuzz bench clean
