@@ -165,6 +165,8 @@ struct caps_solver {
     int nset[G304_TRICKS + 1];
     seen_slot *seen[G304_TRICKS + 1];
     uint32_t epoch[G304_TRICKS + 1];
+    cs_state *roots;   /* the positions the seat may be in now, before the others play on */
+    int nroots;
     seen_slot *failed; /* FAILED_SLOTS hashes of belief sets without a winning order */
     uint32_t check_epoch;
     card_t order[G304_TRICKS];
@@ -179,7 +181,10 @@ caps_solver *caps_solver_new(long node_budget)
     w->budget = node_budget > 0 ? node_budget : DEFAULT_BUDGET;
     w->quick = 1;
     w->failed = calloc(FAILED_SLOTS, sizeof(seen_slot));
-    if (!w->failed) {
+    w->roots = malloc(sizeof(cs_state) * MAX_STATES);
+    if (!w->failed || !w->roots) {
+        free(w->failed);
+        free(w->roots);
         free(w);
         return NULL;
     }
@@ -202,6 +207,7 @@ void caps_solver_free(caps_solver *w)
         free(w->seen[d]);
     }
     free(w->failed);
+    free(w->roots);
     free(w);
 }
 
@@ -513,13 +519,9 @@ typedef struct {
     int score;
 } adv_move;
 
-static int adv(caps_solver *w, cs_state *x, int d)
+/* The moves worth trying for seat p (another player), best first for the adversary. */
+static int gen_moves(caps_solver *w, const cs_state *x, int p, adv_move *moves)
 {
-    if (++w->nodes > w->budget) return -1;
-    if (x->n == G304_SEATS) return finish_trick(w, x, d);
-    int p = x->to_act;
-    if (p == w->viewer) return add_state(w, x, d);
-    adv_move moves[CARD_COUNT];
     int nm = 0;
     for (cardset_t h = x->held[p]; h; h &= h - 1) moves[nm++] = (adv_move){cardset_first(h), FROM_HELD, 0};
     int depth = 1 + later_unknown(w, x, x->n);
@@ -543,11 +545,29 @@ static int adv(caps_solver *w, cs_state *x, int d)
         while (j > 0 && moves[j - 1].score < m.score) moves[j] = moves[j - 1], j--;
         moves[j] = m;
     }
+    return nm;
+}
+
+/* Plays move m of seat p in x into y; 0 if it is not legal or no world fits it any more. */
+static int play_move(caps_solver *w, const cs_state *x, int p, const adv_move *m, cs_state *y)
+{
+    *y = *x;
+    if (!apply_other(w, y, p, m->card, m->from)) return 0;
+    if (m->from != FROM_HELD || y->voids[p] != x->voids[p]) return feasible(w, y);
+    return 1;
+}
+
+static int adv(caps_solver *w, cs_state *x, int d)
+{
+    if (++w->nodes > w->budget) return -1;
+    if (x->n == G304_SEATS) return finish_trick(w, x, d);
+    int p = x->to_act;
+    if (p == w->viewer) return add_state(w, x, d);
+    adv_move moves[CARD_COUNT];
+    int nm = gen_moves(w, x, p, moves);
     for (int i = 0; i < nm; i++) {
-        cs_state y = *x;
-        if (!apply_other(w, &y, p, moves[i].card, moves[i].from)) continue;
-        if (moves[i].from != FROM_HELD || y.voids[p] != x->voids[p])
-            if (!feasible(w, &y)) continue;
+        cs_state y;
+        if (!play_move(w, x, p, &moves[i], &y)) continue;
         int r = adv(w, &y, d);
         if (r <= 0) return r;
     }
@@ -683,7 +703,12 @@ static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int
         if (x->card[i] == CARD_HIDDEN) break;
     if (i == x->n) {
         if (!feasible(w, x)) return 1; /* no world fits this trump */
-        return x->to_act == w->viewer ? add_state(w, x, 0) : adv(w, x, 0);
+        if (w->nroots >= MAX_STATES) {
+            w->overflow = 1;
+            return -1;
+        }
+        w->roots[w->nroots++] = *x;
+        return 1;
     }
     int L = CARD_SUIT(x->card[0]), T = x->trump;
     uint8_t allowed;
@@ -703,6 +728,45 @@ static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int
             int r = root_assign(w, k, &y, i + 1);
             if (r <= 0) return r;
         }
+    }
+    return 1;
+}
+
+/* Can the others, knowing the seat will play c when its turn comes in this trick, make c
+ * illegal or take this trick? (Its order is fixed in advance, so they may plan around it.) */
+static int trick_refutes(caps_solver *w, const cs_state *x, card_t c)
+{
+    if (++w->nodes > w->budget) return 0; /* undecided: the full search will tell */
+    if (x->n == G304_SEATS) return team_of(x->seat[g304_trick_winner(x->card, G304_SEATS, x->trump)]) != w->team;
+    int p = x->to_act;
+    if (p == w->viewer) {
+        cs_state y = *x;
+        return !apply_viewer(w, &y, c) || trick_refutes(w, &y, c);
+    }
+    adv_move moves[CARD_COUNT];
+    int nm = gen_moves(w, x, p, moves);
+    for (int i = 0; i < nm; i++) {
+        cs_state y;
+        if (play_move(w, x, p, &moves[i], &y) && trick_refutes(w, &y, c)) return 1;
+    }
+    return 0;
+}
+
+/* When the seat has still to play to this trick: if every card it could play first can be made
+ * illegal or beaten in this very trick, no order is certain — found without enumerating all the
+ * plays of those before it. */
+static int every_first_card_beaten(caps_solver *w)
+{
+    const cs_state *x0 = &w->roots[0];
+    for (int i = 0; i < x0->n; i++)
+        if (x0->seat[i] == w->viewer) return 0; /* it has played here: its first card is for the next trick */
+    for (cardset_t s = x0->own; s; s &= s - 1) {
+        card_t c = cardset_first(s);
+        if (w->fixed && c != w->fixed[0]) continue;
+        if (!w->fixed && w->twin_above[c] != CARD_NONE && (x0->own & CARDSET_BIT(w->twin_above[c]))) continue;
+        int beaten = 0;
+        for (int i = 0; i < w->nroots && !beaten; i++) beaten = trick_refutes(w, &w->roots[i], c);
+        if (!beaten) return 0;
     }
     return 1;
 }
@@ -937,6 +1001,7 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     w->nfixed = nfixed;
     find_twins(w, st, &k);
     clear_set(w, 0);
+    w->nroots = 0;
     for (int T = 0; T < SUIT_COUNT; T++) {
         if (!(k.trumps & SUIT_BIT(T))) continue;
         cs_state x;
@@ -945,12 +1010,18 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
         for (int ended = 0; ended <= split; ended++) {
             cs_state y = x;
             if (ended) y.exhaust = 0, y.voids[st->maker] |= (uint8_t)SUIT_BIT(T);
-            int r = root_assign(w, &k, &y, 0);
-            if (r < 0) return CAPS_UNKNOWN;
-            if (r == 0) return CAPS_NOT_CERTAIN;
+            if (root_assign(w, &k, &y, 0) < 0) /* too many: those found may still beat every card */
+                return w->nroots && every_first_card_beaten(w) ? CAPS_NOT_CERTAIN : CAPS_UNKNOWN;
         }
     }
-    if (w->nset[0] == 0) return CAPS_UNKNOWN; /* no world fits what the seat saw: never blame anyone */
+    if (w->nroots == 0) return CAPS_UNKNOWN; /* no world fits what the seat saw: never blame anyone */
+    if (every_first_card_beaten(w)) return CAPS_NOT_CERTAIN;
+    for (int i = 0; i < w->nroots; i++) {
+        cs_state *x = &w->roots[i];
+        int r = x->to_act == w->viewer ? add_state(w, x, 0) : adv(w, x, 0);
+        if (r < 0) return CAPS_UNKNOWN;
+        if (r == 0) return CAPS_NOT_CERTAIN;
+    }
     /* Most positions are settled by a short search; for the rest a few dealt worlds often prove
      * "not certain" at once, and only then does the full search run to its budget. */
     long budget = w->budget;
