@@ -66,18 +66,24 @@ static const char *const hands_a[4] = {
     "AH TH KH QH  KC QC 8C 7C", /* seat 3 */
 };
 
-static void to_play(g304_state *st)
+/* Dealer 0: seat 1 bids 160 and places the indicator; everybody else passes both rounds. */
+static void to_play_with(g304_state *st, const char *const hands[4], const char *indicator)
 {
     g304_rules r;
     g304_rules_default(&r);
-    start_from(st, &r, 0, hands_a);
+    start_from(st, &r, 0, hands);
     ok(st, 1, G304_DO_BID, NULL, 160);
     ok(st, 2, G304_DO_PASS, NULL, 0);
     ok(st, 3, G304_DO_PASS, NULL, 0);
     ok(st, 0, G304_DO_PASS, NULL, 0);
-    ok(st, 1, G304_DO_TRUMP, "7H", 0);
+    ok(st, 1, G304_DO_TRUMP, indicator, 0);
     for (int i = 0; i < 4; i++) ok(st, (1 + i) & 3, G304_DO_PASS, NULL, 0);
     cr_assert_eq(st->phase, G304_PHASE_PLAY);
+}
+
+static void to_play(g304_state *st)
+{
+    to_play_with(st, hands_a, "7H");
 }
 
 Test(engine, indicator_is_private)
@@ -161,8 +167,7 @@ Test(engine, closed_hand_played_to_the_end)
     ok(&st, 2, G304_DO_PLAY, "KS", 0);
     ok(&st, 3, G304_DO_PLAY, "7C", 0);
     ok(&st, 0, G304_DO_PLAY, "JS", 0);
-    /* seat 1 leads clubs again; seat 3 follows; seat 0 void in clubs cuts with a heart?
-     * seat 0 holds no hearts. Lead a diamond instead: seat 3 has none and plays a heart. */
+    /* seat 1 leads clubs again: seat 3 follows, seats 2 and 0 go face down */
     ok(&st, 1, G304_DO_PLAY, "9C", 0);
     ok(&st, 2, G304_DO_PLAY, "QS", 0);
     ok(&st, 3, G304_DO_PLAY, "QC", 0);
@@ -221,14 +226,8 @@ Test(engine, reveal_turns_up_and_returns_indicator)
         "KH QH 8H JC  AC TC KC QC",
     };
     g304_state st;
-    g304_rules r;
     g304_events ev;
-    g304_rules_default(&r);
-    start_from(&st, &r, 0, hands);
-    ok(&st, 1, G304_DO_BID, NULL, 160);
-    for (int s = 2; s < 5; s++) ok(&st, s & 3, G304_DO_PASS, NULL, 0);
-    ok(&st, 1, G304_DO_TRUMP, "7H", 0);
-    for (int i = 0; i < 4; i++) ok(&st, (1 + i) & 3, G304_DO_PASS, NULL, 0);
+    to_play_with(&st, hands, "7H");
     ok(&st, 1, G304_DO_PLAY, "KS", 0);
     ok(&st, 2, G304_DO_PLAY, "JH", 0); /* void in spades: face down, a trump */
     ok(&st, 3, G304_DO_PLAY, "AC", 0); /* void: face down, not a trump */
@@ -262,13 +261,7 @@ Test(engine, maker_holding_only_trumps_must_open_to_lead)
         "JC 9C AC TC  KC QC 8C 7C",
     };
     g304_state st;
-    g304_rules r;
-    g304_rules_default(&r);
-    start_from(&st, &r, 0, hands);
-    ok(&st, 1, G304_DO_BID, NULL, 160);
-    for (int s = 2; s < 5; s++) ok(&st, s & 3, G304_DO_PASS, NULL, 0);
-    ok(&st, 1, G304_DO_TRUMP, "7H", 0);
-    for (int i = 0; i < 4; i++) ok(&st, (1 + i) & 3, G304_DO_PASS, NULL, 0);
+    to_play_with(&st, hands, "7H");
     g304_action L[G304_MAX_LEGAL];
     int n = g304_legal(&st, 1, L);
     cr_assert_eq(n, 1);
