@@ -4,8 +4,9 @@
  * legal moves (half of the hands with one team playing its strongest card, so that positions where
  * a team has won every trick — the only ones the judge checks — come up often). Every move goes
  * through judge_apply(); each certainty check it makes is timed on its own, and the judging of a
- * whole hand is summed. Prints p50, p99 and max per check, per-hand totals, and how often the
- * search budget answered "unknown". Figures print one per line. */
+ * whole hand is summed. Prints p50, p99 and max per check (in time, and in search nodes, which do
+ * not depend on the machine's load), per-hand totals, and how often the search budget answered
+ * "unknown". Figures print one per line. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,8 +69,8 @@ int main(void)
 {
     caps_solver *w = caps_solver_new(0);
     size_t cap = 1u << 20, nchecks = 0, unknown = 0, certain = 0;
-    double *checks = malloc(cap * sizeof *checks), hands[BENCH_HANDS];
-    if (!w || !checks) return 1;
+    double *checks = malloc(cap * sizeof *checks), *nodes = malloc(cap * sizeof *nodes), hands[BENCH_HANDS];
+    if (!w || !checks || !nodes) return 1;
     for (int h = 0; h < BENCH_HANDS; h++) {
         g304_rules rules;
         g304_rules_default(&rules);
@@ -94,7 +95,7 @@ int main(void)
                 caps_verdict v = caps_check(w, &st, s, NULL, 0, order, &n);
                 double dt = now() - t0;
                 hand_time += dt;
-                if (nchecks < cap) checks[nchecks++] = dt;
+                if (nchecks < cap) nodes[nchecks] = (double)caps_solver_nodes(w), checks[nchecks++] = dt;
                 if (v == CAPS_UNKNOWN) unknown++;
                 if (v == CAPS_CERTAIN) {
                     certain++;
@@ -105,12 +106,16 @@ int main(void)
         hands[h] = hand_time;
     }
     qsort(checks, nchecks, sizeof *checks, by_value);
+    qsort(nodes, nchecks, sizeof *nodes, by_value);
     qsort(hands, BENCH_HANDS, sizeof *hands, by_value);
     printf("hands judged: %d\n", BENCH_HANDS);
     printf("certainty checks: %zu\n", nchecks);
     printf("check time p50: %.1f us\n", at(checks, nchecks, 0.50) * 1e6);
     printf("check time p99: %.1f us\n", at(checks, nchecks, 0.99) * 1e6);
     printf("check time max: %.1f us\n", at(checks, nchecks, 1.0) * 1e6);
+    printf("search nodes per check p50: %.0f\n", at(nodes, nchecks, 0.50));
+    printf("search nodes per check p99: %.0f\n", at(nodes, nchecks, 0.99));
+    printf("search nodes per check max: %.0f\n", at(nodes, nchecks, 1.0));
     printf("judging per hand p50: %.3f ms\n", at(hands, BENCH_HANDS, 0.50) * 1e3);
     printf("judging per hand p99: %.3f ms\n", at(hands, BENCH_HANDS, 0.99) * 1e3);
     printf("judging per hand max: %.3f ms\n", at(hands, BENCH_HANDS, 1.0) * 1e3);
@@ -118,6 +123,7 @@ int main(void)
     printf("unknown (budget reached): %zu of %zu = %.3f%%\n", unknown, nchecks,
            nchecks ? 100.0 * (double)unknown / (double)nchecks : 0.0);
     free(checks);
+    free(nodes);
     caps_solver_free(w);
     return 0;
 }
