@@ -171,7 +171,6 @@ struct caps_solver {
     uint32_t check_epoch;
     card_t order[G304_TRICKS];
     const card_t *fixed;
-    int nfixed;
 };
 
 caps_solver *caps_solver_new(long node_budget)
@@ -627,6 +626,12 @@ static int try_card(caps_solver *w, int d, card_t c)
     return 1;
 }
 
+/* Whether c waits for its stronger interchangeable twin, still in own, to be played first. */
+static int waits_for_twin(const caps_solver *w, cardset_t own, card_t c)
+{
+    return w->twin_above[c] != CARD_NONE && (own & CARDSET_BIT(w->twin_above[c]));
+}
+
 /* The seat's cards in the order worth trying first: trumps (when known) and strong cards. */
 static int candidates(const caps_solver *w, int d, card_t *out)
 {
@@ -641,7 +646,7 @@ static int candidates(const caps_solver *w, int d, card_t *out)
     for (int i = 1; i < w->nset[d]; i++) one_trump &= w->set[d][i].trump == x->trump;
     for (cardset_t s = x->own; s; s &= s - 1) {
         card_t c = cardset_first(s);
-        if (w->twin_above[c] != CARD_NONE && (x->own & CARDSET_BIT(w->twin_above[c]))) continue;
+        if (waits_for_twin(w, x->own, c)) continue;
         score[n] = card_power(c) + (one_trump && CARD_SUIT(c) == x->trump ? 16 : 0);
         out[n++] = c;
     }
@@ -763,7 +768,7 @@ static int every_first_card_beaten(caps_solver *w)
     for (cardset_t s = x0->own; s; s &= s - 1) {
         card_t c = cardset_first(s);
         if (w->fixed && c != w->fixed[0]) continue;
-        if (!w->fixed && w->twin_above[c] != CARD_NONE && (x0->own & CARDSET_BIT(w->twin_above[c]))) continue;
+        if (!w->fixed && waits_for_twin(w, x0->own, c)) continue;
         int beaten = 0;
         for (int i = 0; i < w->nroots && !beaten; i++) beaten = trick_refutes(w, &w->roots[i], c);
         if (!beaten) return 0;
@@ -928,7 +933,7 @@ static int survives(caps_solver *w, const cs_state *worlds, int k, int d)
     } else {
         for (cardset_t s = x->own; s; s &= s - 1) {
             card_t c = cardset_first(s);
-            if (w->twin_above[c] == CARD_NONE || !(x->own & CARDSET_BIT(w->twin_above[c]))) cand[n++] = c;
+            if (!waits_for_twin(w, x->own, c)) cand[n++] = c;
         }
     }
     for (int i = 0; i < n; i++) {
@@ -998,7 +1003,6 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     w->bid250 = k.bid250;
     w->ind_card = seat == st->maker ? st->indicator : CARD_NONE;
     w->fixed = fixed;
-    w->nfixed = nfixed;
     find_twins(w, st, &k);
     clear_set(w, 0);
     w->nroots = 0;

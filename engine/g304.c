@@ -343,7 +343,6 @@ static void pay(g304_state *st, int payer, int amount)
     g304_result *r = &st->result;
     int got = amount < st->tokens[payer] ? amount : st->tokens[payer];
     r->payer = (uint8_t)payer;
-    r->paid = (uint8_t)amount;
     r->delta[payer] = (int16_t)-got;
     r->delta[!payer] = st->rules.scoring == G304_SCORING_TRANSFER ? (int16_t)got : 0;
     st->tokens[0] = (int16_t)(st->tokens[0] + r->delta[0]);

@@ -217,7 +217,6 @@ typedef struct {
     uint8_t spoilt_seat;  /* who declared spoilt trumps, G304_NO_SEAT if nobody */
     uint8_t spoilt_ok;    /* the declaration was correct (or it was automatic) */
     uint8_t payer;        /* team that pays, G304_NO_SEAT if nobody */
-    uint8_t paid;         /* tokens the paying team was charged (before the floor at zero) */
     int16_t delta[2];     /* change of each team's tokens */
     uint8_t next_dealer;
     uint8_t match_over;
