@@ -9,7 +9,8 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 # Debian 12 packages the build and the tests need.
 PACKAGES := build-essential meson ninja-build pkg-config clang libclang-rt-14-dev \
-            libsodium-dev libjansson-dev libcriterion-dev
+            libsodium-dev libjansson-dev libcriterion-dev \
+            libsqlite3-dev libinih-dev
 
 .PHONY: run test deps build build-san check check-san fuzz bench clean
 
@@ -46,8 +47,8 @@ check-san: build-san
 	  meson test -C $(SAN_BUILD) --print-errorlogs
 
 fuzz: $(FUZZ_BUILD)/build.ninja
-	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay
-	@for t in card replay; do \
+	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay tests/fuzz_command
+	@for t in card replay command; do \
 	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
 	  ./$(FUZZ_BUILD)/tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

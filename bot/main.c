@@ -1,15 +1,18 @@
 /* main.c — the `cardroom` program: reads the subcommand and runs it.
  *
- * Subcommands so far: `replay FILE|-` (bot/replay.c), `help` and `--version`. Without
- * arguments it prints the usage; the console table comes later. Exit status: 0 done,
- * 1 an I/O or setup failure, 2 bad usage or malformed input. */
+ * Subcommands: `console` (adapters/console; also what runs with no arguments), `replay FILE|-`
+ * (bot/replay.c), `verify SEED COMMITMENT [DEALER]` (bot/seed.c), `help` and `--version`.
+ * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "console.h"
 #include "replay.h"
+#include "seed.h"
 
 #ifndef CARDROOM_VERSION
 #define CARDROOM_VERSION "0.1.0" /* keep in step with project() in meson.build */
@@ -23,8 +26,15 @@ static const char usage_text[] =
     "usage: cardroom COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
+    "  console [--seed N] [--script] [--db PATH] [--config FILE]\n"
+    "                  play at a 304 table in the terminal (the default command):\n"
+    "                  you against three computer players; --script reads\n"
+    "                  \"USER> TEXT\" lines (\"USER>> TEXT\" = privately to the bot)\n"
     "  replay FILE|-   replay one hand of 304 given as JSON (- reads standard input)\n"
     "                  and print the resulting state as one line of JSON\n"
+    "  verify SEED COMMITMENT [DEALER]\n"
+    "                  check a hand's revealed seed against the commitment shown when\n"
+    "                  it was dealt, and print the deal (DEALER: seat 0-3, default 0)\n"
     "  help            show this help (also --help, -h)\n"
     "  --version       print the version\n";
 
@@ -107,18 +117,82 @@ static int cmd_replay(int argc, char **argv)
     return 0;
 }
 
+static int cmd_verify(int argc, char **argv)
+{
+    char text[4096];
+    if (argc < 4 || argc > 5) {
+        fputs("usage: cardroom verify SEED COMMITMENT [DEALER]\n", stderr);
+        return 2;
+    }
+    int dealer = 0;
+    if (argc == 5) {
+        char *end;
+        long v = strtol(argv[4], &end, 10);
+        dealer = *end || end == argv[4] ? -1 : (int)v;
+    }
+    int rc = seed_verify(argv[2], argv[3], dealer, text, sizeof text);
+    if (rc < 0) {
+        fprintf(stderr, "cardroom verify: %s\n", text);
+        return 2;
+    }
+    fputs(text, stdout);
+    return rc;
+}
+
+/* Loads the configuration: --config FILE, else $CARDROOM_CONFIG, else the defaults (plus the
+ * environment either way). */
+static int load_config(cfg *c, const char *path)
+{
+    char err[ERR_MAX];
+    cfg_defaults(c);
+    if (!path) path = getenv("CARDROOM_CONFIG");
+    int rc = path && *path ? cfg_load(c, path, err, sizeof err) : cfg_env(c, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "cardroom: %s\n", err);
+    return rc;
+}
+
+static int cmd_console(int argc, char **argv, int first)
+{
+    console_options o = {.in = stdin, .out = stdout, .err = stderr};
+    const char *config_path = NULL;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--script") == 0) {
+            o.script = 1;
+        } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            o.seed = strtoull(argv[++i], &end, 10);
+            if (*end || errno || argv[i][0] == '-' || end == argv[i]) {
+                fprintf(stderr, "cardroom console: --seed takes a whole number, not \"%s\"\n", argv[i]);
+                return 2;
+            }
+            o.fixed_seed = 1;
+        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
+            o.db = argv[++i];
+        } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
+            config_path = argv[++i];
+        } else {
+            fprintf(stderr, "cardroom console: unknown option \"%s\" (cardroom help shows the usage)\n", a);
+            return 2;
+        }
+    }
+    cfg c;
+    if (load_config(&c, config_path) != 0) return 2;
+    return console_run(&c, &o);
+}
+
 int main(int argc, char **argv)
 {
     if (sodium_init() < 0) {
         fputs("cardroom: cannot initialise libsodium\n", stderr);
         return 1;
     }
-    if (argc < 2) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
+    if (argc < 2) return cmd_console(argc, argv, 1);
     const char *cmd = argv[1];
+    if (strcmp(cmd, "console") == 0) return cmd_console(argc, argv, 2);
     if (strcmp(cmd, "replay") == 0) return cmd_replay(argc, argv);
+    if (strcmp(cmd, "verify") == 0) return cmd_verify(argc, argv);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);
         return 0;

@@ -1,0 +1,50 @@
+/* adapter.h — the one small interface every network speaks (console, Matrix, IRC).
+ *
+ * Data flows one way: an adapter turns what arrives from its network into adapter_events and
+ * hands them to the core in batches (core_batch in bot/core.h), together with its new position
+ * (a Matrix next_batch token, a console line number); the core answers through the outbox, and
+ * the adapter's send() delivers one queued message at a time per destination. Users and rooms
+ * are opaque strings of the network (a Matrix user id, an IRC account or nick). */
+#ifndef CARDROOM_ADAPTER_H
+#define CARDROOM_ADAPTER_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+typedef enum {
+    ADAPTER_MESSAGE = 0, /* text from sender, in room or (is_private) to the bot directly */
+    ADAPTER_JOIN,        /* sender joined room */
+    ADAPTER_LEAVE,       /* sender left room (or was kicked) */
+} adapter_event_kind;
+
+typedef struct {
+    adapter_event_kind kind;
+    const char *room;     /* the room or channel; for a private message, may be NULL */
+    const char *sender;
+    const char *text;     /* MESSAGE only */
+    int is_private;       /* MESSAGE: sent to the bot alone */
+    int moderator;        /* the sender may moderate room (abort any table there) */
+} adapter_event;
+
+/* What a send() reports. */
+enum {
+    ADAPTER_SENT = 0,   /* delivered: the core marks the message done */
+    ADAPTER_LATER = 1,  /* not now (rate limit, network down): the same message is offered again */
+    ADAPTER_QUEUED = 2, /* accepted for delivery; the adapter calls core_sent() when it is done */
+};
+
+typedef struct {
+    const char *net;           /* the adapter's name: "console", "matrix", "irc" */
+    void *ctx;
+    /* Delivers m (to m->room, or privately to m->user when it is not empty). */
+    int (*send)(void *ctx, const store_msg *m);
+    /* A user's name for people (display name, nick); writes into buf and returns it. May be
+     * NULL: the user id is used. */
+    const char *(*display_name)(void *ctx, const char *room, const char *user, char *buf, size_t len);
+    /* How a player sends the bot a private message on this network, for hints:
+     * "in your direct chat with me", "with /msg cardroom". */
+    const char *private_how;
+} adapter;
+
+#endif

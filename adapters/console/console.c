@@ -1,0 +1,218 @@
+/* console.c — the console adapter (see console.h).
+ *
+ * One loop: poll standard input and the workers' wake-up descriptor, hand each input line to
+ * the core as one batch (its line number is the adapter position), let the core apply computer
+ * moves and timers, and print the outbox. In script mode a line is read only once the core is
+ * idle, and lines up to the stored position are skipped after a restart. */
+#include "console.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+
+#define LINE_MAX_BYTES 8192
+#define NET "console"
+
+typedef struct {
+    const cfg *config;
+    const console_options *o;
+    core *core;
+    store *db;
+    long line_no;
+    long skip;          /* lines already handled before a restart */
+} console;
+
+static int console_send(void *ctx, const store_msg *m)
+{
+    console *k = ctx;
+    const char *p = m->text;
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        if (m->user[0]) fprintf(k->o->out, "[@%s] %.*s\n", m->user, n, p);
+        else fprintf(k->o->out, "[#%s] %.*s\n", m->room, n, p);
+        if (!nl) break;
+        p = nl + 1;
+    }
+    fflush(k->o->out);
+    return ADAPTER_SENT;
+}
+
+static void console_log(void *ctx, core_log_level level, const char *line)
+{
+    console *k = ctx;
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    int want = 2;
+    if (strcmp(k->config->log_level, "error") == 0) want = 0;
+    else if (strcmp(k->config->log_level, "warn") == 0) want = 1;
+    else if (strcmp(k->config->log_level, "debug") == 0) want = 3;
+    if ((int)level <= want && (level <= CORE_LOG_WARN || !k->o->script))
+        fprintf(k->o->err, "cardroom: %s: %s\n", names[level], line);
+}
+
+/* Runs the core until it has nothing more to do right now (script mode) or once (interactive). */
+static int settle(console *k, int wait_idle)
+{
+    for (;;) {
+        if (core_tick(k->core) < 0 || core_flush(k->core) < 0) return -1;
+        if (!wait_idle || core_busy(k->core) == 0) return 0;
+        struct pollfd p = {.fd = core_wake_fd(k->core), .events = POLLIN};
+        if (p.fd >= 0) poll(&p, 1, 50);
+        else if (core_busy(k->core)) continue;
+    }
+}
+
+static int handle(console *k, const adapter_event *e, int n)
+{
+    char pos[32];
+    snprintf(pos, sizeof pos, "%ld", k->line_no);
+    if (core_batch(k->core, NET, e, n, pos) != 0) return -1;
+    return settle(k, k->o->script);
+}
+
+/* "alice> text" (room) or "alice>> text" (private). Returns 0, 1 to skip, -1 malformed. */
+static int parse_script_line(char *line, adapter_event *e, const char *room)
+{
+    if (line[0] == 0 || line[0] == '#') return 1;
+    char *gt = strchr(line, '>');
+    if (!gt || gt == line) return -1;
+    *gt = 0;
+    for (char *p = line; *p; p++)
+        if (*p == ' ' || *p == '\t') return -1;
+    char *text = gt + 1;
+    e->is_private = 0;
+    if (*text == '>') {
+        e->is_private = 1;
+        text++;
+    }
+    if (*text == ' ') text++;
+    e->kind = ADAPTER_MESSAGE;
+    e->sender = line;
+    e->text = text;
+    e->room = e->is_private ? NULL : room;
+    e->moderator = 0;
+    return 0;
+}
+
+static void chomp(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
+}
+
+static int run_script(console *k)
+{
+    char line[LINE_MAX_BYTES];
+    if (settle(k, 1) != 0) return 1;
+    while (fgets(line, sizeof line, k->o->in)) {
+        k->line_no++;
+        if (k->line_no <= k->skip) continue;
+        chomp(line);
+        adapter_event e;
+        int rc = parse_script_line(line, &e, k->config->console_room);
+        if (rc < 0) {
+            fprintf(k->o->err, "cardroom console: line %ld: expected \"USER> TEXT\" or \"USER>> TEXT\"\n", k->line_no);
+            return 2;
+        }
+        if (handle(k, &e, rc == 0) != 0) return 1;
+    }
+    return settle(k, 1) == 0 ? 0 : 1;
+}
+
+/* With no open table, the terminal user gets one against three computer players. */
+static int open_default_table(console *k)
+{
+    if (core_table_of(k->core, NET, k->config->console_room)) return 0;
+    static const char *const words[] = {"new 304", "join 1", "bot", "bot", "bot", "start"};
+    adapter_event e[6];
+    char text[6][64];
+    for (int i = 0; i < 6; i++) {
+        snprintf(text[i], sizeof text[i], "%s%s", k->config->prefix, words[i]);
+        e[i] = (adapter_event){ADAPTER_MESSAGE, k->config->console_room, k->config->console_user, text[i], 0, 1};
+    }
+    return core_batch(k->core, NET, e, 6, NULL);
+}
+
+static int interactive_line(console *k, char *line)
+{
+    char text[LINE_MAX_BYTES + 16];
+    adapter_event e = {ADAPTER_MESSAGE, k->config->console_room, k->config->console_user, text, 0, 1};
+    chomp(line);
+    const char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p) return 0;
+    if (strncmp(p, "/msg ", 5) == 0) {
+        e.is_private = 1;
+        e.room = NULL;
+        snprintf(text, sizeof text, "%s", p + 5);
+    } else if (strncmp(p, k->config->prefix, strlen(k->config->prefix)) == 0) {
+        snprintf(text, sizeof text, "%s", p);
+    } else {
+        snprintf(text, sizeof text, "%s%s", k->config->prefix, p);
+    }
+    return core_batch(k->core, NET, &e, 1, NULL);
+}
+
+static int run_interactive(console *k)
+{
+    char line[LINE_MAX_BYTES];
+    fprintf(k->o->out, "cardroom console — you are %s in %s. Type help for the commands; secrets go with /msg "
+            "(e.g. /msg trump 7H). Ctrl-D quits; the game is saved.\n", k->config->console_user, k->config->console_room);
+    if (open_default_table(k) != 0 || settle(k, 0) != 0) return 1;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = fileno(k->o->in), .events = POLLIN}, {.fd = core_wake_fd(k->core), .events = POLLIN}};
+        int64_t deadline = core_next_deadline(k->core);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        int timeout = deadline == INT64_MAX ? 1000 : deadline <= now ? 0 : (int)(deadline - now > 1000 ? 1000 : deadline - now);
+        if (poll(p, p[1].fd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) return 1;
+        if (p[0].revents & (POLLIN | POLLHUP)) {
+            if (!fgets(line, sizeof line, k->o->in)) break;
+            if (interactive_line(k, line) != 0) return 1;
+            if (settle(k, 1) != 0) return 1; /* the computer players answer before the next line */
+        }
+        if (settle(k, 0) != 0) return 1;
+    }
+    return settle(k, 1) == 0 ? 0 : 1;
+}
+
+static const char *console_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
+{
+    (void)ctx;
+    (void)room;
+    snprintf(buf, len, "%s", user);
+    return buf;
+}
+
+int console_run(const cfg *config, const console_options *o)
+{
+    console k = {config, o, NULL, NULL, 0, 0};
+    char err[512], pos[32];
+    const char *path = o->db ? o->db : o->script ? ":memory:" : config->database;
+    if (store_open(&k.db, path, err, sizeof err) != 0) {
+        fprintf(o->err, "cardroom: %s\n", err);
+        return 1;
+    }
+    core_options co = {.config = config, .db = k.db, .log = console_log, .log_ctx = &k,
+                       .fixed_seed = o->fixed_seed, .seed = o->seed};
+    k.core = core_new(&co, err, sizeof err);
+    adapter a = {NET, &k, console_send, console_name, "with /msg"};
+    int rc = 1;
+    if (!k.core || core_add_adapter(k.core, &a) != 0) {
+        fprintf(o->err, "cardroom: %s\n", k.core ? "cannot add the console" : err);
+        goto done;
+    }
+    if (o->script && store_position_get(k.db, NET, pos, sizeof pos) == 0) k.skip = strtol(pos, NULL, 10);
+    if (core_restore(k.core) < 0) goto done;
+    rc = o->script ? run_script(&k) : run_interactive(&k);
+done:
+    core_free(k.core);
+    store_close(k.db);
+    return rc;
+}

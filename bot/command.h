@@ -1,0 +1,88 @@
+/* command.h — chat text to commands (design.md, Fixed interfaces 3).
+ *
+ * cmd_parse() turns one chat message into a command: the prefix (configurable, "!" by
+ * default; optional in private messages), a case-insensitive command word, tolerant of
+ * extra blanks, cards per R-NOTATION, bids with the short forms of the rules (60..90 =
+ * 160..190, 100..150 = 200..250). It knows nothing of tables: whether a move is allowed
+ * now is the table's business. A bad argument gives CMD_BAD with a sentence for the player.
+ * Pure and allocation-free, so it is also the command fuzz target. */
+#ifndef CARDROOM_COMMAND_H
+#define CARDROOM_COMMAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cards.h"
+
+#define CMD_TEXT_MAX 2048 /* longer messages are refused as a whole */
+#define CMD_ARG_MAX 64
+#define CMD_ERR_MAX 200
+#define CMD_MAX_CARDS 16  /* caps orders (8) and ContractGrid cell lists (16) */
+
+typedef enum {
+    CMD_NONE = 0,  /* not addressed to the bot (no prefix and not a bare card): ignore quietly */
+    CMD_BAD,       /* addressed to the bot but unusable: err says why and what is allowed */
+    CMD_NEW,       /* game: "304" or "grid" */
+    CMD_JOIN,      /* seat: 0..3, or -1 for any free seat */
+    CMD_LEAVE,
+    CMD_BOT,       /* seat: 0..3, or -1 for the first free seat */
+    CMD_START,
+    CMD_ABORT,
+    CMD_BACK,      /* take one's seat back from the computer player */
+    CMD_CUT,       /* amount: cut point 0..31 */
+    CMD_BID,       /* amount: full points (160..300) or G304_PCC */
+    CMD_PASS,
+    CMD_PARTNER,
+    CMD_REDEAL,
+    CMD_TRUMP,     /* card */
+    CMD_OPEN,
+    CMD_PLAY,      /* card; bare = 1 when the message was just a card with no prefix */
+    CMD_CAPS,      /* cards[0..ncards-1]: the order; ncards may be 0 ("caps" alone) */
+    CMD_SPOILT,
+    CMD_HAND,
+    CMD_TABLE,
+    CMD_LAST,
+    CMD_STANDINGS, /* arg: a user to look up ("@alice" or "alice"), "" for the room */
+    CMD_RULES,
+    CMD_SET,       /* arg = option name (lower case), arg2 = value (as typed, trimmed) */
+    CMD_HELP,      /* arg = command word asked about (lower case, no prefix), "" for all */
+    CMD_GRID,      /* ContractGrid: arg2 = the rest of the line (cells or "random") */
+    CMD_EXCLUDE,   /* ContractGrid: suit (0..3) */
+    CMD_MARK,      /* ContractGrid: arg2 = the rest of the line (cells) */
+    CMD_KIND_COUNT
+} cmd_kind;
+
+typedef struct {
+    cmd_kind kind;
+    int seat;                  /* JOIN, BOT */
+    int suit;                  /* EXCLUDE */
+    uint16_t amount;           /* BID, CUT */
+    card_t card;               /* TRUMP, PLAY */
+    uint8_t bare;              /* PLAY without prefix */
+    uint8_t ncards;            /* CAPS */
+    card_t cards[CMD_MAX_CARDS];
+    char word[CMD_ARG_MAX];    /* the command word as the user typed it, lower case (for BAD too) */
+    char arg[CMD_ARG_MAX];     /* NEW: game; SET: option; HELP: topic; STANDINGS: user */
+    char arg2[CMD_ARG_MAX * 4];/* SET: value; GRID, MARK: the rest of the line */
+    char err[CMD_ERR_MAX];     /* CMD_BAD: a sentence for the player */
+} cmd;
+
+/* Parses text[0..len) (need not be NUL-terminated). prefix is the command prefix ("!").
+ * prefix_optional: the message was sent privately to the bot, so "bid 160" works as well as
+ * "!bid 160". A message that is only a card ("JH", "j♥", "10 of hearts") without prefix is
+ * CMD_PLAY with bare = 1 (the table decides whether to take it or stay quiet). Seats are
+ * given as 1..4 or south/east/north/west (s/e/n/w), and come out as 0..3. */
+void cmd_parse(const char *text, size_t len, const char *prefix, int prefix_optional, cmd *out);
+
+/* The command word for a kind ("bid"), as used in help. */
+const char *cmd_name(cmd_kind kind);
+
+/* Help: cmd_help(NULL or "") is the list of every command with one line each; cmd_help("bid")
+ * (with or without prefix, any case) is the usage and a few sentences. prefix is shown in the
+ * examples. Returns NULL for an unknown topic. The text is written into buf (NUL-terminated). */
+const char *cmd_help(const char *topic, const char *prefix, char *buf, size_t len);
+
+/* Seat names in playing order (R-SEATS): South, East, North, West. */
+const char *cmd_seat_name(int seat);
+
+#endif

@@ -1,0 +1,47 @@
+/* config.h — the bot's settings: one INI file (libinih), secrets also from the environment.
+ *
+ * Every setting has a default, so no file at all is a valid configuration (the console
+ * table). Anything wrong — unknown section or key, a value out of range — is an error naming
+ * the file, line and key. Secrets (passwords, tokens) may be left out of the file and given
+ * in the environment instead: CARDROOM_<SECTION>_<KEY> in upper case, e.g.
+ * CARDROOM_MATRIX_PASSWORD; the environment wins over the file. The documented example of
+ * every setting is config/cardroom.example.ini. */
+#ifndef CARDROOM_CONFIG_H
+#define CARDROOM_CONFIG_H
+
+#include <stddef.h>
+
+#include "g304.h"
+
+#define CFG_STR 256
+#define CFG_ERR 512
+
+typedef struct {
+    /* [bot] */
+    char prefix[16];          /* command prefix, default "!" */
+    char database[CFG_STR];   /* SQLite file, default "cardroom.db" */
+    char log_level[16];       /* "error", "warn", "info" (default), "debug" */
+    int threads;              /* worker threads for computer players, default 2 (1..64) */
+    /* [timers] — seconds; 0 turns that timer off */
+    int remind_after;         /* remind the player to act, default 120 */
+    int idle_takeover;        /* a computer player takes the seat, default 600 */
+    int table_idle_close;     /* close a table nobody touched, default 86400 */
+    int bot_delay_ms;         /* pause before a computer player's move is shown, default 0 */
+    /* [rules] — defaults for new 304 tables (any option of shared/rules/304.md) */
+    g304_rules rules;
+    /* [console] */
+    char console_user[64];    /* the terminal user's name, default "you" */
+    char console_room[64];    /* the room's name, default "room" */
+} cfg;
+
+/* Fills every default. */
+void cfg_defaults(cfg *c);
+
+/* Loads path over the defaults, then the environment. Returns 0, or -1 with err like
+ * "cardroom.ini:12: [timers] remind_after: must be a number of seconds from 0 to 86400". */
+int cfg_load(cfg *c, const char *path, char *err, size_t errlen);
+
+/* Applies the environment variables alone (used when there is no file). Same errors. */
+int cfg_env(cfg *c, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,86 @@
+/* core.h — the bot: rooms and their tables, chat commands, computer players, timers, and the
+ * durable store between the adapters and the games.
+ *
+ * Adapters hand the core batches of events (core_batch) with their new position; the core
+ * handles each batch in ONE store transaction: journal entries, outgoing messages, standings
+ * and the position land together or not at all, so a crash neither loses nor repeats a move or
+ * a message. Computer players think on worker threads; their answers come back through
+ * core_tick(), which also runs the timers. core_flush() offers queued messages to the adapters
+ * in order. At start core_restore() rebuilds every open table from its journal. */
+#ifndef CARDROOM_CORE_H
+#define CARDROOM_CORE_H
+
+#include <stdint.h>
+
+#include "adapter.h"
+#include "config.h"
+#include "store.h"
+
+typedef struct core core;
+
+typedef enum { CORE_LOG_ERROR = 0, CORE_LOG_WARN, CORE_LOG_INFO, CORE_LOG_DEBUG } core_log_level;
+
+typedef struct {
+    const cfg *config;
+    store *db;
+    /* The clock in milliseconds (NULL: the real monotonic-enough wall clock). Tests pass a
+     * fake one to drive the timers. */
+    int64_t (*now_ms)(void *ctx);
+    void *clock_ctx;
+    /* Log lines (never secrets). NULL: nothing is logged. */
+    void (*log)(void *ctx, core_log_level level, const char *line);
+    void *log_ctx;
+    /* Deals from `--seed N` (reproducible) when fixed_seed is set; else from the OS. */
+    int fixed_seed;
+    uint64_t seed;
+} core_options;
+
+/* Returns NULL with a message in err on failure. The options are copied; config and db must
+ * outlive the core. */
+core *core_new(const core_options *o, char *err, size_t errlen);
+void core_free(core *c);
+
+/* Registers an adapter (the struct is copied; its strings and ctx must outlive the core). */
+int core_add_adapter(core *c, const adapter *a);
+
+/* Rebuilds every open table from its journal and queues computer players' moves. Returns the
+ * number of tables, or -1. */
+int core_restore(core *c);
+
+/* Handles a batch of events from adapter net in one transaction, storing position (may be
+ * NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
+ * the caller should stop: a restart resumes from the last committed batch). */
+int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position);
+
+/* Applies computer players' answers and fires due timers (one transaction). Returns the number
+ * of things that happened, or -1 if the store failed. */
+int core_tick(core *c);
+
+/* Offers queued messages to the adapters, in order per destination. Returns the number
+ * delivered, or -1 if the store failed. */
+int core_flush(core *c);
+
+/* An adapter reports that a message it took with ADAPTER_QUEUED is delivered. */
+int core_sent(core *c, int64_t id);
+
+/* Computer moves still being thought about. */
+int core_busy(core *c);
+
+/* A descriptor that turns readable when computer players have answered (-1: none), and the
+ * time (ms, the core's clock) at which core_tick() next has a timer to fire (INT64_MAX: none). */
+int core_wake_fd(core *c);
+int64_t core_next_deadline(core *c);
+
+/* Counters for benchmarks and tests. */
+typedef struct {
+    int64_t moves;        /* journal entries written */
+    int64_t messages;     /* messages queued */
+    int64_t batches;      /* transactions committed */
+    int tables;           /* open tables in memory */
+} core_stats;
+void core_stats_of(core *c, core_stats *s);
+
+/* The open table of a room (tests): its id, or 0. */
+int64_t core_table_of(core *c, const char *net, const char *room);
+
+#endif

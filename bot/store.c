@@ -1,0 +1,755 @@
+/* store.c — the bot's durable state in one SQLite file (see store.h for what is kept).
+ *
+ * Why it is shaped this way:
+ * - Durability first. The file is in WAL mode with synchronous=FULL, so a commit is on disk
+ *   when store_commit() returns, and a crash (or SIGKILL) at any moment leaves either the
+ *   whole batch or none of it. Foreign keys are on so that journal entries and hand seeds
+ *   cannot name a table that does not exist. A busy timeout lets a second process (a backup,
+ *   the sqlite3 shell) hold the file briefly without failing our writes.
+ * - The bot writes one transaction per batch of incoming events (store_begin() ... commit),
+ *   so the cost of a write is a B-tree insert, not an fsync. To keep that cheap every
+ *   statement is prepared once, at open, and reused (reset + clear_bindings after each use);
+ *   nothing is compiled on the hot path.
+ * - The schema has a version (PRAGMA user_version). Migration i (store_migrations[i - 1])
+ *   brings version i - 1 to i in its own IMMEDIATE transaction, re-reading the version inside
+ *   it, so two processes opening an old file at once cannot both migrate it. A file from a
+ *   newer cardroom is refused rather than guessed at.
+ * - Errors are values: every function returns -1 with a one-line message in store_error().
+ *   Messages come from SQLite's own text and our context (ids, sequence numbers) and never
+ *   echo a bound parameter, so secrets handed to the store do not leak into logs.
+ * - The journal's primary key (table_id, seq) makes applying a move twice an error, not a
+ *   silent duplicate.
+ *
+ * Iteration (store_tables_open, store_journal_each, store_outbox_pending, store_outbox_all,
+ * store_standings_top) runs the callback while the statement is stepping. A callback must not
+ * call back into the store (store_error() aside): the statements are shared, and a write under
+ * an open read cursor would change what the cursor sees. Such calls are refused with an error
+ * rather than left to corrupt the iteration; collect what you need and act after it returns.
+ * Text handed to a callback lives only until the callback returns. */
+#include "store.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STORE_ERR_MAX 512
+#define STORE_BUSY_MS 5000 /* how long a write waits for another process's lock */
+
+/* ---- Schema ---- */
+
+/* Migration i brings the schema from version i to i + 1. Append; never edit a shipped one. */
+static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
+    /* 0 -> 1: the first schema. */
+    "CREATE TABLE tables ("
+    "  id           INTEGER PRIMARY KEY,"
+    "  net          TEXT NOT NULL,"
+    "  room         TEXT NOT NULL,"
+    "  game         TEXT NOT NULL,"
+    "  creator      TEXT NOT NULL,"
+    "  created      INTEGER NOT NULL,"
+    "  touched      INTEGER NOT NULL,"
+    "  closed       INTEGER,"
+    "  close_reason TEXT"
+    ");"
+    "CREATE INDEX tables_open ON tables(created, id) WHERE closed IS NULL;"
+    "CREATE TABLE journal ("
+    "  table_id INTEGER NOT NULL REFERENCES tables(id),"
+    "  seq      INTEGER NOT NULL CHECK (seq >= 1),"
+    "  entry    TEXT NOT NULL,"
+    "  PRIMARY KEY (table_id, seq)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE hands ("
+    "  table_id INTEGER NOT NULL REFERENCES tables(id),"
+    "  hand_no  INTEGER NOT NULL,"
+    "  seed     BLOB NOT NULL CHECK (length(seed) = 32),"
+    "  PRIMARY KEY (table_id, hand_no)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE outbox ("
+    "  id      INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  net     TEXT NOT NULL,"
+    "  room    TEXT NOT NULL,"
+    "  user    TEXT NOT NULL DEFAULT '',"
+    "  mention TEXT NOT NULL DEFAULT '',"
+    "  text    TEXT NOT NULL,"
+    "  sent    INTEGER NOT NULL DEFAULT 0 CHECK (sent IN (0, 1)),"
+    "  queued  INTEGER DEFAULT (CAST(strftime('%s', 'now') AS INTEGER))"
+    ");"
+    "CREATE INDEX outbox_pending ON outbox(net, sent, id);"
+    "CREATE TABLE standings ("
+    "  net         TEXT NOT NULL,"
+    "  room        TEXT NOT NULL,"
+    "  user        TEXT NOT NULL,"
+    "  matches     INTEGER NOT NULL DEFAULT 0,"
+    "  matches_won INTEGER NOT NULL DEFAULT 0,"
+    "  made        INTEGER NOT NULL DEFAULT 0,"
+    "  failed      INTEGER NOT NULL DEFAULT 0,"
+    "  tokens      INTEGER NOT NULL DEFAULT 0,"
+    "  hands       INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (net, room, user)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE positions ("
+    "  adapter  TEXT PRIMARY KEY,"
+    "  position TEXT NOT NULL"
+    ") WITHOUT ROWID;",
+};
+
+/* ---- Statements, prepared once at open ---- */
+
+enum store_stmt_id {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_VERSION,
+    ST_POSITION_GET,
+    ST_POSITION_SET,
+    ST_TABLE_CREATE,
+    ST_TABLE_CLOSE,
+    ST_TABLE_TOUCH,
+    ST_TABLES_OPEN,
+    ST_JOURNAL_ADD,
+    ST_JOURNAL_EACH,
+    ST_HAND_ADD,
+    ST_HAND_SEED,
+    ST_OUTBOX_ADD,
+    ST_OUTBOX_PENDING,
+    ST_OUTBOX_DONE,
+    ST_OUTBOX_ALL,
+    ST_STANDING_ADD,
+    ST_STANDING_GET,
+    ST_STANDINGS_TOP,
+    ST_COUNT
+};
+
+#define STORE_MSG_COLUMNS "id, net, room, user, mention, text"
+#define STORE_STANDING_COLUMNS "user, matches, matches_won, made, failed, tokens, hands"
+
+static const char *const store_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_VERSION] = "PRAGMA user_version",
+    [ST_POSITION_GET] = "SELECT position FROM positions WHERE adapter = ?1",
+    [ST_POSITION_SET] = "INSERT INTO positions(adapter, position) VALUES (?1, ?2) "
+                        "ON CONFLICT(adapter) DO UPDATE SET position = excluded.position",
+    [ST_TABLE_CREATE] = "INSERT INTO tables(net, room, game, creator, created, touched) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+    [ST_TABLE_CLOSE] = "UPDATE tables SET closed = ?2, close_reason = ?3 "
+                       "WHERE id = ?1 AND closed IS NULL",
+    [ST_TABLE_TOUCH] = "UPDATE tables SET touched = ?2 WHERE id = ?1",
+    [ST_TABLES_OPEN] = "SELECT id, net, room, game, creator, created, touched FROM tables "
+                       "WHERE closed IS NULL ORDER BY created, id",
+    [ST_JOURNAL_ADD] = "INSERT INTO journal(table_id, seq, entry) VALUES (?1, ?2, ?3)",
+    [ST_JOURNAL_EACH] = "SELECT seq, entry FROM journal WHERE table_id = ?1 ORDER BY seq",
+    [ST_HAND_ADD] = "INSERT INTO hands(table_id, hand_no, seed) VALUES (?1, ?2, ?3)",
+    [ST_HAND_SEED] = "SELECT seed FROM hands WHERE table_id = ?1 AND hand_no = ?2",
+    [ST_OUTBOX_ADD] = "INSERT INTO outbox(net, room, user, mention, text) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_OUTBOX_PENDING] = "SELECT " STORE_MSG_COLUMNS " FROM outbox "
+                          "WHERE net = ?1 AND sent = 0 ORDER BY id LIMIT ?2",
+    [ST_OUTBOX_DONE] = "UPDATE outbox SET sent = 1 WHERE id = ?1",
+    [ST_OUTBOX_ALL] = "SELECT " STORE_MSG_COLUMNS " FROM outbox ORDER BY id",
+    [ST_STANDING_ADD] = "INSERT INTO standings(" STORE_STANDING_COLUMNS ", net, room) "
+                        "VALUES (?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1, ?2) "
+                        "ON CONFLICT(net, room, user) DO UPDATE SET "
+                        "matches = matches + excluded.matches, "
+                        "matches_won = matches_won + excluded.matches_won, "
+                        "made = made + excluded.made, "
+                        "failed = failed + excluded.failed, "
+                        "tokens = tokens + excluded.tokens, "
+                        "hands = hands + excluded.hands",
+    [ST_STANDING_GET] = "SELECT " STORE_STANDING_COLUMNS " FROM standings "
+                        "WHERE net = ?1 AND room = ?2 AND user = ?3",
+    [ST_STANDINGS_TOP] = "SELECT " STORE_STANDING_COLUMNS " FROM standings "
+                         "WHERE net = ?1 AND room = ?2 "
+                         "ORDER BY matches_won DESC, tokens DESC, user ASC LIMIT ?3",
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[ST_COUNT];
+    int iterating; /* a callback is running: calls back into the store are refused */
+    char err[STORE_ERR_MAX];
+};
+
+/* ---- Errors ---- */
+
+static int store_vsay(store *s, const char *fmt, va_list ap)
+{
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    return -1;
+}
+
+/* Sets the error to our own message; returns -1. */
+__attribute__((format(printf, 2, 3))) static int store_say(store *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    store_vsay(s, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Sets the error to our context followed by SQLite's message, and readies st (if any) for
+ * its next use; returns -1. SQLite's message is taken before the reset can replace it. */
+__attribute__((format(printf, 3, 4))) static int store_fail(store *s, sqlite3_stmt *st,
+                                                            const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    store_vsay(s, fmt, ap);
+    va_end(ap);
+    size_t used = strlen(s->err);
+    snprintf(s->err + used, sizeof s->err - used, ": %s", sqlite3_errmsg(s->db));
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    return -1;
+}
+
+const char *store_error(const store *s)
+{
+    return s ? s->err : "no store (it failed to open or was never opened)";
+}
+
+/* ---- Statement helpers ---- */
+
+/* The statement for one call, ready to bind; NULL (error set) while a callback runs. */
+static sqlite3_stmt *store_stmt(store *s, enum store_stmt_id id, const char *what)
+{
+    if (!s) return NULL;
+    if (s->iterating) {
+        store_say(s, "%s: called from inside a store callback (collect first, act after it "
+                     "returns)", what);
+        return NULL;
+    }
+    return s->stmt[id];
+}
+
+/* Readies a statement for its next use. The text bound with SQLITE_STATIC is dropped here,
+ * so the caller's strings need only live for the call. */
+static void store_reset(sqlite3_stmt *st)
+{
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+static int store_bind_text(sqlite3_stmt *st, int col, const char *text)
+{
+    return sqlite3_bind_text(st, col, text, -1, SQLITE_STATIC);
+}
+
+/* Runs st (bound) to completion; 0 on success, else nonzero and SQLite's error is pending. */
+static int store_step_done(sqlite3_stmt *st)
+{
+    return sqlite3_step(st) != SQLITE_DONE;
+}
+
+/* Copies text column col into dst (size n, n >= 1), cut on a UTF-8 boundary if it is too
+ * long, always NUL-terminated. NULL reads as "". */
+static void store_copy_text(char *dst, size_t n, sqlite3_stmt *st, int col)
+{
+    const unsigned char *src = sqlite3_column_text(st, col);
+    size_t len = src ? (size_t)sqlite3_column_bytes(st, col) : 0;
+    if (len >= n) {
+        len = n - 1;
+        while (len > 0 && (src[len] & 0xC0) == 0x80) len--; /* not inside a character */
+    }
+    if (len) memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+/* Runs a prepared SELECT, handing each row to row(st, call) until it returns nonzero.
+ * Returns that value, 0 at the end, or -1 on a SQLite error. */
+static int store_each(store *s, sqlite3_stmt *st, int (*row)(sqlite3_stmt *st, void *call),
+                      void *call, const char *what)
+{
+    int rc, ret = 0;
+    s->iterating = 1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if ((ret = row(st, call)) != 0) break;
+    s->iterating = 0;
+    if (ret == 0 && rc != SQLITE_DONE) return store_fail(s, st, "%s", what);
+    store_reset(st);
+    return ret;
+}
+
+/* ---- Open, migrate, close ---- */
+
+static int store_exec(store *s, const char *sql, const char *what)
+{
+    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return store_fail(s, NULL, "%s", what);
+    return 0;
+}
+
+/* Reads PRAGMA user_version without the prepared statements (they need the schema). */
+static int store_read_version(store *s, int *version, const char *path)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        store_fail(s, NULL, "%s: reading the schema version", path);
+        sqlite3_finalize(st);
+        return -1;
+    }
+    *version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Applies the migrations the file lacks, one transaction each. The version is read inside
+ * each transaction, so a concurrent opener that migrated first is simply seen as done. */
+static int store_migrate(store *s, const char *path)
+{
+    for (;;) {
+        int version;
+        char sql[64];
+        if (store_exec(s, "BEGIN IMMEDIATE", path)) return -1;
+        if (store_read_version(s, &version, path)) goto fail;
+        if (version > STORE_SCHEMA_VERSION) {
+            store_say(s, "%s was written by a newer cardroom (schema %d; this one knows up to %d)",
+                      path, version, STORE_SCHEMA_VERSION);
+            goto fail;
+        }
+        if (version < 0) {
+            store_say(s, "%s has schema version %d, which no cardroom writes", path, version);
+            goto fail;
+        }
+        if (version == STORE_SCHEMA_VERSION) {
+            if (store_exec(s, "COMMIT", path)) goto fail;
+            return 0;
+        }
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version + 1);
+        if (sqlite3_exec(s->db, store_migrations[version], NULL, NULL, NULL) != SQLITE_OK) {
+            store_fail(s, NULL, "%s: migrating schema %d to %d", path, version, version + 1);
+            goto fail;
+        }
+        if (store_exec(s, sql, path) || store_exec(s, "COMMIT", path)) goto fail;
+    }
+fail:
+    if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+static int store_prepare(store *s)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        if (sqlite3_prepare_v3(s->db, store_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
+                               NULL) != SQLITE_OK)
+            return store_fail(s, NULL, "preparing statement %d", i);
+    return 0;
+}
+
+int store_open(store **out, const char *path, char *err, size_t errlen)
+{
+    *out = NULL;
+    store *s = calloc(1, sizeof *s);
+    if (!s) {
+        if (err && errlen) snprintf(err, errlen, "out of memory opening the store");
+        return -1;
+    }
+    if (!path) {
+        store_say(s, "no database path given");
+        goto fail;
+    }
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        store_fail(s, NULL, "%s", path);
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, STORE_BUSY_MS);
+    /* journal_mode is the first statement that reads the file, so a file that is not a
+     * database is refused here ("file is not a database"). ":memory:" stays "memory". */
+    if (store_exec(s, "PRAGMA journal_mode = WAL", path) ||
+        store_exec(s, "PRAGMA synchronous = FULL", path) ||
+        store_exec(s, "PRAGMA foreign_keys = ON", path) || store_migrate(s, path) ||
+        store_prepare(s))
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    if (err && errlen) snprintf(err, errlen, "%s", s->err);
+    store_close(s);
+    return -1;
+}
+
+void store_close(store *s)
+{
+    if (!s) return;
+    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->stmt[i]);
+    sqlite3_close_v2(s->db); /* an open transaction is rolled back */
+    free(s);
+}
+
+int store_schema_version(store *s)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_VERSION, "schema version");
+    if (!st) return -1;
+    if (sqlite3_step(st) != SQLITE_ROW) return store_fail(s, st, "reading the schema version");
+    int version = sqlite3_column_int(st, 0);
+    store_reset(st);
+    return version;
+}
+
+/* ---- Transactions ---- */
+
+int store_begin(store *s)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_BEGIN, "begin");
+    if (!st) return -1;
+    if (!sqlite3_get_autocommit(s->db))
+        return store_say(s, "begin: a transaction is already open (transactions do not nest)");
+    if (store_step_done(st)) return store_fail(s, st, "begin");
+    store_reset(st);
+    return 0;
+}
+
+/* If the commit fails the transaction may still be open: call store_rollback(). */
+int store_commit(store *s)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_COMMIT, "commit");
+    if (!st) return -1;
+    if (sqlite3_get_autocommit(s->db)) return store_say(s, "commit: no transaction is open");
+    if (store_step_done(st)) return store_fail(s, st, "commit");
+    store_reset(st);
+    return 0;
+}
+
+/* Succeeds when no transaction is open: SQLite rolls back by itself after some errors (disk
+ * full, I/O), and a cleanup path should not have to know which. */
+int store_rollback(store *s)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_ROLLBACK, "rollback");
+    if (!st) return -1;
+    if (sqlite3_get_autocommit(s->db)) return 0;
+    if (store_step_done(st)) return store_fail(s, st, "rollback");
+    store_reset(st);
+    return 0;
+}
+
+/* ---- Adapter positions ---- */
+
+int store_position_get(store *s, const char *adapter, char *buf, size_t len)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_POSITION_GET, "position get");
+    if (!st) return -1;
+    if (!buf || len == 0) return store_say(s, "position get: no buffer");
+    if (store_bind_text(st, 1, adapter)) return store_fail(s, st, "position get");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        store_reset(st);
+        buf[0] = '\0';
+        return 1;
+    }
+    if (rc != SQLITE_ROW) return store_fail(s, st, "position get");
+    /* A cut position would resume from the wrong place, so it is an error, not a cut. */
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    if (n >= len) {
+        store_reset(st);
+        return store_say(s, "position get: the position is %zu bytes, the buffer holds %zu", n,
+                         len - 1);
+    }
+    store_copy_text(buf, len, st, 0);
+    store_reset(st);
+    return 0;
+}
+
+int store_position_set(store *s, const char *adapter, const char *position)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_POSITION_SET, "position set");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, adapter) || store_bind_text(st, 2, position) ||
+        store_step_done(st))
+        return store_fail(s, st, "position set");
+    store_reset(st);
+    return 0;
+}
+
+/* ---- Tables ---- */
+
+int store_table_create(store *s, const char *net, const char *room, const char *game,
+                       const char *creator, int64_t now, int64_t *id)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_TABLE_CREATE, "table create");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
+        store_bind_text(st, 3, game) || store_bind_text(st, 4, creator) ||
+        sqlite3_bind_int64(st, 5, now) || store_step_done(st))
+        return store_fail(s, st, "table create");
+    store_reset(st);
+    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    return 0;
+}
+
+int store_table_close(store *s, int64_t id, const char *reason, int64_t now)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_TABLE_CLOSE, "table close");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, id) || sqlite3_bind_int64(st, 2, now) ||
+        store_bind_text(st, 3, reason) || store_step_done(st))
+        return store_fail(s, st, "table close (table %lld)", (long long)id);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0)
+        return store_say(s, "table close: table %lld does not exist or is already closed",
+                         (long long)id);
+    return 0;
+}
+
+int store_table_touch(store *s, int64_t id, int64_t now)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_TABLE_TOUCH, "table touch");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, id) || sqlite3_bind_int64(st, 2, now) || store_step_done(st))
+        return store_fail(s, st, "table touch (table %lld)", (long long)id);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0)
+        return store_say(s, "table touch: table %lld does not exist", (long long)id);
+    return 0;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, const store_table *t);
+    void *ctx;
+} store_table_call;
+
+static int store_table_row(sqlite3_stmt *st, void *call)
+{
+    const store_table_call *c = call;
+    store_table t;
+    t.id = sqlite3_column_int64(st, 0);
+    store_copy_text(t.net, sizeof t.net, st, 1);
+    store_copy_text(t.room, sizeof t.room, st, 2);
+    store_copy_text(t.game, sizeof t.game, st, 3);
+    store_copy_text(t.creator, sizeof t.creator, st, 4);
+    t.created = sqlite3_column_int64(st, 5);
+    t.touched = sqlite3_column_int64(st, 6);
+    return c->fn(c->ctx, &t);
+}
+
+int store_tables_open(store *s, int (*fn)(void *ctx, const store_table *t), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_TABLES_OPEN, "tables open");
+    if (!st) return -1;
+    store_table_call call = {fn, ctx};
+    return store_each(s, st, store_table_row, &call, "tables open");
+}
+
+/* ---- Journal ---- */
+
+int store_journal_add(store *s, int64_t table, int64_t seq, const char *entry)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_JOURNAL_ADD, "journal add");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, table) || sqlite3_bind_int64(st, 2, seq) ||
+        store_bind_text(st, 3, entry) || store_step_done(st))
+        return store_fail(s, st, "journal add (table %lld, seq %lld)", (long long)table,
+                          (long long)seq);
+    store_reset(st);
+    return 0;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, int64_t seq, const char *entry);
+    void *ctx;
+} store_journal_call;
+
+static int store_journal_row(sqlite3_stmt *st, void *call)
+{
+    const store_journal_call *c = call;
+    const char *entry = (const char *)sqlite3_column_text(st, 1);
+    return c->fn(c->ctx, sqlite3_column_int64(st, 0), entry ? entry : "");
+}
+
+int store_journal_each(store *s, int64_t table,
+                       int (*fn)(void *ctx, int64_t seq, const char *entry), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_JOURNAL_EACH, "journal each");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, table))
+        return store_fail(s, st, "journal each (table %lld)", (long long)table);
+    store_journal_call call = {fn, ctx};
+    return store_each(s, st, store_journal_row, &call, "journal each");
+}
+
+/* ---- Hand seeds ---- */
+
+int store_hand_add(store *s, int64_t table, int hand_no, const uint8_t seed[STORE_SEED_BYTES])
+{
+    sqlite3_stmt *st = store_stmt(s, ST_HAND_ADD, "hand add");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, table) || sqlite3_bind_int(st, 2, hand_no) ||
+        sqlite3_bind_blob(st, 3, seed, seed ? STORE_SEED_BYTES : 0, SQLITE_STATIC) ||
+        store_step_done(st))
+        return store_fail(s, st, "hand add (table %lld, hand %d)", (long long)table, hand_no);
+    store_reset(st);
+    return 0;
+}
+
+int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES])
+{
+    sqlite3_stmt *st = store_stmt(s, ST_HAND_SEED, "hand seed");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, table) || sqlite3_bind_int(st, 2, hand_no))
+        return store_fail(s, st, "hand seed");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        store_reset(st);
+        return 1;
+    }
+    if (rc != SQLITE_ROW)
+        return store_fail(s, st, "hand seed (table %lld, hand %d)", (long long)table, hand_no);
+    const void *blob = sqlite3_column_blob(st, 0);
+    int n = sqlite3_column_bytes(st, 0);
+    if (!blob || n != STORE_SEED_BYTES) {
+        store_reset(st);
+        return store_say(s, "hand seed (table %lld, hand %d): the stored seed is %d bytes, "
+                            "not %d", (long long)table, hand_no, n, STORE_SEED_BYTES);
+    }
+    memcpy(seed, blob, STORE_SEED_BYTES);
+    store_reset(st);
+    return 0;
+}
+
+/* ---- Outbox ---- */
+
+int store_outbox_add(store *s, const char *net, const char *room, const char *user,
+                     const char *mention, const char *text, int64_t *id)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_ADD, "outbox add");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
+        store_bind_text(st, 3, user ? user : "") ||
+        store_bind_text(st, 4, mention ? mention : "") || store_bind_text(st, 5, text) ||
+        store_step_done(st))
+        return store_fail(s, st, "outbox add");
+    store_reset(st);
+    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    return 0;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, const store_msg *m);
+    void *ctx;
+} store_msg_call;
+
+static int store_msg_row(sqlite3_stmt *st, void *call)
+{
+    const store_msg_call *c = call;
+    store_msg m;
+    m.id = sqlite3_column_int64(st, 0);
+    store_copy_text(m.net, sizeof m.net, st, 1);
+    store_copy_text(m.room, sizeof m.room, st, 2);
+    store_copy_text(m.user, sizeof m.user, st, 3);
+    store_copy_text(m.mention, sizeof m.mention, st, 4);
+    const unsigned char *text = sqlite3_column_text(st, 5);
+    /* The struct's text is not const; SQLite's buffer is only lent for the callback. */
+    m.text = text ? (char *)text : (char *)"";
+    return c->fn(c->ctx, &m);
+}
+
+int store_outbox_pending(store *s, const char *net, int limit,
+                         int (*fn)(void *ctx, const store_msg *m), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_PENDING, "outbox pending");
+    if (!st) return -1;
+    /* LIMIT -1 is SQLite's "no limit". */
+    if (store_bind_text(st, 1, net) || sqlite3_bind_int(st, 2, limit > 0 ? limit : -1))
+        return store_fail(s, st, "outbox pending");
+    store_msg_call call = {fn, ctx};
+    return store_each(s, st, store_msg_row, &call, "outbox pending");
+}
+
+int store_outbox_done(store *s, int64_t id)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_DONE, "outbox done");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, id) || store_step_done(st))
+        return store_fail(s, st, "outbox done (message %lld)", (long long)id);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0)
+        return store_say(s, "outbox done: message %lld does not exist", (long long)id);
+    return 0;
+}
+
+int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_ALL, "outbox all");
+    if (!st) return -1;
+    store_msg_call call = {fn, ctx};
+    return store_each(s, st, store_msg_row, &call, "outbox all");
+}
+
+/* ---- Standings ---- */
+
+int store_standing_add(store *s, const char *net, const char *room, const store_standing *delta)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_STANDING_ADD, "standing add");
+    if (!st) return -1;
+    if (!delta) return store_say(s, "standing add: no row given");
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
+        store_bind_text(st, 3, delta->user) || sqlite3_bind_int(st, 4, delta->matches) ||
+        sqlite3_bind_int(st, 5, delta->matches_won) || sqlite3_bind_int(st, 6, delta->made) ||
+        sqlite3_bind_int(st, 7, delta->failed) || sqlite3_bind_int(st, 8, delta->tokens) ||
+        sqlite3_bind_int(st, 9, delta->hands) || store_step_done(st))
+        return store_fail(s, st, "standing add");
+    store_reset(st);
+    return 0;
+}
+
+static void store_standing_read(sqlite3_stmt *st, store_standing *row)
+{
+    store_copy_text(row->user, sizeof row->user, st, 0);
+    row->matches = sqlite3_column_int(st, 1);
+    row->matches_won = sqlite3_column_int(st, 2);
+    row->made = sqlite3_column_int(st, 3);
+    row->failed = sqlite3_column_int(st, 4);
+    row->tokens = sqlite3_column_int(st, 5);
+    row->hands = sqlite3_column_int(st, 6);
+}
+
+int store_standing_get(store *s, const char *net, const char *room, const char *user,
+                       store_standing *out)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_STANDING_GET, "standing get");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
+        store_bind_text(st, 3, user))
+        return store_fail(s, st, "standing get");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        store_reset(st);
+        return 1;
+    }
+    if (rc != SQLITE_ROW) return store_fail(s, st, "standing get");
+    store_standing_read(st, out);
+    store_reset(st);
+    return 0;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, const store_standing *row);
+    void *ctx;
+} store_standing_call;
+
+static int store_standing_row(sqlite3_stmt *st, void *call)
+{
+    const store_standing_call *c = call;
+    store_standing row;
+    store_standing_read(st, &row);
+    return c->fn(c->ctx, &row);
+}
+
+int store_standings_top(store *s, const char *net, const char *room, int limit,
+                        int (*fn)(void *ctx, const store_standing *row), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_STANDINGS_TOP, "standings top");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
+        sqlite3_bind_int(st, 3, limit > 0 ? limit : -1))
+        return store_fail(s, st, "standings top");
+    store_standing_call call = {fn, ctx};
+    return store_each(s, st, store_standing_row, &call, "standings top");
+}

@@ -1,0 +1,111 @@
+/* store.h — the bot's durable state in SQLite: tables, hand seeds, the journal of accepted
+ * actions, the outbox of messages to send, standings and each adapter's position.
+ *
+ * One file (WAL, synchronous=FULL, foreign keys on) with a schema version and migrations.
+ * Every write the bot makes for one batch of incoming events goes between store_begin() and
+ * store_commit(), so journal entries, outbox messages and the adapter's new position land
+ * together or not at all. Functions return 0 on success and -1 on failure with a message
+ * (store_error()). Nothing here prints. */
+#ifndef CARDROOM_STORE_H
+#define CARDROOM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_SEED_BYTES 32
+
+typedef struct store store;
+
+/* Opens (creating and migrating as needed) the database at path; ":memory:" works for tests.
+ * A database from a newer schema version is refused with a clear message. */
+int store_open(store **out, const char *path, char *err, size_t errlen);
+void store_close(store *s);
+const char *store_error(const store *s);
+/* The schema version the open database is at. */
+int store_schema_version(store *s);
+
+int store_begin(store *s);    /* BEGIN IMMEDIATE */
+int store_commit(store *s);
+int store_rollback(store *s);
+
+/* ---- Adapter positions (e.g. Matrix next_batch, console line number) ---- */
+/* Copies the position into buf; returns 1 if there is none yet, 0 if found, -1 on error. */
+int store_position_get(store *s, const char *adapter, char *buf, size_t len);
+int store_position_set(store *s, const char *adapter, const char *position);
+
+/* ---- Tables ----
+ * A table lives in a room of one network (net = adapter name, "console", "matrix", "irc").
+ * It is open until closed; its whole life (seats, options, moves, deals) is its journal. */
+typedef struct {
+    int64_t id;
+    char net[16];
+    char room[256];
+    char game[16];      /* "304", "grid" */
+    char creator[256];
+    int64_t created;    /* seconds since the epoch */
+    int64_t touched;    /* last accepted action */
+} store_table;
+
+int store_table_create(store *s, const char *net, const char *room, const char *game,
+                       const char *creator, int64_t now, int64_t *id);
+/* Marks the table closed (reason: "finished", "aborted", "idle"). */
+int store_table_close(store *s, int64_t id, const char *reason, int64_t now);
+int store_table_touch(store *s, int64_t id, int64_t now);
+/* Calls fn for each open table, oldest first. fn returns 0 to go on, nonzero to stop (that
+ * value is returned). */
+int store_tables_open(store *s, int (*fn)(void *ctx, const store_table *t), void *ctx);
+
+/* ---- Journal: the table's accepted actions, as text lines, numbered from 1 ---- */
+int store_journal_add(store *s, int64_t table, int64_t seq, const char *entry);
+/* Calls fn for each entry of the table in seq order. */
+int store_journal_each(store *s, int64_t table,
+                       int (*fn)(void *ctx, int64_t seq, const char *entry), void *ctx);
+
+/* ---- Hand seeds (R-SHUFFLE): kept so a hand can be replayed and its seed revealed ---- */
+int store_hand_add(store *s, int64_t table, int hand_no, const uint8_t seed[STORE_SEED_BYTES]);
+/* Returns 1 if there is no such hand, 0 if found. */
+int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
+
+/* ---- Outbox: messages to send, in id order; a message is queued once and sent until done ----
+ * dest_user empty = to the room; else privately to that user (the room names the table the
+ * message belongs to). mention: a user the message mentions ("" none), for networks that
+ * notify. The txn id is fixed when queued ("cr<id>"), so a retry cannot post twice. */
+typedef struct {
+    int64_t id;
+    char net[16];
+    char room[256];
+    char user[256];
+    char mention[256];
+    char *text;          /* owned by the store until the callback returns */
+} store_msg;
+
+int store_outbox_add(store *s, const char *net, const char *room, const char *user,
+                     const char *mention, const char *text, int64_t *id);
+/* Calls fn for each unsent message of net in id order (at most limit; 0 = all). */
+int store_outbox_pending(store *s, const char *net, int limit,
+                         int (*fn)(void *ctx, const store_msg *m), void *ctx);
+int store_outbox_done(store *s, int64_t id);
+/* Every message ever queued, sent or not, in id order (tests and audits). */
+int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *ctx);
+
+/* ---- Standings per room (net + room) and player ---- */
+typedef struct {
+    char user[256];
+    int matches, matches_won;
+    int made, failed;     /* hands as trump maker */
+    int tokens;           /* net tokens won (+) or paid (-) by the player's team over hands */
+    int hands;            /* hands played */
+} store_standing;
+
+/* Adds the deltas to the player's row (creating it). */
+int store_standing_add(store *s, const char *net, const char *room, const store_standing *delta);
+/* Returns 1 if the player has no row, 0 if found. */
+int store_standing_get(store *s, const char *net, const char *room, const char *user,
+                       store_standing *out);
+/* Calls fn for the room's players, best first (matches won, then net tokens, then name),
+ * at most limit (0 = all). */
+int store_standings_top(store *s, const char *net, const char *room, int limit,
+                        int (*fn)(void *ctx, const store_standing *row), void *ctx);
+
+#endif

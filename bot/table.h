@@ -1,0 +1,151 @@
+/* table.h — one table of 304 in a room: seats, options, the match, and its journal.
+ *
+ * A table is a deterministic machine over its journal: every change (a seat taken, an option
+ * set, a hand dealt, a move) is one text entry, and table_exec() applies one. Live, the core
+ * asks table_command() to turn a player's command into entries (or a refusal), runs the
+ * follow-ups table_auto() finds (deal the next hand, a computer player's Caps call), and
+ * writes the entries and the messages to the store in one transaction. On restart the core
+ * feeds the stored entries back through table_exec() without collecting messages, which
+ * rebuilds the table exactly. Computer moves are chosen elsewhere (ai304, on a worker) and
+ * come back as a command-like move through table_move(). */
+#ifndef CARDROOM_TABLE_H
+#define CARDROOM_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caps.h"
+#include "command.h"
+#include "g304.h"
+#include "store.h"
+
+#define TABLE_USER_MAX 256
+#define TABLE_ROOM_MAX 256
+
+typedef struct {
+    char user[TABLE_USER_MAX]; /* the player ("" for none) */
+    uint8_t bot;               /* a computer player sits here */
+    uint8_t away;              /* the player is away: a computer player takes his turns (`back`) */
+} table_seat;
+
+/* What a table needs from the process around it. */
+typedef struct {
+    caps_solver *judge;        /* the Caps judge's search (one per thread) */
+    /* The seed of hand hand_no of table id: read from the store, or made and stored the first
+     * time. Returns 0, or -1 (the table cannot deal). */
+    int (*seed)(void *ctx, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
+    /* A user's name for people; writes into buf (may be NULL: the id is used). */
+    const char *(*display_name)(void *ctx, const char *room, const char *user, char *buf, size_t len);
+    void *ctx;
+    const char *prefix;        /* the command prefix, for hints */
+    const char *private_how;   /* "in your direct chat with me" */
+} table_env;
+
+/* One message a table wants sent. user "" = to the room; else privately to that user (the text
+ * then starts by naming the room and table). mention: a user to notify ("" none). */
+typedef struct {
+    char user[TABLE_USER_MAX];
+    char mention[TABLE_USER_MAX];
+    char *text;
+} table_msg;
+
+/* A player's standings change (store_standing deltas) for the room's leaderboard. */
+typedef struct {
+    store_standing delta;
+} table_score;
+
+/* What one call produced: journal entries (with their sequence numbers), messages, standings
+ * changes, and whether the table closed. The caller frees it with table_out_clear(). */
+typedef struct {
+    int nentries, centries;
+    char **entries;
+    int64_t *seqs;
+    int nmsgs, cmsgs;
+    table_msg *msgs;
+    int nscores, cscores;
+    table_score *scores;
+    const char *closed;        /* "finished", "aborted", "idle" once the table is over */
+} table_out;
+
+void table_out_clear(table_out *o);
+
+typedef struct {
+    int64_t id;
+    char net[16];
+    char room[TABLE_ROOM_MAX];
+    char creator[TABLE_USER_MAX];
+    uint8_t started;
+    uint8_t over;               /* closed: no more commands */
+    g304_rules rules;
+    table_seat seat[G304_SEATS];
+    int hand_no;                /* hands dealt so far (the current one is hand_no) */
+    int16_t tokens[2];          /* tokens at the start of the current hand */
+    uint8_t dealer;
+    uint8_t seed[STORE_SEED_BYTES];
+    g304_state st;
+    int64_t seq;                /* journal entries applied */
+    /* runtime only (timers), never journaled */
+    int64_t turn_since;         /* ms: when the seat to act got the turn */
+    int64_t touched;            /* ms: last accepted action */
+    int64_t prompted;           /* journal position the last turn prompt was made for */
+    int64_t turn_seq;           /* journal position when the turn clock started */
+    uint8_t reminded;
+    uint8_t turn_seat;
+} table;
+
+/* A new, empty table (its creation is not a journal entry: the store's table row is). */
+void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator,
+                const g304_rules *defaults);
+
+/* Applies one journal entry. out may be NULL (replay: nothing is said). With out, the entry is
+ * also recorded in out->entries. Returns 0, or -1 with a message in err if the entry does not
+ * apply (a damaged journal). */
+int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen);
+
+/* A player's table command (anything but new/help/rules/standings, which the core answers).
+ * moderator: the user may moderate the room; is_private: sent to the bot alone. Accepted
+ * commands become entries; refusals become a reply to the user. Returns 1 if something was
+ * accepted, 0 if refused or purely informative. */
+int table_command(table *t, const table_env *env, const char *user, int moderator, int is_private,
+                  const cmd *c, table_out *out);
+
+/* Follow-ups nobody has to ask for: deal the next hand after one ends (or the first after
+ * start), and Caps calls for seats a computer plays once the judge finds Caps certain for
+ * them. Returns the number of entries added. */
+int table_auto(table *t, const table_env *env, table_out *out);
+
+/* After a batch: if a person is to act and has not been told since the table last moved, the
+ * room hears whose turn it is (mentioning them) and, in play, the player gets the hand. */
+void table_prompt(table *t, const table_env *env, table_out *out);
+
+/* The seat a computer must move for now (bot or away), or -1. */
+int table_computer_to_act(const table *t);
+
+/* A computer player's move for seat, chosen at journal position seq: applied only if the table
+ * has not moved on since (seq == t->seq). Returns 1 if applied. */
+int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const g304_action *a,
+                        table_out *out);
+
+/* Timers (ms): remind the player to act after remind_ms, let a computer take the seat after
+ * idle_ms, close the table when untouched for close_ms (0 = that timer is off). Returns the
+ * earliest time a timer of this table could fire next (INT64_MAX for none). */
+int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind_ms, int64_t idle_ms,
+                     int64_t close_ms, table_out *out);
+
+/* Starts the turn clock when the seat to act changed (ms). */
+void table_note_turn(table *t, int64_t now);
+/* When a timer of this table could fire next (INT64_MAX: none), for the same settings. */
+int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int64_t close_ms);
+
+/* The seat of user, or -1. */
+int table_seat_of(const table *t, const char *user);
+
+/* Running match in words for `standings`: tokens per team, hand number. */
+size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len);
+
+/* The canonical journal text of a move: "bid 160", "play JH", "caps JH 9H". */
+size_t table_action_text(const g304_action *a, char *buf, size_t len);
+/* Reads it back. Returns 0, or -1. */
+int table_action_parse(const char *text, g304_action *a);
+
+#endif

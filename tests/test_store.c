@@ -1,0 +1,853 @@
+/* test_store.c — the SQLite store: opening, schema versions and refusals, every table's
+ * round trip, transactions (a rollback leaves nothing of a batch), callbacks that stop early
+ * or try to re-enter, and commit atomicity under SIGKILL at random moments. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+/* ---- Helpers ---- */
+
+static store *open_ok(const char *path)
+{
+    store *s = NULL;
+    char err[256] = "";
+    int rc = store_open(&s, path, err, sizeof err);
+    cr_assert_eq(rc, 0, "store_open(%s) refused: %s", path, err);
+    cr_assert_not_null(s);
+    return s;
+}
+
+#define OK(call) cr_assert_eq((call), 0, "%s failed: %s", #call, store_error(s))
+
+/* The temporary directory of the store_file tests (made by .init, removed by .fini). */
+static char tmp_dir[64];
+
+static void tmp_make(void)
+{
+    strcpy(tmp_dir, "/tmp/cardroom-store-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp failed");
+}
+
+static void tmp_remove(void)
+{
+    DIR *d = opendir(tmp_dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", tmp_dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(tmp_dir);
+}
+
+static void tmp_path(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", tmp_dir, name);
+}
+
+/* Runs one SQL text on the file directly, as another program would. */
+static void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* The first column of the first row of sql, read directly from the file, as text. */
+static void raw_text(const char *path, const char *sql, char *buf, size_t len)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Collects journal entries. */
+typedef struct {
+    int n;
+    int64_t seq[64];
+    char entry[64][32];
+} journal_seen;
+
+static int collect_journal(void *ctx, int64_t seq, const char *entry)
+{
+    journal_seen *j = ctx;
+    cr_assert_lt(j->n, 64);
+    j->seq[j->n] = seq;
+    snprintf(j->entry[j->n], sizeof j->entry[j->n], "%s", entry);
+    j->n++;
+    return 0;
+}
+
+/* Collects outbox messages (text cut to 64 bytes, length kept). */
+typedef struct {
+    int n;
+    store_msg msg[16];
+    char text[16][64];
+    size_t text_len[16];
+} msgs_seen;
+
+static int collect_msg(void *ctx, const store_msg *m)
+{
+    msgs_seen *c = ctx;
+    cr_assert_lt(c->n, 16);
+    c->msg[c->n] = *m;
+    snprintf(c->text[c->n], sizeof c->text[c->n], "%s", m->text);
+    c->text_len[c->n] = strlen(m->text);
+    c->msg[c->n].text = NULL; /* the store's buffer is gone after the callback */
+    c->n++;
+    return 0;
+}
+
+typedef struct {
+    int n;
+    store_table t[8];
+} tables_seen;
+
+static int collect_table(void *ctx, const store_table *t)
+{
+    tables_seen *c = ctx;
+    cr_assert_lt(c->n, 8);
+    c->t[c->n++] = *t;
+    return 0;
+}
+
+typedef struct {
+    int n;
+    store_standing row[8];
+} standings_seen;
+
+static int collect_standing(void *ctx, const store_standing *row)
+{
+    standings_seen *c = ctx;
+    cr_assert_lt(c->n, 8);
+    c->row[c->n++] = *row;
+    return 0;
+}
+
+/* Counts calls and stops at the first with 7. */
+static int stop_journal(void *ctx, int64_t seq, const char *entry)
+{
+    (void)seq, (void)entry;
+    ++*(int *)ctx;
+    return 7;
+}
+static int stop_msg(void *ctx, const store_msg *m)
+{
+    (void)m;
+    ++*(int *)ctx;
+    return 7;
+}
+static int stop_table(void *ctx, const store_table *t)
+{
+    (void)t;
+    ++*(int *)ctx;
+    return 7;
+}
+static int stop_standing(void *ctx, const store_standing *row)
+{
+    (void)row;
+    ++*(int *)ctx;
+    return 7;
+}
+
+static int64_t new_table(store *s, int64_t now)
+{
+    int64_t id = 0;
+    OK(store_table_create(s, "console", "#room", "304", "alice", now, &id));
+    cr_assert_gt(id, 0);
+    return id;
+}
+
+/* ---- Opening ---- */
+
+Test(store, memory_opens_at_current_schema)
+{
+    store *s = open_ok(":memory:");
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+    cr_expect_eq(store_schema_version(s), 1);
+    cr_expect_str_eq(store_error(s), "");
+    store_close(s);
+}
+
+Test(store, error_text_never_null)
+{
+    cr_expect_not_null(store_error(NULL));
+    store_close(NULL);
+    store *s = (store *)1;
+    char err[128];
+    cr_expect_eq(store_open(&s, NULL, err, sizeof err), -1);
+    cr_expect_null(s);
+    cr_expect_neq(err[0], '\0');
+}
+
+TestSuite(store_file, .init = tmp_make, .fini = tmp_remove);
+
+Test(store_file, file_is_wal_and_versioned)
+{
+    char path[PATH_MAX], buf[64];
+    tmp_path(path, sizeof path, "state.db");
+    store *s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), 1);
+    store_close(s);
+    raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
+    cr_expect_str_eq(buf, "wal");
+    raw_text(path, "PRAGMA user_version", buf, sizeof buf);
+    cr_expect_str_eq(buf, "1");
+}
+
+Test(store_file, reopen_keeps_data)
+{
+    char path[PATH_MAX], pos[64];
+    tmp_path(path, sizeof path, "state.db");
+    store *s = open_ok(path);
+    int64_t t = new_table(s, 100);
+    OK(store_begin(s));
+    OK(store_journal_add(s, t, 1, "seat alice 0"));
+    OK(store_journal_add(s, t, 2, "seat bob 1"));
+    OK(store_outbox_add(s, "console", "#room", "", "", "bob sits down", NULL));
+    OK(store_position_set(s, "console", "17"));
+    OK(store_commit(s));
+    uint8_t seed[STORE_SEED_BYTES], back[STORE_SEED_BYTES];
+    for (int i = 0; i < STORE_SEED_BYTES; i++) seed[i] = (uint8_t)(i * 7 + 1);
+    OK(store_hand_add(s, t, 1, seed));
+    store_standing d = {.user = "alice", .matches = 1, .matches_won = 1, .tokens = 3};
+    OK(store_standing_add(s, "console", "#room", &d));
+    store_close(s);
+
+    s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), 1);
+    journal_seen j = {0};
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_assert_eq(j.n, 2);
+    cr_expect_str_eq(j.entry[1], "seat bob 1");
+    msgs_seen m = {0};
+    OK(store_outbox_pending(s, "console", 0, collect_msg, &m));
+    cr_assert_eq(m.n, 1);
+    cr_expect_str_eq(m.text[0], "bob sits down");
+    cr_expect_eq(store_position_get(s, "console", pos, sizeof pos), 0);
+    cr_expect_str_eq(pos, "17");
+    cr_expect_eq(store_hand_seed(s, t, 1, back), 0);
+    cr_expect_arr_eq(back, seed, STORE_SEED_BYTES);
+    store_standing got;
+    cr_expect_eq(store_standing_get(s, "console", "#room", "alice", &got), 0);
+    cr_expect_eq(got.tokens, 3);
+    tables_seen ts = {0};
+    OK(store_tables_open(s, collect_table, &ts));
+    cr_expect_eq(ts.n, 1);
+    store_close(s);
+}
+
+Test(store_file, newer_schema_refused)
+{
+    char path[PATH_MAX], err[256] = "", want[PATH_MAX + 128];
+    tmp_path(path, sizeof path, "future.db");
+    raw_exec(path, "PRAGMA user_version = 99");
+    store *s = (store *)1;
+    cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
+    cr_expect_null(s);
+    snprintf(want, sizeof want,
+             "%s was written by a newer cardroom (schema 99; this one knows up to 1)", path);
+    cr_expect_str_eq(err, want);
+    char buf[16];
+    raw_text(path, "PRAGMA user_version", buf, sizeof buf);
+    cr_expect_str_eq(buf, "99", "a refused file is left as it was");
+}
+
+Test(store_file, garbage_file_refused)
+{
+    char path[PATH_MAX], err[256] = "";
+    tmp_path(path, sizeof path, "notes.txt");
+    char junk[8192];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)('a' + i % 26);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    fclose(f);
+
+    store *s = (store *)1;
+    cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
+    cr_expect_null(s);
+    cr_expect(strstr(err, "not a database") != NULL, "message: %s", err);
+    cr_expect(strstr(err, path) != NULL, "message names the file: %s", err);
+
+    char back[sizeof junk];
+    f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    cr_expect_eq(fread(back, 1, sizeof back, f), sizeof back);
+    cr_expect_eq(fgetc(f), EOF);
+    fclose(f);
+    cr_expect_arr_eq(back, junk, sizeof junk, "the file is left untouched");
+}
+
+Test(store_file, missing_directory_refused)
+{
+    char path[PATH_MAX], err[256] = "";
+    tmp_path(path, sizeof path, "no/such/dir/state.db");
+    store *s = NULL;
+    cr_expect_eq(store_open(&s, path, err, sizeof err), -1);
+    cr_expect_null(s);
+    cr_expect(strstr(err, "unable to open") != NULL, "message: %s", err);
+}
+
+Test(store_file, text_stored_in_full_read_back_cut)
+{
+    char path[PATH_MAX], buf[64];
+    tmp_path(path, sizeof path, "long.db");
+    /* 254 ASCII bytes then "é" (2 bytes) then more: the 255-byte field cannot hold the é. */
+    char room[400];
+    memset(room, 'r', 254);
+    strcpy(room + 254, "\xC3\xA9" "after");
+    store *s = open_ok(path);
+    int64_t id = 0;
+    OK(store_table_create(s, "matrix-with-a-long-name", room, "304", "alice", 5, &id));
+    tables_seen ts = {0};
+    OK(store_tables_open(s, collect_table, &ts));
+    cr_assert_eq(ts.n, 1);
+    cr_expect_eq(strlen(ts.t[0].room), 254u, "cut before the two-byte character");
+    cr_expect_eq(strncmp(ts.t[0].room, room, 254), 0);
+    cr_expect_str_eq(ts.t[0].net, "matrix-with-a-l");
+    store_close(s);
+    raw_text(path, "SELECT length(CAST(room AS BLOB)) || ' ' || length(net) FROM tables", buf,
+             sizeof buf);
+    cr_expect_str_eq(buf, "261 23");
+}
+
+/* ---- Positions ---- */
+
+Test(store, positions)
+{
+    store *s = open_ok(":memory:");
+    char buf[32] = "junk";
+    cr_expect_eq(store_position_get(s, "matrix", buf, sizeof buf), 1, "none yet");
+    cr_expect_str_eq(buf, "");
+    OK(store_position_set(s, "matrix", "s72594_4483_1934"));
+    OK(store_position_set(s, "console", "3"));
+    cr_expect_eq(store_position_get(s, "matrix", buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "s72594_4483_1934");
+    OK(store_position_set(s, "matrix", "s72600_4490_1940"));
+    cr_expect_eq(store_position_get(s, "matrix", buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "s72600_4490_1940");
+    cr_expect_eq(store_position_get(s, "console", buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "3");
+    cr_expect_eq(store_position_get(s, "irc", buf, sizeof buf), 1);
+
+    /* A position that does not fit is an error, never a silently cut token. */
+    char small[8];
+    cr_expect_eq(store_position_get(s, "matrix", small, sizeof small), -1);
+    cr_expect(strstr(store_error(s), "buffer") != NULL, "%s", store_error(s));
+    store_close(s);
+}
+
+/* ---- Tables ---- */
+
+Test(store, tables_create_close_touch)
+{
+    store *s = open_ok(":memory:");
+    int64_t a, b, c, d;
+    OK(store_table_create(s, "matrix", "!a:x.org", "304", "@alice:x.org", 300, &a));
+    OK(store_table_create(s, "irc", "#cards", "grid", "bob", 100, &b));
+    OK(store_table_create(s, "console", "#room", "304", "you", 200, &c));
+    OK(store_table_create(s, "console", "#other", "304", "you", 200, &d));
+    cr_expect(a < b && b < c && c < d);
+
+    tables_seen ts = {0};
+    OK(store_tables_open(s, collect_table, &ts));
+    cr_assert_eq(ts.n, 4);
+    cr_expect_eq(ts.t[0].id, b, "oldest first");
+    cr_expect_eq(ts.t[1].id, c, "same time: in creation order");
+    cr_expect_eq(ts.t[2].id, d);
+    cr_expect_eq(ts.t[3].id, a);
+    cr_expect_str_eq(ts.t[3].net, "matrix");
+    cr_expect_str_eq(ts.t[3].room, "!a:x.org");
+    cr_expect_str_eq(ts.t[3].game, "304");
+    cr_expect_str_eq(ts.t[3].creator, "@alice:x.org");
+    cr_expect_eq(ts.t[3].created, 300);
+    cr_expect_eq(ts.t[3].touched, 300);
+
+    OK(store_table_touch(s, a, 450));
+    OK(store_table_close(s, c, "finished", 500));
+    OK(store_table_close(s, b, "idle", 510));
+    ts.n = 0;
+    OK(store_tables_open(s, collect_table, &ts));
+    cr_assert_eq(ts.n, 2);
+    cr_expect_eq(ts.t[0].id, d);
+    cr_expect_eq(ts.t[1].id, a);
+    cr_expect_eq(ts.t[1].created, 300);
+    cr_expect_eq(ts.t[1].touched, 450);
+
+    cr_expect_eq(store_table_close(s, c, "aborted", 600), -1, "already closed");
+    cr_expect(strstr(store_error(s), "already closed") != NULL, "%s", store_error(s));
+    cr_expect_eq(store_table_close(s, 999, "aborted", 600), -1);
+    cr_expect_eq(store_table_touch(s, 999, 600), -1);
+    cr_expect(strstr(store_error(s), "999") != NULL, "%s", store_error(s));
+    store_close(s);
+}
+
+/* ---- Journal ---- */
+
+Test(store, journal_in_order_and_no_duplicates)
+{
+    store *s = open_ok(":memory:");
+    int64_t t = new_table(s, 1), u = new_table(s, 2);
+    OK(store_journal_add(s, t, 3, "play JS"));
+    OK(store_journal_add(s, t, 1, "bid 160"));
+    OK(store_journal_add(s, u, 1, "pass"));
+    OK(store_journal_add(s, t, 2, "pass"));
+
+    journal_seen j = {0};
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_assert_eq(j.n, 3);
+    for (int i = 0; i < 3; i++) cr_expect_eq(j.seq[i], i + 1);
+    cr_expect_str_eq(j.entry[0], "bid 160");
+    cr_expect_str_eq(j.entry[2], "play JS");
+
+    /* Applying a move twice fails, whatever the entry says, and does not echo it. */
+    cr_expect_eq(store_journal_add(s, t, 2, "SECRET-trump-7S"), -1);
+    cr_expect(strstr(store_error(s), "UNIQUE") != NULL, "%s", store_error(s));
+    cr_expect(strstr(store_error(s), "SECRET") == NULL, "%s", store_error(s));
+    cr_expect_eq(store_journal_add(s, 999, 1, "x"), -1, "no such table (foreign key)");
+    cr_expect(strstr(store_error(s), "FOREIGN KEY") != NULL, "%s", store_error(s));
+    cr_expect_eq(store_journal_add(s, t, 0, "x"), -1, "numbered from 1");
+
+    /* A batch that hits the duplicate is rolled back whole. */
+    OK(store_begin(s));
+    OK(store_journal_add(s, t, 4, "play 9S"));
+    OK(store_journal_add(s, t, 5, "play AS"));
+    cr_expect_eq(store_journal_add(s, t, 3, "play JS"), -1);
+    OK(store_rollback(s));
+    j.n = 0;
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_expect_eq(j.n, 3);
+    cr_expect_eq(j.seq[j.n - 1], 3);
+
+    j.n = 0;
+    OK(store_journal_each(s, 12345, collect_journal, &j));
+    cr_expect_eq(j.n, 0);
+    store_close(s);
+}
+
+/* ---- Hands ---- */
+
+Test(store, hand_seeds)
+{
+    store *s = open_ok(":memory:");
+    int64_t t = new_table(s, 1);
+    uint8_t a[STORE_SEED_BYTES], b[STORE_SEED_BYTES], back[STORE_SEED_BYTES];
+    for (int i = 0; i < STORE_SEED_BYTES; i++) {
+        a[i] = (uint8_t)(255 - i);
+        b[i] = (uint8_t)(i == 5 ? 0 : i * 3); /* a zero byte inside is kept */
+    }
+    OK(store_hand_add(s, t, 1, a));
+    OK(store_hand_add(s, t, 2, b));
+    cr_expect_eq(store_hand_seed(s, t, 2, back), 0);
+    cr_expect_arr_eq(back, b, STORE_SEED_BYTES);
+    cr_expect_eq(store_hand_seed(s, t, 1, back), 0);
+    cr_expect_arr_eq(back, a, STORE_SEED_BYTES);
+    cr_expect_eq(store_hand_seed(s, t, 3, back), 1);
+    cr_expect_eq(store_hand_seed(s, t + 1, 1, back), 1);
+    cr_expect_eq(store_hand_add(s, t, 1, b), -1, "a hand's seed is fixed");
+    cr_expect_eq(store_hand_seed(s, t, 1, back), 0);
+    cr_expect_arr_eq(back, a, STORE_SEED_BYTES);
+    cr_expect_eq(store_hand_add(s, 777, 1, a), -1, "no such table");
+    store_close(s);
+}
+
+/* ---- Outbox ---- */
+
+Test(store, outbox_pending_done_all)
+{
+    store *s = open_ok(":memory:");
+    int64_t id[6];
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "@bob:x", "your turn, Bob", &id[0]));
+    OK(store_outbox_add(s, "irc", "#cards", "", "", "irc one", &id[1]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "your cards: JS 9S", &id[2]));
+    OK(store_outbox_add(s, "matrix", "!r:x", NULL, NULL, "third", &id[3]));
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", "irc two", &id[4]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "", "fourth", &id[5]));
+    for (int i = 1; i < 6; i++) cr_expect_gt(id[i], id[i - 1]);
+
+    msgs_seen m = {0};
+    OK(store_outbox_pending(s, "matrix", 0, collect_msg, &m));
+    cr_assert_eq(m.n, 4);
+    cr_expect_eq(m.msg[0].id, id[0]);
+    cr_expect_str_eq(m.msg[0].mention, "@bob:x");
+    cr_expect_str_eq(m.msg[0].user, "");
+    cr_expect_str_eq(m.msg[1].user, "@bob:x");
+    cr_expect_str_eq(m.msg[1].room, "!r:x");
+    cr_expect_str_eq(m.msg[1].net, "matrix");
+    cr_expect_str_eq(m.text[1], "your cards: JS 9S");
+    cr_expect_str_eq(m.msg[2].user, "", "NULL user is the room");
+    cr_expect_eq(m.msg[3].id, id[5]);
+
+    m.n = 0;
+    OK(store_outbox_pending(s, "matrix", 2, collect_msg, &m));
+    cr_assert_eq(m.n, 2, "limit");
+    cr_expect_eq(m.msg[1].id, id[2]);
+
+    OK(store_outbox_done(s, id[0]));
+    OK(store_outbox_done(s, id[2]));
+    OK(store_outbox_done(s, id[2]));
+    m.n = 0;
+    OK(store_outbox_pending(s, "matrix", 0, collect_msg, &m));
+    cr_assert_eq(m.n, 2);
+    cr_expect_eq(m.msg[0].id, id[3]);
+    cr_expect_eq(m.msg[1].id, id[5]);
+    m.n = 0;
+    OK(store_outbox_pending(s, "irc", 0, collect_msg, &m));
+    cr_assert_eq(m.n, 2);
+    cr_expect_str_eq(m.msg[1].user, "carol");
+    m.n = 0;
+    OK(store_outbox_pending(s, "console", 0, collect_msg, &m));
+    cr_expect_eq(m.n, 0);
+
+    m.n = 0;
+    OK(store_outbox_all(s, collect_msg, &m));
+    cr_assert_eq(m.n, 6, "sent or not");
+    for (int i = 0; i < 6; i++) cr_expect_eq(m.msg[i].id, id[i]);
+
+    cr_expect_eq(store_outbox_done(s, 4242), -1);
+    store_close(s);
+}
+
+Test(store, outbox_long_text_whole)
+{
+    store *s = open_ok(":memory:");
+    size_t n = 100000;
+    char *text = malloc(n + 1);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < n; i++) text[i] = (char)('A' + i % 23);
+    text[n] = '\0';
+    char user[300];
+    memset(user, 'u', sizeof user - 1);
+    user[sizeof user - 1] = '\0';
+    OK(store_outbox_add(s, "irc", "#cards", user, "", text, NULL));
+    msgs_seen m = {0};
+    OK(store_outbox_all(s, collect_msg, &m));
+    cr_assert_eq(m.n, 1);
+    cr_expect_eq(m.text_len[0], n, "text is never cut");
+    cr_expect_eq(strlen(m.msg[0].user), sizeof m.msg[0].user - 1, "user cut to the field");
+    free(text);
+    store_close(s);
+}
+
+/* ---- Transactions ---- */
+
+Test(store, rollback_leaves_nothing_of_the_batch)
+{
+    store *s = open_ok(":memory:");
+    int64_t t = new_table(s, 1);
+    char pos[16];
+    OK(store_begin(s));
+    OK(store_journal_add(s, t, 1, "bid 160"));
+    OK(store_outbox_add(s, "console", "#room", "", "", "alice bids 160", NULL));
+    OK(store_position_set(s, "console", "1"));
+    OK(store_rollback(s));
+
+    journal_seen j = {0};
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_expect_eq(j.n, 0);
+    msgs_seen m = {0};
+    OK(store_outbox_all(s, collect_msg, &m));
+    cr_expect_eq(m.n, 0);
+    cr_expect_eq(store_position_get(s, "console", pos, sizeof pos), 1);
+
+    OK(store_begin(s));
+    OK(store_journal_add(s, t, 1, "bid 160"));
+    OK(store_outbox_add(s, "console", "#room", "", "", "alice bids 160", NULL));
+    OK(store_position_set(s, "console", "1"));
+    OK(store_commit(s));
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_expect_eq(j.n, 1);
+    OK(store_outbox_all(s, collect_msg, &m));
+    cr_expect_eq(m.n, 1);
+    cr_expect_eq(store_position_get(s, "console", pos, sizeof pos), 0);
+    store_close(s);
+}
+
+Test(store, transactions_do_not_nest)
+{
+    store *s = open_ok(":memory:");
+    OK(store_begin(s));
+    cr_expect_eq(store_begin(s), -1);
+    cr_expect(strstr(store_error(s), "already open") != NULL, "%s", store_error(s));
+    OK(store_commit(s));
+    cr_expect_eq(store_commit(s), -1, "nothing to commit");
+    cr_expect(strstr(store_error(s), "no transaction") != NULL, "%s", store_error(s));
+    OK(store_rollback(s)); /* nothing open: nothing to undo */
+    OK(store_begin(s));
+    OK(store_rollback(s));
+    store_close(s);
+}
+
+Test(store, close_with_open_transaction_rolls_back, .init = tmp_make, .fini = tmp_remove)
+{
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "state.db");
+    store *s = open_ok(path);
+    int64_t t = new_table(s, 1);
+    OK(store_begin(s));
+    OK(store_journal_add(s, t, 1, "bid 160"));
+    store_close(s);
+    s = open_ok(path);
+    journal_seen j = {0};
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_expect_eq(j.n, 0);
+    store_close(s);
+}
+
+/* ---- Standings ---- */
+
+Test(store, standings)
+{
+    store *s = open_ok(":memory:");
+    store_standing got;
+    cr_expect_eq(store_standing_get(s, "irc", "#cards", "alice", &got), 1);
+
+    store_standing d1 = {.user = "alice", .matches = 1, .matches_won = 1, .made = 2, .failed = 1,
+                         .tokens = 5, .hands = 9};
+    store_standing d2 = {.user = "alice", .matches = 1, .failed = 2, .tokens = -7, .hands = 6};
+    OK(store_standing_add(s, "irc", "#cards", &d1));
+    OK(store_standing_add(s, "irc", "#cards", &d2));
+    cr_assert_eq(store_standing_get(s, "irc", "#cards", "alice", &got), 0);
+    cr_expect_str_eq(got.user, "alice");
+    cr_expect_eq(got.matches, 2);
+    cr_expect_eq(got.matches_won, 1);
+    cr_expect_eq(got.made, 2);
+    cr_expect_eq(got.failed, 3);
+    cr_expect_eq(got.tokens, -2);
+    cr_expect_eq(got.hands, 15);
+    cr_expect_eq(store_standing_get(s, "irc", "#other", "alice", &got), 1, "per room");
+    cr_expect_eq(store_standing_get(s, "matrix", "#cards", "alice", &got), 1, "per network");
+
+    /* alice 1 won, -2 tokens; bob 2 won, 1; carol 1 won, 4; dave 1 won, 4; erin 0 won, 9. */
+    store_standing rows[] = {
+        {.user = "bob", .matches_won = 2, .tokens = 1},
+        {.user = "dave", .matches_won = 1, .tokens = 4},
+        {.user = "carol", .matches_won = 1, .tokens = 4},
+        {.user = "erin", .tokens = 9},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        OK(store_standing_add(s, "irc", "#cards", &rows[i]));
+    OK(store_standing_add(s, "irc", "#other", &rows[3]));
+
+    standings_seen top = {0};
+    OK(store_standings_top(s, "irc", "#cards", 0, collect_standing, &top));
+    const char *want[] = {"bob", "carol", "dave", "alice", "erin"};
+    cr_assert_eq(top.n, 5);
+    for (int i = 0; i < 5; i++) cr_expect_str_eq(top.row[i].user, want[i], "place %d", i + 1);
+    cr_expect_eq(top.row[3].tokens, -2);
+    cr_expect_eq(top.row[4].tokens, 9);
+
+    top.n = 0;
+    OK(store_standings_top(s, "irc", "#cards", 2, collect_standing, &top));
+    cr_assert_eq(top.n, 2, "limit");
+    cr_expect_str_eq(top.row[1].user, "carol");
+    top.n = 0;
+    OK(store_standings_top(s, "irc", "#other", 0, collect_standing, &top));
+    cr_expect_eq(top.n, 1);
+    store_close(s);
+}
+
+/* ---- Callbacks ---- */
+
+Test(store, callbacks_stop_early_with_their_value)
+{
+    store *s = open_ok(":memory:");
+    int64_t t = new_table(s, 1);
+    new_table(s, 2);
+    OK(store_journal_add(s, t, 1, "a"));
+    OK(store_journal_add(s, t, 2, "b"));
+    OK(store_outbox_add(s, "console", "#room", "", "", "one", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", "two", NULL));
+    store_standing a = {.user = "a"}, b = {.user = "b"};
+    OK(store_standing_add(s, "console", "#room", &a));
+    OK(store_standing_add(s, "console", "#room", &b));
+
+    int calls = 0;
+    cr_expect_eq(store_journal_each(s, t, stop_journal, &calls), 7);
+    cr_expect_eq(calls, 1);
+    calls = 0;
+    cr_expect_eq(store_tables_open(s, stop_table, &calls), 7);
+    cr_expect_eq(calls, 1);
+    calls = 0;
+    cr_expect_eq(store_outbox_pending(s, "console", 0, stop_msg, &calls), 7);
+    cr_expect_eq(calls, 1);
+    calls = 0;
+    cr_expect_eq(store_outbox_all(s, stop_msg, &calls), 7);
+    cr_expect_eq(calls, 1);
+    calls = 0;
+    cr_expect_eq(store_standings_top(s, "console", "#room", 0, stop_standing, &calls), 7);
+    cr_expect_eq(calls, 1);
+
+    /* Stopping early leaves the statements ready: a full pass still sees everything. */
+    journal_seen j = {0};
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_expect_eq(j.n, 2);
+    store_close(s);
+}
+
+typedef struct {
+    store *s;
+    int inner_rc;
+    char inner_err[256];
+} reentry;
+
+static int try_reenter(void *ctx, const store_msg *m)
+{
+    reentry *r = ctx;
+    r->inner_rc = store_outbox_done(r->s, m->id);
+    snprintf(r->inner_err, sizeof r->inner_err, "%s", store_error(r->s));
+    return 0;
+}
+
+Test(store, callbacks_may_not_reenter)
+{
+    store *s = open_ok(":memory:");
+    OK(store_outbox_add(s, "console", "#room", "", "", "one", NULL));
+    reentry r = {.s = s};
+    OK(store_outbox_pending(s, "console", 0, try_reenter, &r));
+    cr_expect_eq(r.inner_rc, -1);
+    cr_expect(strstr(r.inner_err, "callback") != NULL, "%s", r.inner_err);
+    /* After the iteration the store works as before. */
+    msgs_seen m = {0};
+    OK(store_outbox_pending(s, "console", 0, collect_msg, &m));
+    cr_expect_eq(m.n, 1, "the refused call changed nothing");
+    OK(store_outbox_done(s, m.msg[0].id));
+    store_close(s);
+}
+
+/* ---- Crash safety ----
+ * A child appends committed batches (k journal entries, k outbox messages and the position,
+ * one transaction) as fast as it can until it is SIGKILLed at an arbitrary moment. After each
+ * kill the parent reopens the file and checks that what is there is exactly whole batches:
+ * journal seqs 1..n with no gap, n outbox messages in the same order, and position n. The
+ * same file carries on through all the runs, so recovery is tested repeatedly too. */
+
+#define CRASH_RUNS 20
+#define CRASH_NET "console"
+
+static void crash_child(const char *path, int64_t table, int ready_fd)
+{
+    store *s = NULL;
+    char err[256], pos[32], entry[48];
+    if (store_open(&s, path, err, sizeof err)) _exit(2);
+    int64_t n = 0;
+    int r = store_position_get(s, CRASH_NET, pos, sizeof pos);
+    if (r < 0) _exit(3);
+    if (r == 0) n = strtoll(pos, NULL, 10);
+    unsigned rng = (unsigned)getpid();
+    for (int batch = 0;; batch++) {
+        int k = 1 + rand_r(&rng) % 40;
+        if (store_begin(s)) _exit(4);
+        for (int i = 0; i < k; i++) {
+            n++;
+            snprintf(entry, sizeof entry, "play %lld", (long long)n);
+            if (store_journal_add(s, table, n, entry) ||
+                store_outbox_add(s, CRASH_NET, "#room", "", "", entry, NULL))
+                _exit(5);
+        }
+        snprintf(pos, sizeof pos, "%lld", (long long)n);
+        if (store_position_set(s, CRASH_NET, pos) || store_commit(s)) _exit(6);
+        if (batch == 0) {
+            if (write(ready_fd, "x", 1) != 1) _exit(7);
+            close(ready_fd);
+        }
+    }
+}
+
+typedef struct {
+    int64_t n;
+    int bad;
+} crash_check;
+
+static int check_journal_seq(void *ctx, int64_t seq, const char *entry)
+{
+    crash_check *c = ctx;
+    char want[48];
+    snprintf(want, sizeof want, "play %lld", (long long)(c->n + 1));
+    if (seq != c->n + 1 || strcmp(entry, want) != 0) c->bad++;
+    c->n = seq;
+    return 0;
+}
+
+static int check_outbox_seq(void *ctx, const store_msg *m)
+{
+    crash_check *c = ctx;
+    char want[48];
+    c->n++;
+    snprintf(want, sizeof want, "play %lld", (long long)c->n);
+    if (strcmp(m->text, want) != 0) c->bad++;
+    return 0;
+}
+
+Test(store_file, commits_are_atomic_under_sigkill, .timeout = 60)
+{
+    char path[PATH_MAX], pos[32];
+    tmp_path(path, sizeof path, "crash.db");
+    store *s = open_ok(path);
+    int64_t table = new_table(s, 1);
+    store_close(s);
+
+    int64_t before = 0;
+    for (int run = 0; run < CRASH_RUNS; run++) {
+        int fds[2];
+        cr_assert_eq(pipe(fds), 0);
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0) {
+            close(fds[0]);
+            crash_child(path, table, fds[1]);
+        }
+        close(fds[1]);
+        char c;
+        ssize_t got = read(fds[0], &c, 1);
+        close(fds[0]);
+        /* Kill 0..~100 ms after the first commit, spread over the runs plus some jitter. */
+        struct timespec delay = {0, ((run * 37) % 20) * 5000000L + (rand() % 1000) * 1000L};
+        nanosleep(&delay, NULL);
+        kill(pid, SIGKILL);
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "run %d: the writer stopped by itself (exit %d)", run,
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        cr_assert_eq(got, 1, "run %d: the writer never committed", run);
+
+        s = open_ok(path);
+        int64_t n = 0;
+        cr_assert_eq(store_position_get(s, CRASH_NET, pos, sizeof pos), 0, "run %d", run);
+        n = strtoll(pos, NULL, 10);
+        cr_expect_gt(n, before, "run %d: at least the first batch is there", run);
+        crash_check j = {0}, m = {0};
+        OK(store_journal_each(s, table, check_journal_seq, &j));
+        OK(store_outbox_all(s, check_outbox_seq, &m));
+        cr_assert_eq(j.bad, 0, "run %d: journal has a gap or a wrong entry", run);
+        cr_assert_eq(j.n, n, "run %d: journal ends at %lld, position says %lld", run,
+                     (long long)j.n, (long long)n);
+        cr_assert_eq(m.bad, 0, "run %d: outbox out of order", run);
+        cr_assert_eq(m.n, n, "run %d: %lld outbox messages for %lld journal entries", run,
+                     (long long)m.n, (long long)n);
+        store_close(s);
+        before = n;
+    }
+}
