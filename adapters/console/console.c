@@ -124,18 +124,22 @@ static int run_script(console *k)
     return settle(k, 1) == 0 ? 0 : 1;
 }
 
-/* With no open table, the terminal user gets one against three computer players. */
+/* With no open table, the terminal user gets one against three computer players; with one
+ * (a game from an earlier run), the table and the user's hand are shown again. */
 static int open_default_table(console *k)
 {
-    if (core_table_of(k->core, NET, k->config->console_room)) return 0;
-    static const char *const words[] = {"new 304", "join 1", "bot", "bot", "bot", "start"};
+    static const char *const fresh[] = {"new 304", "join 1", "bot", "bot", "bot", "start"};
+    static const char *const again[] = {"table", "hand"};
+    int resume = core_table_of(k->core, NET, k->config->console_room) != 0;
+    const char *const *words = resume ? again : fresh;
+    int n = resume ? 2 : 6;
     adapter_event e[6];
     char text[6][64];
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < n; i++) {
         snprintf(text[i], sizeof text[i], "%s%s", k->config->prefix, words[i]);
         e[i] = (adapter_event){ADAPTER_MESSAGE, k->config->console_room, k->config->console_user, text[i], 0, 1};
     }
-    return core_batch(k->core, NET, e, 6, NULL);
+    return core_batch(k->core, NET, e, n, NULL);
 }
 
 static int interactive_line(console *k, char *line)
@@ -163,7 +167,7 @@ static int run_interactive(console *k)
     char line[LINE_MAX_BYTES];
     fprintf(k->o->out, "cardroom console — you are %s in %s. Type help for the commands; secrets go with /msg "
             "(e.g. /msg trump 7H). Ctrl-D quits; the game is saved.\n", k->config->console_user, k->config->console_room);
-    if (open_default_table(k) != 0 || settle(k, 0) != 0) return 1;
+    if (settle(k, 1) != 0 || open_default_table(k) != 0 || settle(k, 1) != 0) return 1;
     for (;;) {
         struct pollfd p[2] = {{.fd = fileno(k->o->in), .events = POLLIN}, {.fd = core_wake_fd(k->core), .events = POLLIN}};
         int64_t deadline = core_next_deadline(k->core);
