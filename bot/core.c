@@ -706,12 +706,11 @@ static int restore_one(core *c, const store_table *row)
     int rc = store_journal_each(c->o.db, row->id, collect_entry, &l);
     slot *s = rc == 0 ? slot_add(c) : NULL;
     if (s) table_init(&s->t, row->id, row->net, row->room, row->creator, &c->o.config->rules);
-    for (int i = 0; s && i < l.n && rc == 0; i++) {
-        if (table_exec(&s->t, env_for(c, row->net), l.entries[i], NULL, err, sizeof err) != 0) {
-            logf_(c, CORE_LOG_ERROR, "table %" PRId64 " cannot be rebuilt at journal entry %d: %s; it stays closed",
-                  row->id, i + 1, err);
-            s->t.over = 1;
-        }
+    int bad = s ? table_replay(&s->t, env_for(c, row->net), l.entries, l.n, err, sizeof err) : 0;
+    if (bad) {
+        logf_(c, CORE_LOG_ERROR, "table %" PRId64 " cannot be rebuilt at journal entry %d: %s; it stays closed",
+              row->id, bad, err);
+        s->t.over = 1;
     }
     if (s) {
         s->t.touched = now_ms(c);

@@ -2,8 +2,8 @@
  *
  * Every change goes through table_exec() as a journal entry, live or on replay, so a table
  * rebuilt from its journal is the table that was running. The entries are short text lines:
- *   join SEAT USER | bot SEAT | leave SEAT | set OPTION VALUE | start | deal | away SEAT |
- *   back SEAT | abort | move SEAT ACTION   (ACTION as table_action_text writes it)
+ *   join SEAT USER | bot SEAT | leave SEAT | set OPTION VALUE | start | deal DEALER T0 T1 |
+ *   away SEAT | back SEAT | abort | move SEAT ACTION   (ACTION as table_action_text writes it)
  * Commands from people are checked here first (table_command) so that a refusal says why in
  * words and leaves no entry. Messages are only collected when an out is given: a replay says
  * nothing. */
@@ -309,13 +309,22 @@ static int exec_move(table *t, const table_env *env, int seat, const char *text,
     return 0;
 }
 
-static int exec_deal(table *t, const table_env *env, table_out *out, char *err, size_t errlen)
+/* "deal DEALER TOKENS0 TOKENS1": the next hand, with the dealer and tokens it starts from. They
+ * follow from the hands before; the entry states them so that a rebuild may skip the moves of
+ * finished hands (table_replay) and so that a damaged journal shows. */
+static int exec_deal(table *t, const table_env *env, const char *args, int skipped, table_out *out, char *err,
+                     size_t errlen)
 {
     card_t deck[CARD_COUNT];
     g304_events ev;
     char hex[SEED_HEX], label[NAME_MAX_LEN];
     uint8_t commit[SEED_BYTES];
-    if (!t->started || t->over || (t->hand_no > 0 && t->st.phase != G304_PHASE_DONE)) {
+    int dealer, t0, t1;
+    if (sscanf(args, "%d %d %d", &dealer, &t0, &t1) != 3 || dealer < 0 || dealer >= G304_SEATS) {
+        snprintf(err, errlen, "deal \"%.40s\" names no dealer and tokens", args);
+        return -1;
+    }
+    if (!t->started || t->over || (!skipped && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE)) {
         snprintf(err, errlen, "no deal is due");
         return -1;
     }
@@ -324,6 +333,12 @@ static int exec_deal(table *t, const table_env *env, table_out *out, char *err, 
         return -1;
     }
     if (t->hand_no == 0) t->dealer = t->seed[SEED_BYTES - 1] & 3; /* the first dealer is dealt too */
+    if (skipped) t->dealer = (uint8_t)dealer, t->tokens[0] = (int16_t)t0, t->tokens[1] = (int16_t)t1;
+    if (t->dealer != dealer || t->tokens[0] != t0 || t->tokens[1] != t1) {
+        snprintf(err, errlen, "deal %d %d %d does not follow from the hands before (%d %d %d)", dealer, t0, t1,
+                 t->dealer, t->tokens[0], t->tokens[1]);
+        return -1;
+    }
     t->hand_no++;
     deal_shuffle(t->seed, deck, CARD_COUNT);
     ev.n = 0;
@@ -346,7 +361,8 @@ static int parse_seat(const char *s, int *seat)
     return 0;
 }
 
-int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen)
+static int exec_entry(table *t, const table_env *env, const char *entry, int skipped, table_out *out, char *err,
+                      size_t errlen)
 {
     char word[16], label[NAME_MAX_LEN];
     int off = 0, seat = -1, rc = 0;
@@ -415,7 +431,7 @@ int table_exec(table *t, const table_env *env, const char *entry, table_out *out
         if (out) out_room(out, NULL, "The match begins: first team to win all the tokens (%d each).",
                           t->rules.start_tokens);
     } else if (strcmp(word, "deal") == 0) {
-        rc = exec_deal(t, env, out, err, errlen);
+        rc = exec_deal(t, env, rest, skipped, out, err, errlen);
     } else if (strcmp(word, "abort") == 0) {
         t->over = 1;
         if (out) {
@@ -431,6 +447,28 @@ int table_exec(table *t, const table_env *env, const char *entry, table_out *out
     if (rc != 0) return rc;
     t->seq++;
     if (out) out_entry(out, t->seq, entry);
+    return 0;
+}
+
+int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen)
+{
+    return exec_entry(t, env, entry, 0, out, err, errlen);
+}
+
+int table_replay(table *t, const table_env *env, char *const *entries, int n, char *err, size_t errlen)
+{
+    int last_deal = -1;
+    for (int i = 0; i < n; i++)
+        if (strncmp(entries[i], "deal ", 5) == 0) last_deal = i;
+    for (int i = 0; i < n; i++) {
+        int finished_hand = i < last_deal;
+        if (finished_hand && strncmp(entries[i], "move ", 5) == 0) {
+            t->seq++; /* a move of a hand that is over: the next deal states where it left things */
+            continue;
+        }
+        int is_deal = strncmp(entries[i], "deal ", 5) == 0; /* the hand before may have been skipped */
+        if (exec_entry(t, env, entries[i], is_deal, NULL, err, errlen) != 0) return i + 1;
+    }
     return 0;
 }
 
@@ -742,7 +780,13 @@ int table_auto(table *t, const table_env *env, table_out *out)
     int added = 0;
     for (int guard = 0; guard < 8 && t->started && !t->over; guard++) {
         if (t->hand_no == 0 || t->st.phase == G304_PHASE_DONE) {
-            if (!exec_live(t, env, out, "deal")) break;
+            uint8_t seed[STORE_SEED_BYTES];
+            int dealer = t->dealer;
+            if (t->hand_no == 0) { /* the first dealer comes from the first seed */
+                if (!env->seed || env->seed(env->ctx, t->id, 1, seed) != 0) break;
+                dealer = seed[SEED_BYTES - 1] & 3;
+            }
+            if (!exec_live(t, env, out, "deal %d %d %d", dealer, t->tokens[0], t->tokens[1])) break;
             added++;
             continue;
         }

@@ -102,6 +102,12 @@ void table_init(table *t, int64_t id, const char *net, const char *room, const c
  * apply (a damaged journal). */
 int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen);
 
+/* Rebuilds a table from all its journal entries. The moves of hands that are over are skipped
+ * (each deal entry states the dealer and tokens the next hand starts from), so a rebuild costs
+ * the current hand, not the whole match. Returns 0, or the number (from 1) of the entry that
+ * does not apply, with a message in err. */
+int table_replay(table *t, const table_env *env, char *const *entries, int n, char *err, size_t errlen);
+
 /* A player's table command (anything but new/help/rules/standings, which the core answers).
  * moderator: the user may moderate the room; is_private: sent to the bot alone. Accepted
  * commands become entries; refusals become a reply to the user. Returns 1 if something was
