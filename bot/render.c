@@ -442,7 +442,8 @@ static void turn_bidding(render_out *o, const g304_state *st, const char *const 
         if (acts[i].kind == G304_DO_BID && acts[i].amount == G304_PCC) words[nw++] = "bid Partner Close Caps";
         if (acts[i].kind == G304_DO_PASS) words[nw++] = "pass";
         if (acts[i].kind == G304_DO_PARTNER) words[nw++] = "ask partner";
-        if (acts[i].kind == G304_DO_REDEAL) words[nw++] = "ask for a redeal";
+        /* A redeal is not named: that it is allowed tells the room the four cards are worth
+         * less than 15 points. The player hears it privately. */
     }
     if (st->phase == G304_PHASE_BID8) out_add(o, "Eight-card round " RENDER_DASH " ");
     out_add(o, "%s", render_who(names, st->to_act));

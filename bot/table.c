@@ -391,6 +391,12 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
             seat_label(t, env, seat, label, sizeof label);
             if (t->started && was_bot) out_room(out, NULL, "%s takes over from the computer player.", label);
             else out_room(out, NULL, "%s sits down.", label);
+            if (t->started && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE) {
+                char hand[RENDER_MAX + 32], cards[RENDER_MAX];
+                render_hand(&t->st, seat, cards, sizeof cards);
+                snprintf(hand, sizeof hand, "You now play %s. Your hand: %s", cmd_seat_name(seat), cards);
+                out_private(out, t, p->user, hand);
+            }
         }
     } else if (strcmp(word, "bot") == 0) {
         p->user[0] = 0;
@@ -405,10 +411,11 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
         if (out)
             out_room(out, NULL, t->started ? "%s leaves; a computer player takes the seat." : "%s leaves.", label);
     } else if (strcmp(word, "away") == 0 && p->user[0]) {
+        if (out) seat_label(t, env, seat, label, sizeof label);
         p->away = 1;
         if (out)
-            out_room(out, NULL, "%s is away: a computer player plays for them until they say %sback.",
-                     seat_label(t, env, seat, label, sizeof label), env->prefix);
+            out_room(out, NULL, "%s is away: a computer player plays for them until they say %sback.", label,
+                     env->prefix);
     } else if (strcmp(word, "back") == 0 && p->away) {
         p->away = 0;
         if (out) out_room(out, NULL, "%s is back.", seat_label(t, env, seat, label, sizeof label));
@@ -595,6 +602,35 @@ static int cmd_start(table *t, const table_env *env, const char *user, int moder
     return exec_live(t, env, out, "start");
 }
 
+/* Whether a refusal's words are public knowledge. The others may name the player's cards, the
+ * trump or a hand's points ("you must follow ♥: you hold 9♥ 7♥"), so for a command given in the
+ * room they go to the player privately and the room only hears that it was refused. */
+static int refusal_is_public(g304_code code)
+{
+    switch (code) {
+    case G304_E_PHASE: case G304_E_TURN: case G304_E_SEAT: case G304_E_AMOUNT: case G304_E_BID_LOW:
+    case G304_E_BID_200: case G304_E_PARTNER_BID: case G304_E_ONCE: case G304_E_ASK: case G304_E_OPEN:
+    case G304_E_SPOILT: case G304_E_CUT: case G304_E_OVER:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void refuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                             const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void refuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                             const char *fmt, ...)
+{
+    char text[RENDER_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    out_private(out, t, user, text);
+    if (!is_private) reply(out, t, env, user, 0, "not allowed; I sent you the reason privately.");
+}
+
 /* Turns a game command into an engine action. Returns 0, or -1 after replying. */
 static int action_of(const table *t, const table_env *env, const char *user, int is_private, int seat, const cmd *c,
                      g304_action *a, table_out *out)
@@ -617,8 +653,8 @@ static int action_of(const table *t, const table_env *env, const char *user, int
         if (c->ncards == 0) {
             char hand[RENDER_MAX];
             render_hand(&t->st, seat, hand, sizeof hand);
-            reply(out, t, env, user, is_private, "a Caps call lists all your cards in the order you will play them, "
-                  "e.g. %scaps J♥ 9♥ …; you hold %s", env->prefix, hand);
+            refuse_privately(out, t, env, user, is_private, "a Caps call lists all your cards in the order you will "
+                             "play them, e.g. %scaps J♥ 9♥ …; you hold %s", env->prefix, hand);
             return -1;
         }
         a->n = c->ncards > G304_TRICKS ? G304_TRICKS : c->ncards;
@@ -666,8 +702,10 @@ static int cmd_move(table *t, const table_env *env, const char *user, int is_pri
             char label[NAME_MAX_LEN];
             reply(out, t, env, user, is_private, "it is not your turn: %s is to act.",
                   seat_label(t, env, t->st.to_act, label, sizeof label));
-        } else {
+        } else if (refusal_is_public(e.code)) {
             reply(out, t, env, user, is_private, "%s", e.msg);
+        } else {
+            refuse_privately(out, t, env, user, is_private, "%s", e.msg);
         }
         return 0;
     }
@@ -916,4 +954,12 @@ void table_prompt(table *t, const table_env *env, table_out *out)
         snprintf(text, sizeof text, "Your turn. Your hand: %s", hand);
         out_private(out, t, t->seat[s].user, text);
     }
+    g304_action legal[G304_MAX_LEGAL];
+    int nlegal = t->st.phase == G304_PHASE_BID4 ? g304_legal(&t->st, s, legal) : 0;
+    for (int i = 0; i < nlegal; i++)
+        if (legal[i].kind == G304_DO_REDEAL) {
+            snprintf(text, sizeof text, "Your four cards are worth %d points: you may ask for a redeal (%sredeal) "
+                     "before you bid or pass.", cardset_points(t->st.hand[s]), env->prefix);
+            out_private(out, t, t->seat[s].user, text);
+        }
 }

@@ -290,7 +290,7 @@ Test(render, redeal_and_all_pass_results)
     g304_rules_default(&r);
     start_from(&st, &r, 0, weak, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "bob (East): bid 160 or more, pass, ask partner, or ask for a redeal");
+    cr_assert_str_eq(text, "bob (East): bid 160 or more, pass, or ask partner"); /* the redeal right stays private */
     ok(&st, 1, G304_DO_REDEAL, NULL, 0, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_REDEAL, G304_VIS_ALL, -1),
                      "bob (East) asks for a redeal: the first four cards are worth less than 15 points.");

@@ -1,0 +1,931 @@
+/* test_core.c — the bot core through its own API (bot/core.h), with a small in-memory adapter
+ * that records what it is asked to send, a fake clock the tests advance, an in-memory store
+ * and no worker threads (computer players answer on core_tick()).
+ *
+ * Covers: the timers (reminder once after remind_after, a computer taking an idle player's
+ * seat, `!back`, closing an untouched table, timers switched off), one batch being one store
+ * transaction (all or nothing), core_restore() rebuilding a table mid-hand that then goes on,
+ * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), and players leaving the
+ * room (a free seat before the start, an away seat during a match). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapter.h"
+#include "config.h"
+#include "core.h"
+#include "g304.h"
+#include "judge.h"
+#include "store.h"
+#include "table.h"
+
+#define NET "mem"
+#define ROOM "!lobby"
+#define SEED 7
+
+/* ---------------------------------------------------------------------------------------- */
+/* The in-memory adapter                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t id;
+    char room[256], user[256], mention[256];
+    char *text;
+    int code; /* what send() answered */
+} offer;
+
+typedef struct mem_net mem_net;
+struct mem_net {
+    offer *o;             /* every offer, in order */
+    int n, cap;
+    int (*decide)(mem_net *m, const store_msg *msg); /* NULL: ADAPTER_SENT */
+    int block_room;       /* for decide functions */
+    char block_user[64];
+};
+
+static int mem_send(void *ctx, const store_msg *m)
+{
+    mem_net *net = ctx;
+    int code = net->decide ? net->decide(net, m) : ADAPTER_SENT;
+    if (net->n == net->cap) {
+        net->cap = net->cap ? net->cap * 2 : 256;
+        net->o = realloc(net->o, (size_t)net->cap * sizeof *net->o);
+        cr_assert_not_null(net->o);
+    }
+    offer *o = &net->o[net->n++];
+    o->id = m->id;
+    snprintf(o->room, sizeof o->room, "%s", m->room);
+    snprintf(o->user, sizeof o->user, "%s", m->user);
+    snprintf(o->mention, sizeof o->mention, "%s", m->mention);
+    o->text = strdup(m->text);
+    cr_assert_not_null(o->text);
+    o->code = code;
+    return code;
+}
+
+static void mem_free(mem_net *m)
+{
+    for (int i = 0; i < m->n; i++) free(m->o[i].text);
+    free(m->o);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The rig: config, store, core, adapter, clock                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    cfg conf;
+    store *db;
+    core *core;
+    mem_net net;
+    int64_t now;
+    caps_solver *judge;
+    int problems;          /* warnings and errors the core logged */
+    char first_problem[512];
+} rig;
+
+static int64_t fake_clock(void *ctx) { return *(const int64_t *)ctx; }
+
+static void rig_log(void *ctx, core_log_level level, const char *line)
+{
+    rig *r = ctx;
+    if (level > CORE_LOG_WARN) return;
+    if (!r->problems++) snprintf(r->first_problem, sizeof r->first_problem, "%s", line);
+}
+
+static void rig_core(rig *r)
+{
+    char err[256];
+    core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
+                      .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
+    r->core = core_new(&o, err, sizeof err);
+    cr_assert_not_null(r->core, "%s", err);
+    adapter a = {NET, &r->net, mem_send, NULL, "in a private message"};
+    cr_assert_eq(core_add_adapter(r->core, &a), 0);
+}
+
+/* Timers in seconds (0 = off); db NULL: in memory. */
+static void rig_start(rig *r, int remind, int idle, int close, const char *db)
+{
+    char err[256];
+    memset(r, 0, sizeof *r);
+    cfg_defaults(&r->conf);
+    r->conf.threads = 0;
+    r->conf.remind_after = remind;
+    r->conf.idle_takeover = idle;
+    r->conf.table_idle_close = close;
+    cr_assert_eq(store_open(&r->db, db ? db : ":memory:", err, sizeof err), 0, "%s", err);
+    r->now = 1700000000000;
+    r->judge = caps_solver_new(0);
+    cr_assert_not_null(r->judge);
+    rig_core(r);
+}
+
+/* Every test but the one that breaks the store on purpose ends with nothing logged. */
+static void rig_stop(rig *r)
+{
+    cr_expect_eq(r->problems, 0, "the core logged %d problem(s), first: %s", r->problems, r->first_problem);
+    core_free(r->core);
+    store_close(r->db);
+    caps_solver_free(r->judge);
+    mem_free(&r->net);
+}
+
+static void batch(rig *r, adapter_event *e, int n)
+{
+    cr_assert_eq(core_batch(r->core, NET, e, n, NULL), 0);
+    cr_assert_geq(core_flush(r->core), 0);
+}
+
+static void say(rig *r, const char *user, const char *text)
+{
+    adapter_event e = {ADAPTER_MESSAGE, ROOM, user, text, 0, 0};
+    batch(r, &e, 1);
+}
+
+static void whisper(rig *r, const char *user, const char *text)
+{
+    adapter_event e = {ADAPTER_MESSAGE, NULL, user, text, 1, 0};
+    batch(r, &e, 1);
+}
+
+/* Lets the computer players answer until nobody is thinking (at most max moves). */
+static int settle(rig *r, int max)
+{
+    int moves = 0;
+    for (int guard = 0; guard < 100000 && core_busy(r->core) > 0 && moves < max; guard++) {
+        int k = core_tick(r->core);
+        cr_assert_geq(k, 0);
+        moves += k;
+        cr_assert_geq(core_flush(r->core), 0);
+    }
+    return moves;
+}
+
+static void tick(rig *r)
+{
+    cr_assert_geq(core_tick(r->core), 0);
+    cr_assert_geq(core_flush(r->core), 0);
+}
+
+/* Offers since index from that contain needle (and were delivered or not). */
+static int offers_with(const rig *r, int from, const char *needle)
+{
+    int k = 0;
+    for (int i = from; i < r->net.n; i++) k += strstr(r->net.o[i].text, needle) != NULL;
+    return k;
+}
+
+static const offer *last_offer_with(const rig *r, int from, const char *needle)
+{
+    const offer *found = NULL;
+    for (int i = from; i < r->net.n; i++)
+        if (strstr(r->net.o[i].text, needle)) found = &r->net.o[i];
+    return found;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The table as stored: its journal, replayed with the bot's own table code                 */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char **e;
+    int n, cap;
+} entries;
+
+static int collect(void *ctx, int64_t seq, const char *entry)
+{
+    entries *l = ctx;
+    (void)seq;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->e = realloc(l->e, (size_t)l->cap * sizeof *l->e);
+        cr_assert_not_null(l->e);
+    }
+    l->e[l->n++] = strdup(entry);
+    return 0;
+}
+
+static void journal_of(rig *r, int64_t id, entries *l)
+{
+    memset(l, 0, sizeof *l);
+    cr_assert_eq(store_journal_each(r->db, id, collect, l), 0);
+}
+
+static void entries_free(entries *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->e[i]);
+    free(l->e);
+    memset(l, 0, sizeof *l);
+}
+
+static int journal_count(rig *r, int64_t id)
+{
+    entries l;
+    journal_of(r, id, &l);
+    int n = l.n;
+    entries_free(&l);
+    return n;
+}
+
+/* Index of the first entry at or after from starting with prefix, or -1. */
+static int entry_find(const entries *l, int from, const char *prefix)
+{
+    for (int i = from; i < l->n; i++)
+        if (strncmp(l->e[i], prefix, strlen(prefix)) == 0) return i;
+    return -1;
+}
+
+static int env_seed(void *ctx, int64_t table_id, int hand_no, uint8_t seed[STORE_SEED_BYTES])
+{
+    rig *r = ctx;
+    return store_hand_seed(r->db, table_id, hand_no, seed) == 0 ? 0 : -1;
+}
+
+static void table_of(rig *r, int64_t id, table *t)
+{
+    entries l;
+    char err[256];
+    table_env env = {r->judge, env_seed, NULL, r, "!", ""};
+    journal_of(r, id, &l);
+    table_init(t, id, NET, ROOM, "", &r->conf.rules);
+    for (int i = 0; i < l.n; i++)
+        cr_assert_eq(table_exec(t, &env, l.e[i], NULL, err, sizeof err), 0, "entry %d '%s': %s", i + 1, l.e[i], err);
+    entries_free(&l);
+}
+
+static int is_facedown(const g304_state *st, int seat, const g304_action *a)
+{
+    g304_state copy = *st;
+    g304_events ev;
+    ev.n = 0;
+    if (a->kind != G304_DO_PLAY || g304_apply(&copy, seat, a, &ev, NULL) != G304_OK) return 0;
+    for (int i = 0; i < ev.n; i++)
+        if (ev.ev[i].kind == G304_EV_FACEDOWN && ev.ev[i].seat == seat) return 1;
+    return 0;
+}
+
+/* The player at seat makes a legal move: passes when bidding (or bids 160 if pass is not
+ * open), the first legal card otherwise; secrets privately. */
+static void play_one(rig *r, const char *user, int seat)
+{
+    table t;
+    g304_action legal[G304_MAX_LEGAL], a;
+    char text[64];
+    table_of(r, 1, &t);
+    cr_assert_eq(t.st.to_act, seat, "seat %d is not to act (phase %d, to act %d)", seat, t.st.phase, t.st.to_act);
+    int n = g304_legal(&t.st, seat, legal);
+    cr_assert_gt(n, 0);
+    a = legal[0];
+    for (int i = 0; i < n; i++)
+        if (legal[i].kind == G304_DO_PASS || (legal[i].kind == G304_DO_PLAY && a.kind != G304_DO_PLAY)) a = legal[i];
+    switch (a.kind) {
+    case G304_DO_BID: snprintf(text, sizeof text, "!bid %d", a.amount); break;
+    case G304_DO_PASS: snprintf(text, sizeof text, "!pass"); break;
+    case G304_DO_TRUMP: snprintf(text, sizeof text, "!trump %s", card_str(a.card)); break;
+    case G304_DO_PLAY: snprintf(text, sizeof text, "!play %s", card_str(a.card)); break;
+    case G304_DO_CUT: snprintf(text, sizeof text, "!cut 0"); break;
+    default: snprintf(text, sizeof text, "!%s", g304_do_name(a.kind)); break;
+    }
+    int before = journal_count(r, 1);
+    if (a.kind == G304_DO_TRUMP || is_facedown(&t.st, seat, &a))
+        whisper(r, user, text);
+    else
+        say(r, user, text);
+    cr_assert_gt(journal_count(r, 1), before, "%s's '%s' was not taken", user, text);
+}
+
+/* alice at South with three computer players, the match started and settled: alice to act. */
+static void alice_and_computers(rig *r)
+{
+    say(r, "alice", "!new 304");
+    say(r, "alice", "!join");
+    for (int i = 0; i < 3; i++) say(r, "alice", "!bot");
+    say(r, "alice", "!start");
+    settle(r, 1000);
+    cr_assert_eq(core_busy(r->core), 0);
+    table t;
+    table_of(r, 1, &t);
+    cr_assert_eq(t.st.to_act, 0, "the computers stopped with seat %d to act", t.st.to_act);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (a) Timers                                                                               */
+/* ---------------------------------------------------------------------------------------- */
+
+Test(core, reminder_once_then_takeover_then_back)
+{
+    rig r;
+    rig_start(&r, 60, 300, 3600, NULL);
+    alice_and_computers(&r);
+    int64_t t0 = r.now;
+    cr_assert_eq(core_next_deadline(r.core), t0 + 60000, "the first timer is the reminder");
+
+    int mark = r.net.n;
+    r.now = t0 + 59999;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "Reminder"), 0, "a reminder before 60 s");
+
+    r.now = t0 + 60000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "Reminder"), 1);
+    const offer *rem = last_offer_with(&r, mark, "Reminder");
+    cr_assert_str_eq(rem->mention, "alice", "the reminder must mention the player");
+    cr_assert_str_eq(rem->user, "", "the reminder goes to the room");
+    cr_assert(strstr(rem->text, "Reminder \xE2\x80\x94 alice (South)"), "%s", rem->text);
+
+    r.now = t0 + 120000;
+    tick(&r);
+    r.now = t0 + 299999;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "Reminder"), 1, "a second reminder for the same turn");
+    cr_assert_eq(offers_with(&r, mark, "is away"), 0, "taken over before 300 s");
+    entries l;
+    journal_of(&r, 1, &l);
+    int before = l.n;
+    entries_free(&l);
+
+    r.now = t0 + 300000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "is away: a computer player plays for them until they say !back."), 1);
+    cr_assert(strncmp(last_offer_with(&r, mark, "is away")->text, "alice (South", 12) == 0);
+    settle(&r, 12);
+    journal_of(&r, 1, &l);
+    int away = entry_find(&l, before, "away 0");
+    cr_assert_geq(away, 0, "no away entry");
+    cr_assert_geq(entry_find(&l, away, "move 0 "), 0, "the computer did not play alice's seat");
+    entries_free(&l);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert(t.seat[0].away);
+
+    mark = r.net.n;
+    say(&r, "alice", "!back");
+    cr_assert_eq(offers_with(&r, mark, "alice (South) is back."), 1);
+    settle(&r, 1000);
+    table_of(&r, 1, &t);
+    cr_assert(!t.seat[0].away);
+    if (!t.over) {
+        cr_assert_eq(t.st.to_act, 0, "after !back the computers stop at alice's turn");
+        int prompts = 0;
+        for (int i = mark; i < r.net.n; i++) prompts += strcmp(r.net.o[i].mention, "alice") == 0;
+        cr_assert_gt(prompts, 0, "alice was not told it is her turn");
+        cr_assert_eq(core_next_deadline(r.core), r.now + 60000);
+    }
+    rig_stop(&r);
+}
+
+/* A reminder is not repeated when the turn clock restarts for the same seat, but comes again
+ * for a new turn. */
+Test(core, reminder_again_for_a_new_turn)
+{
+    rig r;
+    rig_start(&r, 60, 0, 0, NULL);
+    alice_and_computers(&r);
+    int mark = r.net.n;
+    r.now += 60000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "Reminder"), 1);
+    play_one(&r, "alice", 0);
+    settle(&r, 1000);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert_eq(t.st.to_act, 0);
+    int64_t turn = r.now;
+    r.now = turn + 59999;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "Reminder"), 1);
+    r.now = turn + 60000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "Reminder"), 2, "no reminder for the next turn");
+    rig_stop(&r);
+}
+
+Test(core, untouched_table_closes_after_an_hour)
+{
+    rig r;
+    rig_start(&r, 0, 0, 3600, NULL);
+    int64_t t0 = r.now;
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    int64_t id = core_table_of(r.core, NET, ROOM);
+    cr_assert_gt(id, 0);
+
+    r.now = t0 + 3000 * 1000;
+    say(&r, "bob", "!join"); /* touches the table */
+    r.now = t0 + 3600 * 1000;
+    tick(&r);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), id, "closed although touched 600 s ago");
+
+    int mark = r.net.n;
+    r.now = t0 + 6600 * 1000 - 1;
+    tick(&r);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), id);
+    r.now = t0 + 6600 * 1000;
+    tick(&r);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 0, "still open after an hour untouched");
+    cr_assert_eq(offers_with(&r, mark, "closes: nobody played for a long time."), 1);
+    say(&r, "alice", "!join");
+    cr_assert_gt(offers_with(&r, mark, "there is no table here"), 0);
+    core_stats s;
+    core_stats_of(r.core, &s);
+    cr_assert_eq(s.tables, 0);
+    rig_stop(&r);
+}
+
+Test(core, timers_off_do_nothing)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    alice_and_computers(&r);
+    cr_assert_eq(core_next_deadline(r.core), INT64_MAX);
+    int mark = r.net.n, before = journal_count(&r, 1);
+    for (int d = 1; d <= 30; d++) {
+        r.now += 86400LL * 1000;
+        tick(&r);
+    }
+    cr_assert_eq(r.net.n, mark, "something was said with every timer off");
+    cr_assert_eq(journal_count(&r, 1), before);
+    cr_assert_gt(core_table_of(r.core, NET, ROOM), 0);
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (b) One batch, one transaction                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+static char *temp_dir(void)
+{
+    char *p = NULL;
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    cr_assert_gt(asprintf(&p, "%s/cardroom-core-XXXXXX", base), 0);
+    cr_assert_not_null(mkdtemp(p));
+    return p;
+}
+
+static void temp_dir_remove(char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", dir, e->d_name) > 0) unlink(p);
+        free(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+    free(dir);
+}
+
+static int count_msg(void *ctx, const store_msg *m)
+{
+    (void)m;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static int count_table(void *ctx, const store_table *t)
+{
+    (void)t;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static int outbox_count(rig *r)
+{
+    int n = 0;
+    cr_assert_eq(store_outbox_all(r->db, count_msg, &n), 0);
+    return n;
+}
+
+static int open_tables(rig *r)
+{
+    int n = 0;
+    cr_assert_eq(store_tables_open(r->db, count_table, &n), 0);
+    return n;
+}
+
+static void sql(const char *db, const char *text)
+{
+    sqlite3 *h;
+    char *err = NULL;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    cr_assert_eq(sqlite3_exec(h, text, NULL, NULL, &err), SQLITE_OK, "%s", err ? err : "");
+    sqlite3_close(h);
+}
+
+Test(core, one_batch_is_one_transaction)
+{
+    char *dir = temp_dir(), *db = NULL, pos[64];
+    cr_assert_gt(asprintf(&db, "%s/core.db", dir), 0);
+    rig r;
+    rig_start(&r, 0, 0, 0, db);
+
+    /* a batch of many events lands together, with its position */
+    adapter_event many[] = {
+        {ADAPTER_MESSAGE, ROOM, "alice", "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "alice", "!join", 0, 0},
+        {ADAPTER_MESSAGE, ROOM, "bob", "!join", 0, 0},      {ADAPTER_JOIN, ROOM, "zed", NULL, 0, 0},
+        {ADAPTER_MESSAGE, ROOM, "carol", "!join", 0, 0},    {ADAPTER_MESSAGE, ROOM, "dave", "!join", 0, 0},
+        {ADAPTER_MESSAGE, ROOM, "alice", "!set caps strict", 0, 0},
+        {ADAPTER_MESSAGE, ROOM, "bob", "!start", 0, 0},
+    };
+    core_stats s0, s1;
+    core_stats_of(r.core, &s0);
+    cr_assert_eq(core_batch(r.core, NET, many, 8, "p1"), 0);
+    core_stats_of(r.core, &s1);
+    cr_assert_eq(s1.batches - s0.batches, 1, "one batch, one commit");
+    cr_assert_eq(journal_count(&r, 1), 7, "join x4, set, start, deal");
+    cr_assert_eq(s1.moves - s0.moves, 7);
+    cr_assert_eq(store_position_get(r.db, NET, pos, sizeof pos), 0);
+    cr_assert_str_eq(pos, "p1");
+    int msgs = outbox_count(&r);
+    cr_assert_eq(msgs, (int)(s1.messages - s0.messages));
+    cr_assert_gt(msgs, 0);
+
+    /* a batch whose store write fails half-way leaves no trace at all */
+    sql(db, "CREATE TRIGGER boom BEFORE INSERT ON journal WHEN NEW.entry LIKE '%boom%' "
+            "BEGIN SELECT RAISE(ABORT, 'boom'); END;");
+    adapter_event bad[] = {
+        {ADAPTER_MESSAGE, "!other", "xavier", "!new 304", 0, 0},
+        {ADAPTER_MESSAGE, "!other", "xavier", "!join", 0, 0},
+        {ADAPTER_MESSAGE, "!other", "yvonne", "!join", 0, 0},
+        {ADAPTER_MESSAGE, ROOM, "alice", "!table", 0, 0},
+        {ADAPTER_MESSAGE, "!other", "boom", "!join", 0, 0},
+    };
+    cr_assert_eq(core_batch(r.core, NET, bad, 5, "p2"), -1, "the failed batch was reported as done");
+    cr_assert_eq(open_tables(&r), 1, "the new table of the failed batch is stored");
+    cr_assert_eq(journal_count(&r, 2), 0);
+    cr_assert_eq(outbox_count(&r), msgs, "messages of the failed batch are queued");
+    cr_assert_eq(store_position_get(r.db, NET, pos, sizeof pos), 0);
+    cr_assert_str_eq(pos, "p1", "the failed batch moved the position");
+    /* the core refuses to go on with memory ahead of the store */
+    cr_assert_eq(core_batch(r.core, NET, many, 1, "p3"), -1);
+
+    /* a restart rebuilds what was committed, and the same batch then goes through */
+    sql(db, "DROP TRIGGER boom;");
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    bad[4].sender = "zoe";
+    cr_assert_eq(core_batch(r.core, NET, bad, 5, "p2"), 0);
+    cr_assert_eq(journal_count(&r, 2), 3);
+    cr_assert_eq(open_tables(&r), 2);
+    cr_assert_geq(r.problems, 1, "the store failure was not logged");
+    r.problems = 0;
+    rig_stop(&r);
+    free(db);
+    temp_dir_remove(dir);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (c) Restoring tables from the store                                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The text of the last message offered to dest ("" = the room) after mark. */
+static const char *last_to(const rig *r, int mark, const char *user)
+{
+    const char *t = NULL;
+    for (int i = mark; i < r->net.n; i++)
+        if (strcmp(r->net.o[i].user, user) == 0) t = r->net.o[i].text;
+    cr_assert_not_null(t, "nothing was sent to '%s'", user);
+    return t;
+}
+
+typedef struct {
+    char room_table[4096], alice_table[4096], alice_hand[1024], alice_last[1024];
+} views;
+
+static void views_of(rig *r, views *v)
+{
+    int mark = r->net.n;
+    say(r, "alice", "!table");
+    snprintf(v->room_table, sizeof v->room_table, "%s", last_to(r, mark, ""));
+    mark = r->net.n;
+    whisper(r, "alice", "table");
+    snprintf(v->alice_table, sizeof v->alice_table, "%s", last_to(r, mark, "alice"));
+    mark = r->net.n;
+    whisper(r, "alice", "!hand");
+    snprintf(v->alice_hand, sizeof v->alice_hand, "%s", last_to(r, mark, "alice"));
+    mark = r->net.n;
+    whisper(r, "alice", "!last");
+    snprintf(v->alice_last, sizeof v->alice_last, "%s", last_to(r, mark, "alice"));
+}
+
+Test(core, restore_rebuilds_a_table_mid_hand)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    alice_and_computers(&r);
+    table t;
+    for (int guard = 0; guard < 400; guard++) {
+        table_of(&r, 1, &t);
+        cr_assert(!t.over, "the match ended before a hand reached its third trick");
+        if (t.st.phase == G304_PHASE_PLAY && t.st.trick_no >= 2 && t.st.to_act == 0) break;
+        play_one(&r, "alice", 0);
+        settle(&r, 1000);
+    }
+    cr_assert(t.st.phase == G304_PHASE_PLAY && t.st.trick_no >= 2);
+    g304_state before = t.st;
+    views v1, v2;
+    views_of(&r, &v1);
+    cr_assert(strstr(v1.alice_hand, "\xE2\x99"), "no cards in: %s", v1.alice_hand);
+
+    /* a new core on the same store: the table comes back exactly */
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 1);
+    settle(&r, 1000);
+    views_of(&r, &v2);
+    cr_assert_str_eq(v2.room_table, v1.room_table);
+    cr_assert_str_eq(v2.alice_table, v1.alice_table);
+    cr_assert_str_eq(v2.alice_hand, v1.alice_hand);
+    cr_assert_str_eq(v2.alice_last, v1.alice_last);
+    table_of(&r, 1, &t);
+    cr_assert_eq(memcmp(&t.st, &before, sizeof before), 0, "the rebuilt state differs");
+
+    /* play goes on: alice moves, the computers answer */
+    int n0 = journal_count(&r, 1);
+    play_one(&r, "alice", 0);
+    settle(&r, 1000);
+    entries l;
+    journal_of(&r, 1, &l);
+    int computers = 0;
+    for (int i = n0 + 1; i < l.n; i++) computers += strncmp(l.e[i], "move 0", 6) != 0;
+    cr_assert_gt(computers, 0, "the computer players did not go on after the restore");
+    entries_free(&l);
+
+    /* a restart while a computer is to move: its move is asked for again */
+    for (int guard = 0; guard < 20; guard++) { /* no settle: the computers' answer stays pending */
+        table_of(&r, 1, &t);
+        if (t.over || t.st.to_act != 0) break;
+        play_one(&r, "alice", 0);
+    }
+    cr_assert(!t.over);
+    int n1 = journal_count(&r, 1);
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    cr_assert_gt(core_busy(r.core), 0, "nobody thinks for the computer to move");
+    settle(&r, 1000);
+    cr_assert_gt(journal_count(&r, 1), n1, "the computers did not move after the restore");
+    table_of(&r, 1, &t);
+    cr_assert(t.over || t.st.to_act == 0);
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (d) Delivery: ADAPTER_LATER and ADAPTER_QUEUED                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+static int later_for_room(mem_net *m, const store_msg *msg)
+{
+    if (m->block_room && !msg->user[0]) return ADAPTER_LATER;
+    if (m->block_user[0] && strcmp(msg->user, m->block_user) == 0) return ADAPTER_LATER;
+    return ADAPTER_SENT;
+}
+
+/* Per destination, the delivered ids are increasing and each is delivered once. */
+static void check_delivery_order(const rig *r)
+{
+    for (int i = 0; i < r->net.n; i++) {
+        const offer *a = &r->net.o[i];
+        if (a->code != ADAPTER_SENT) continue;
+        for (int j = i + 1; j < r->net.n; j++) {
+            const offer *b = &r->net.o[j];
+            if (b->code != ADAPTER_SENT || strcmp(a->user, b->user) || strcmp(a->room, b->room)) continue;
+            cr_assert_lt(a->id, b->id, "message %lld delivered after %lld to the same place", (long long)b->id,
+                         (long long)a->id);
+        }
+    }
+}
+
+static int pending(rig *r)
+{
+    int n = 0;
+    cr_assert_eq(store_outbox_pending(r->db, NET, 0, count_msg, &n), 0);
+    return n;
+}
+
+Test(core, later_keeps_a_message_and_the_order)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = later_for_room;
+    r.net.block_room = 1;
+    say(&r, "alice", "!new 304");
+    cr_assert_eq(r.net.n, 1);
+    cr_assert_eq(r.net.o[0].code, ADAPTER_LATER);
+    int64_t first = r.net.o[0].id;
+    say(&r, "alice", "!join");
+    say(&r, "bob", "!join");
+    /* the held message is offered again; the ones behind it wait */
+    int again = 0;
+    for (int i = 1; i < r.net.n; i++) {
+        cr_assert_eq(r.net.o[i].id, first, "a later room message was offered before the held one");
+        again++;
+    }
+    cr_assert_geq(again, 2);
+    cr_assert_str_eq(r.net.o[r.net.n - 1].text, r.net.o[0].text);
+    /* another destination is not held up */
+    int mark = r.net.n;
+    whisper(&r, "carol", "!help bid");
+    int priv = 0;
+    for (int i = mark; i < r.net.n; i++) priv += strcmp(r.net.o[i].user, "carol") == 0 && r.net.o[i].code == ADAPTER_SENT;
+    cr_assert_eq(priv, 1, "a private message waited behind the room");
+    cr_assert_eq(pending(&r), 3);
+
+    /* the room comes back: everything, once, in order */
+    r.net.block_room = 0;
+    mark = r.net.n;
+    cr_assert_eq(core_flush(r.core), 3);
+    cr_assert_eq(r.net.n - mark, 3);
+    cr_assert_eq(r.net.o[mark].id, first);
+    cr_assert(strstr(r.net.o[mark].text, "Table 1 is open"));
+    cr_assert_str_eq(r.net.o[mark + 1].text, "alice (South) sits down.");
+    cr_assert_str_eq(r.net.o[mark + 2].text, "bob (East) sits down.");
+    cr_assert_eq(pending(&r), 0);
+    cr_assert_eq(core_flush(r.core), 0);
+    check_delivery_order(&r);
+
+    /* the same for one player's private messages */
+    r.net.block_user[0] = 0;
+    snprintf(r.net.block_user, sizeof r.net.block_user, "dave");
+    mark = r.net.n;
+    whisper(&r, "dave", "!help bid");
+    whisper(&r, "dave", "!help pass");
+    say(&r, "carol", "!join");
+    cr_assert_eq(pending(&r), 2);
+    r.net.block_user[0] = 0;
+    cr_assert_eq(core_flush(r.core), 2);
+    const offer *a = &r.net.o[r.net.n - 2], *b = &r.net.o[r.net.n - 1];
+    cr_assert(strstr(a->text, "!bid") && strstr(b->text, "!pass"), "dave's help came out of order");
+    check_delivery_order(&r);
+    rig_stop(&r);
+}
+
+static int queue_all(mem_net *m, const store_msg *msg)
+{
+    (void)m;
+    (void)msg;
+    return ADAPTER_QUEUED;
+}
+
+Test(core, queued_waits_for_core_sent)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    say(&r, "alice", "!new 304");
+    cr_assert_eq(r.net.n, 1);
+    int64_t id1 = r.net.o[0].id;
+    cr_assert_eq(pending(&r), 1, "a queued message is not done yet");
+    say(&r, "alice", "!join");
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, 1, "offered again while queued, or a later room message went first");
+    /* another destination goes ahead */
+    whisper(&r, "bob", "!help");
+    cr_assert_eq(r.net.n, 2);
+    cr_assert_str_eq(r.net.o[1].user, "bob");
+    int64_t idb = r.net.o[1].id;
+
+    cr_assert_eq(core_sent(r.core, id1), 0);
+    cr_assert_eq(pending(&r), 2);
+    cr_assert_eq(core_flush(r.core), 0); /* queued again, not yet delivered */
+    cr_assert_eq(r.net.n, 3);
+    cr_assert_str_eq(r.net.o[2].text, "alice (South) sits down.");
+    cr_assert_gt(r.net.o[2].id, id1);
+    cr_assert_eq(core_sent(r.core, r.net.o[2].id), 0);
+    cr_assert_eq(core_sent(r.core, idb), 0);
+    cr_assert_eq(pending(&r), 0);
+    r.net.decide = NULL;
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, 3, "a message was offered after it was done");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (e) Players leaving the room                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+static void leave(rig *r, const char *user)
+{
+    adapter_event e = {ADAPTER_LEAVE, ROOM, user, NULL, 0, 0};
+    batch(r, &e, 1);
+}
+
+Test(core, leaving_an_unstarted_table_frees_the_seat)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    say(&r, "bob", "!join");
+    int mark = r.net.n;
+    leave(&r, "bob");
+    cr_assert_eq(offers_with(&r, mark, "bob (East) leaves."), 1);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[1].user, "");
+    cr_assert(!t.seat[1].bot);
+    say(&r, "carol", "!join");
+    cr_assert_eq(offers_with(&r, mark, "carol (East) sits down."), 1);
+    /* someone who is not seated leaving changes nothing and says nothing */
+    mark = r.net.n;
+    int n = journal_count(&r, 1);
+    leave(&r, "zed");
+    adapter_event j = {ADAPTER_JOIN, ROOM, "yan", NULL, 0, 0};
+    batch(&r, &j, 1);
+    cr_assert_eq(r.net.n, mark);
+    cr_assert_eq(journal_count(&r, 1), n);
+    rig_stop(&r);
+}
+
+Test(core, leaving_a_running_table_makes_the_seat_away)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    say(&r, "alice", "!bot");
+    say(&r, "carol", "!join");
+    say(&r, "alice", "!bot");
+    say(&r, "alice", "!start");
+    settle(&r, 1000);
+    int mark = r.net.n, n0 = journal_count(&r, 1);
+    leave(&r, "carol");
+    cr_assert_eq(offers_with(&r, mark, "is away: a computer player plays for them until they say !back."), 1);
+    cr_assert(strncmp(last_offer_with(&r, mark, "is away")->text, "carol (North", 12) == 0);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert(t.seat[2].away);
+    cr_assert_str_eq(t.seat[2].user, "carol");
+    leave(&r, "carol"); /* again: nothing more */
+    cr_assert_eq(offers_with(&r, mark, "is away"), 1);
+    /* play on until a computer has moved for carol */
+    entries l;
+    for (int guard = 0; guard < 200; guard++) {
+        settle(&r, 1000);
+        journal_of(&r, 1, &l);
+        int done = entry_find(&l, n0, "move 2 ") >= 0;
+        entries_free(&l);
+        table_of(&r, 1, &t);
+        if (done || t.over) break;
+        play_one(&r, "alice", 0);
+    }
+    journal_of(&r, 1, &l);
+    cr_assert_geq(entry_find(&l, n0, "move 2 "), 0, "nobody played carol's seat");
+    entries_free(&l);
+    /* carol comes back by playing */
+    mark = r.net.n;
+    say(&r, "carol", "!back");
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is back."), 1);
+    rig_stop(&r);
+}
+
+/* Found as a bug: the away notice names the seat after marking it away, so it reads "carol (North, away)
+ * is away: …". Input: a seated player of a running match leaves the room (or the idle timer
+ * fires). Expected "carol (North) is away: a computer player plays for them until they say
+ * !back."; actual "carol (North, away) is away: …" (table_exec, entry "away"). */
+Test(core, away_notice_names_the_seat_once)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    say(&r, "alice", "!bot");
+    say(&r, "carol", "!join");
+    say(&r, "alice", "!bot");
+    say(&r, "alice", "!start");
+    settle(&r, 1000);
+    int mark = r.net.n;
+    leave(&r, "carol");
+    cr_expect_eq(offers_with(&r, mark, "carol (North) is away: a computer player plays for them until they say !back."),
+                 1, "got: %s", r.net.n > mark ? r.net.o[r.net.n - 1].text : "nothing");
+    rig_stop(&r);
+}
+
+Test(core, moderators_may_abort_any_table)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    say(&r, "alice", "!new 304");
+    int mark = r.net.n;
+    say(&r, "bob", "!abort");
+    cr_assert_eq(offers_with(&r, mark, "bob: only the table's creator or a room moderator may abort it."), 1);
+    cr_assert_gt(core_table_of(r.core, NET, ROOM), 0);
+    adapter_event e = {ADAPTER_MESSAGE, ROOM, "mod", "!abort", 0, 1};
+    batch(&r, &e, 1);
+    cr_assert_eq(offers_with(&r, mark, "The table is closed."), 1);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 0);
+    rig_stop(&r);
+}
