@@ -408,7 +408,10 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
         if (b.rank == 0 && b.used < sizeof text)
             snprintf(text + b.used, sizeof text - b.used, " nobody has finished a hand here yet.");
     }
-    return q->is_private ? say(c, q->net, "", q->user, NULL, text) : say(c, q->net, room, "", NULL, text);
+    if (!q->is_private) return say(c, q->net, room, "", NULL, text);
+    char named[sizeof text + TABLE_ROOM_MAX + 8];
+    snprintf(named, sizeof named, "[%s] %s", room, text); /* a private answer names its room */
+    return say(c, q->net, "", q->user, NULL, named);
 }
 
 static int handle_message(core *c, const char *net, const adapter_event *e)
