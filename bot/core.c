@@ -306,6 +306,13 @@ typedef struct {
     int is_private;
 } asker;
 
+/* Text for the asker as it is: to the room he asked in, or privately. */
+static int tell(const asker *q, const char *text)
+{
+    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, text);
+    return say(q->c, q->net, q->room, "", NULL, text);
+}
+
 static int answer(const asker *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int answer(const asker *q, const char *fmt, ...)
 {
@@ -314,7 +321,7 @@ static int answer(const asker *q, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, text);
+    if (q->is_private || !q->room) return tell(q, text);
     env_for(q->c, q->net);
     snprintf(line, sizeof line, "%s: %s", env_name(q->c, q->room, q->user, who, sizeof who), text);
     return say(q->c, q->net, q->room, "", NULL, line);
@@ -346,14 +353,14 @@ static int do_help(core *c, const asker *q, const cmd *m)
     char text[4096];
     if (!cmd_help(m->arg, c->o.config->prefix, text, sizeof text))
         return answer(q, "there is no command \"%s\": %shelp lists them all.", m->arg, c->o.config->prefix);
-    return q->is_private || !q->room ? say(c, q->net, "", q->user, NULL, text) : say(c, q->net, q->room, "", NULL, text);
+    return tell(q, text);
 }
 
 static int do_rules(core *c, const asker *q, slot *s)
 {
     char text[RENDER_MAX];
     render_rules(s ? &s->t.rules : &c->o.config->rules, text, sizeof text);
-    return q->is_private || !q->room ? say(c, q->net, "", q->user, NULL, text) : say(c, q->net, q->room, "", NULL, text);
+    return tell(q, text);
 }
 
 typedef struct {
