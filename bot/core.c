@@ -507,8 +507,12 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     for (int i = 0; i < n; i++) {
         int rc = 0;
-        if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text && ev[i].sender) rc = handle_message(c, net, &ev[i]);
-        else if (ev[i].kind == ADAPTER_LEAVE && ev[i].sender) rc = handle_leave(c, net, &ev[i]);
+        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
+            logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
+            continue;
+        }
+        if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text) rc = handle_message(c, net, &ev[i]);
+        else if (ev[i].kind == ADAPTER_LEAVE) rc = handle_leave(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");

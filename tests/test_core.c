@@ -929,3 +929,22 @@ Test(core, moderators_may_abort_any_table)
     cr_assert_eq(core_table_of(r.core, NET, ROOM), 0);
     rig_stop(&r);
 }
+
+/* A user or room name longer than a table can hold is ignored with a warning, not cut short
+ * (a cut name would no longer match its seat); the rest of the batch goes through. */
+Test(core, names_too_long_for_a_table_are_ignored)
+{
+    rig r;
+    char name[TABLE_USER_MAX + 8];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    rig_start(&r, 0, 0, 0, NULL);
+    adapter_event e[2] = {{ADAPTER_MESSAGE, ROOM, name, "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "bob", "!new 304", 0, 0}};
+    batch(&r, e, 2);
+    cr_assert_eq(r.problems, 1, "one warning for the long name");
+    cr_assert(strstr(r.first_problem, "too long"), "%s", r.first_problem);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 1, "bob's table is the first one");
+    cr_assert_eq(offers_with(&r, 0, "is open for 304"), 1);
+    r.problems = 0;
+    rig_stop(&r);
+}
