@@ -24,6 +24,7 @@
 #include "cards.h"
 #include "deal.h"
 #include "g304.h"
+#include "test_hands.h"
 
 #define AI_MAX_MOVES 200 /* a hand with more accepted moves than this is a loop */
 
@@ -294,34 +295,7 @@ Test(ai304, maker_makes_a_plausible_share, .timeout = 600)
 
 /* ---- set-up hands ---- */
 
-static card_t C(const char *s)
-{
-    card_t c;
-    cr_assert_eq(card_parse(s, strlen(s), &c, NULL, 0), 0, "bad card %s", s);
-    return c;
-}
 
-/* Hands written as text per seat: the first four are the first batch. */
-static void start_from(g304_state *st, int dealer, const char *const hands[4])
-{
-    card_t h[4][8];
-    for (int s = 0; s < 4; s++) {
-        const char *p = hands[s];
-        for (int i = 0; i < 8; i++) {
-            while (*p == ' ' || *p == '|') p++;
-            const char *q = p;
-            while (*q && *q != ' ') q++;
-            cr_assert_eq(card_parse(p, (size_t)(q - p), &h[s][i], NULL, 0), 0, "bad card in test hand");
-            p = q;
-        }
-    }
-    card_t deck[CARD_COUNT];
-    cr_assert_eq(g304_deck_from_hands(h, dealer, deck), 0, "the test hands are not 32 different cards");
-    g304_rules r;
-    g304_rules_default(&r);
-    int16_t tokens[2] = {11, 11};
-    g304_start(st, &r, dealer, tokens, deck, NULL);
-}
 
 static void ok(g304_state *st, int seat, int kind, const char *card, int amount)
 {
@@ -367,7 +341,7 @@ static void expect_play(const g304_state *st, int seat, const char *card)
 /* Dealer 0: seat 1 bids 160 and makes `indicator` trump; everybody passes both rounds. */
 static void to_play(g304_state *st, const char *const hands[4], const char *indicator)
 {
-    start_from(st, 0, hands);
+    start_from(st, NULL, 0, hands, NULL);
     ok(st, 1, G304_DO_BID, NULL, 160);
     ok(st, 2, G304_DO_PASS, NULL, 0);
     ok(st, 3, G304_DO_PASS, NULL, 0);
@@ -392,7 +366,7 @@ Test(ai304, bids_a_strong_four)
     };
     g304_state st;
     g304_action a;
-    start_from(&st, 0, hands);
+    start_from(&st, NULL, 0, hands, NULL);
     cr_assert_eq(ai_move(&st, 1, &a), 0);
     cr_assert_eq(a.kind, G304_DO_BID, "J♥ 9♥ A♥ 10♥ should bid, chose %s", g304_do_name(a.kind));
     cr_assert_geq(a.amount, 160);
@@ -406,7 +380,7 @@ Test(ai304, passes_a_weak_four)
     };
     g304_state st;
     g304_action a;
-    start_from(&st, 0, hands);
+    start_from(&st, NULL, 0, hands, NULL);
     cr_assert_eq(ai_move(&st, 1, &a), 0);
     cr_assert(a.kind == G304_DO_PASS || a.kind == G304_DO_REDEAL, "7♠ 8♦ 7♣ 8♣ should pass, chose %s %d",
               g304_do_name(a.kind), a.amount);
@@ -420,7 +394,7 @@ Test(ai304, indicator_is_the_lowest_trump)
     };
     g304_state st;
     g304_action a;
-    start_from(&st, 0, hands);
+    start_from(&st, NULL, 0, hands, NULL);
     cr_assert_eq(ai_move(&st, 1, &a), 0);
     cr_assert_eq(a.kind, G304_DO_BID, "J♥ 9♥ 7♥ A♠ should bid");
     ok(&st, 1, G304_DO_BID, NULL, a.amount);
@@ -482,7 +456,7 @@ Test(ai304, maker_cuts_with_the_indicator)
         "JH 9H 7H 8H | AS KS QD KD", "7C AC TC KC | QC JD 9D TD",
     };
     g304_state st;
-    start_from(&st, 0, hands);
+    start_from(&st, NULL, 0, hands, NULL);
     ok(&st, 1, G304_DO_PASS, NULL, 0);
     ok(&st, 2, G304_DO_BID, NULL, 160);
     ok(&st, 3, G304_DO_PASS, NULL, 0);

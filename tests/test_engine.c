@@ -6,33 +6,7 @@
 #include <string.h>
 
 #include "g304.h"
-
-/* Builds a state from hands written as text, e.g. "JH 9H 7S 8S AC KC QD 7D" per seat. */
-static void start_from(g304_state *st, const g304_rules *r, int dealer, const char *const hands[4])
-{
-    card_t h[4][8];
-    for (int s = 0; s < 4; s++) {
-        const char *p = hands[s];
-        for (int i = 0; i < 8; i++) {
-            while (*p == ' ') p++;
-            const char *q = p;
-            while (*q && *q != ' ') q++;
-            cr_assert_eq(card_parse(p, (size_t)(q - p), &h[s][i], NULL, 0), 0, "bad card in test hand");
-            p = q;
-        }
-    }
-    card_t deck[32];
-    cr_assert_eq(g304_deck_from_hands(h, dealer, deck), 0);
-    int16_t tokens[2] = {11, 11};
-    g304_start(st, r, dealer, tokens, deck, NULL);
-}
-
-static card_t C(const char *s)
-{
-    card_t c;
-    cr_assert_eq(card_parse(s, strlen(s), &c, NULL, 0), 0);
-    return c;
-}
+#include "test_hands.h"
 
 static g304_code act(g304_state *st, int seat, int kind, const char *card, int amount, g304_events *ev)
 {
@@ -71,7 +45,7 @@ static void to_play_with(g304_state *st, const char *const hands[4], const char 
 {
     g304_rules r;
     g304_rules_default(&r);
-    start_from(st, &r, 0, hands);
+    start_from(st, &r, 0, hands, NULL);
     ok(st, 1, G304_DO_BID, NULL, 160);
     ok(st, 2, G304_DO_PASS, NULL, 0);
     ok(st, 3, G304_DO_PASS, NULL, 0);
@@ -92,7 +66,7 @@ Test(engine, indicator_is_private)
     g304_rules r;
     g304_events ev;
     g304_rules_default(&r);
-    start_from(&st, &r, 0, hands_a);
+    start_from(&st, &r, 0, hands_a, NULL);
     ok(&st, 1, G304_DO_BID, NULL, 160);
     ok(&st, 2, G304_DO_PASS, NULL, 0);
     ok(&st, 3, G304_DO_PASS, NULL, 0);

@@ -21,38 +21,13 @@
 #include "deal.h"
 #include "judge.h"
 #include "render.h"
+#include "test_hands.h"
 
 static const char *const names[4] = {"alice (South)", "bob (East)", "carol (North)", "dave (West)"};
 
 /* ---- setting up hands (as tests/test_engine.c) ---- */
 
-static card_t C(const char *s)
-{
-    card_t c;
-    cr_assert_eq(card_parse(s, strlen(s), &c, NULL, 0), 0, "bad card %s", s);
-    return c;
-}
 
-static void start_from(g304_state *st, const g304_rules *r, int dealer, const char *const hands[4],
-                       g304_events *ev)
-{
-    card_t h[4][8];
-    for (int s = 0; s < 4; s++) {
-        const char *p = hands[s];
-        for (int i = 0; i < 8; i++) {
-            while (*p == ' ') p++;
-            const char *q = p;
-            while (*q && *q != ' ') q++;
-            cr_assert_eq(card_parse(p, (size_t)(q - p), &h[s][i], NULL, 0), 0, "bad card in test hand");
-            p = q;
-        }
-    }
-    card_t deck[32];
-    cr_assert_eq(g304_deck_from_hands(h, dealer, deck), 0);
-    int16_t tokens[2] = {r->start_tokens, r->start_tokens};
-    if (ev) ev->n = 0;
-    g304_start(st, r, dealer, tokens, deck, ev);
-}
 
 /* Applies a move that must be accepted; its events go to ev (may be NULL). */
 static void ok(g304_state *st, int seat, int kind, const char *card, int amount, g304_events *ev)
