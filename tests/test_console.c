@@ -32,6 +32,7 @@
 #include "render.h"
 #include "seed.h"
 #include "store.h"
+#include "test_dirs.h"
 
 #define ROOM "room"
 #define ROOM_PREFIX "[#" ROOM "] "
@@ -251,30 +252,6 @@ static run_result run_script(const cfg *c, const char *script, uint64_t nseed, c
     return r;
 }
 
-/* A private directory for database files (on tmpfs when there is one: SQLite syncs). */
-static char *temp_dir(void)
-{
-    char *p = NULL;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    cr_assert_gt(asprintf(&p, "%s/cardroom-test-XXXXXX", base), 0);
-    cr_assert_not_null(mkdtemp(p));
-    return p;
-}
-
-static void temp_dir_remove(char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char *p = NULL;
-        if (asprintf(&p, "%s/%s", dir, e->d_name) > 0) unlink(p);
-        free(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-    free(dir);
-}
 
 static char *path_in(const char *dir, const char *name)
 {
@@ -1436,7 +1413,7 @@ Test(console, one_person_three_computers)
 {
     static const char *const sets[] = {"start_tokens 4", NULL};
     static const char *const users[] = {"alice", NULL};
-    char *dir = temp_dir();
+    char *dir = temp_dir("console");
     live l;
     expected x = {0};
     rp r;
@@ -1460,7 +1437,7 @@ Test(console, computers_alone_finish_their_matches)
 {
     cfg c;
     sbuf script = {0};
-    char *dir = temp_dir(), *db = path_in(dir, "bots.db");
+    char *dir = temp_dir("console"), *db = path_in(dir, "bots.db");
     test_cfg(&c);
     static const char *const variants[] = {"caps strict", "bidding single", "spoilt auto"};
     for (int t = 0; t < 3; t++)
@@ -2048,7 +2025,7 @@ Test(console, computer_matches_never_show_a_secret_card)
     int matches = 0, lines_seen = 0;
     for (int run = 0; run < runs; run++) {
         sbuf script = {0};
-        char *dir = temp_dir(), *db = path_in(dir, "leak.db");
+        char *dir = temp_dir("console"), *db = path_in(dir, "leak.db");
         for (int t = 0; t < tables; t++) {
             sb_add(&script, "alice> !new 304\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\n");
             sb_add(&script, "alice> !set start_tokens %d\n", 1 + (t + run) % 3);
@@ -2105,7 +2082,7 @@ Test(console, people_never_read_a_secret_card)
     for (size_t si = 0; si < sizeof seeds / sizeof *seeds; si++) {
         uint64_t nseed = seeds[si];
         sbuf script = {0};
-        char *dir = temp_dir(), *db = path_in(dir, "people.db");
+        char *dir = temp_dir("console"), *db = path_in(dir, "people.db");
         human_matches(&c, nseed, 4, &script);
         run_result r = run_script(&c, sb_str(&script), nseed, db);
         cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -2132,7 +2109,7 @@ Test(console, leak_checker_catches_a_leak)
     sbuf script = {0};
     sim g;
     test_cfg(&c);
-    char *dir = temp_dir(), *db = path_in(dir, "fake.db");
+    char *dir = temp_dir("console"), *db = path_in(dir, "fake.db");
     static const char *const sets[] = {"start_tokens 2", NULL};
     sim_init(&g, &c, &script, 50, 1, people, sets, 30, 3);
     while (sim_step(&g)) {}
@@ -2210,7 +2187,7 @@ static void outbox_of(const char *db_path, lines *out)
  * first stopped after `cut` lines; the messages and the console output must be the same. */
 static void check_resume(const cfg *c, const char *script, uint64_t nseed, int cut)
 {
-    char *dir = temp_dir(), *one = path_in(dir, "one.db"), *two = path_in(dir, "two.db");
+    char *dir = temp_dir("console"), *one = path_in(dir, "one.db"), *two = path_in(dir, "two.db");
     const char *p = script;
     for (int i = 0; i < cut; i++) {
         p = strchr(p, '\n');
@@ -2272,7 +2249,7 @@ Test(console, restart_resumes_a_four_person_script)
 Test(console, restart_resumes_with_computer_players)
 {
     static const char *const sets[] = {"start_tokens 4", NULL};
-    char *dir = temp_dir();
+    char *dir = temp_dir("console");
     live l;
     expected x = {0};
     rp r;

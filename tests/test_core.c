@@ -24,6 +24,7 @@
 #include "judge.h"
 #include "store.h"
 #include "table.h"
+#include "test_dirs.h"
 
 #define NET "mem"
 #define ROOM "!lobby"
@@ -461,29 +462,6 @@ Test(core, timers_off_do_nothing)
 /* (b) One batch, one transaction                                                           */
 /* ---------------------------------------------------------------------------------------- */
 
-static char *temp_dir(void)
-{
-    char *p = NULL;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    cr_assert_gt(asprintf(&p, "%s/cardroom-core-XXXXXX", base), 0);
-    cr_assert_not_null(mkdtemp(p));
-    return p;
-}
-
-static void temp_dir_remove(char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char *p = NULL;
-        if (asprintf(&p, "%s/%s", dir, e->d_name) > 0) unlink(p);
-        free(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-    free(dir);
-}
 
 static int count_msg(void *ctx, const store_msg *m)
 {
@@ -525,7 +503,7 @@ static void sql(const char *db, const char *text)
 
 Test(core, one_batch_is_one_transaction)
 {
-    char *dir = temp_dir(), *db = NULL, pos[64];
+    char *dir = temp_dir("core"), *db = NULL, pos[64];
     cr_assert_gt(asprintf(&db, "%s/core.db", dir), 0);
     rig r;
     rig_start(&r, 0, 0, 0, db);
