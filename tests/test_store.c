@@ -200,7 +200,7 @@ Test(store, error_text_never_null)
     cr_expect_neq(err[0], '\0');
 }
 
-TestSuite(store_file, .init = tmp_make, .fini = tmp_remove);
+TestSuite(store_file, .init = tmp_make, .fini = tmp_remove, .timeout = 60); /* one timeout per file: see test_ai304.c */
 
 Test(store_file, file_is_wal_and_versioned)
 {
@@ -800,7 +800,7 @@ static int check_outbox_seq(void *ctx, const store_msg *m)
     return 0;
 }
 
-Test(store_file, commits_are_atomic_under_sigkill, .timeout = 60)
+Test(store_file, commits_are_atomic_under_sigkill)
 {
     char path[PATH_MAX], pos[32];
     tmp_path(path, sizeof path, "crash.db");
