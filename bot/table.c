@@ -686,7 +686,7 @@ static int cmd_move(table *t, const table_env *env, const char *user, int is_pri
                                                           : "the match has not started (%sstart).", env->prefix);
         return 0;
     }
-    if (quiet && t->st.to_act != seat) return 0;
+    if (quiet && t->st.to_act != seat) return 0; /* a card said on one's own turn is a move, else chat */
     if (c->kind == CMD_TRUMP && !is_private) {
         reply(out, t, env, user, 0, "the indicator is secret: send %strump CARD to me privately (%s). "
               "Everyone here saw this message, so choose your indicator with that in mind.", env->prefix, env->private_how);
@@ -697,7 +697,6 @@ static int cmd_move(table *t, const table_env *env, const char *user, int is_pri
     g304_state copy = t->st;
     g304_error e;
     if (g304_apply(&copy, seat, &a, NULL, &e) != G304_OK) {
-        if (quiet) return 0;
         if (e.code == G304_E_TURN && t->st.to_act != G304_NO_SEAT) {
             char label[NAME_MAX_LEN];
             reply(out, t, env, user, is_private, "it is not your turn: %s is to act.",

@@ -1527,7 +1527,7 @@ typedef struct {
 Test(console, refusals_and_answers)
 {
     cfg c;
-    char buf[8][256], lab[64];
+    char buf[10][256], lab[64];
     test_cfg(&c);
     int first = (first_dealer(PROBE_SEED) + 1) & 3, second = (first + 1) & 3, third = (first + 2) & 3;
     snprintf(lab, sizeof lab, "%s (%s)", people[first], seat_word[first]);
@@ -1539,6 +1539,8 @@ Test(console, refusals_and_answers)
     snprintf(buf[5], sizeof buf[5], "%s> JS", people[second]);
     snprintf(buf[6], sizeof buf[6], "%s> !leave", people[first]);
     snprintf(buf[7], sizeof buf[7], "computer (%s) ", seat_word[first]); /* it bids or passes at once */
+    snprintf(buf[8], sizeof buf[8], "%s> JS", people[first]);
+    snprintf(buf[9], sizeof buf[9], "%s: cards are played after the bidding", people[first]);
     g304_rules r = c.rules;
     g304_error e;
     cr_assert_neq(g304_rules_set(&r, "caps", "bogus", &e), 0);
@@ -1582,6 +1584,7 @@ Test(console, refusals_and_answers)
         {"hand in the room", STARTED, "alice> !hand", ROOM_PREFIX, "alice: I sent you your hand privately."},
         {"hand in the room", STARTED, "alice> !hand", "[@alice] [room \xC2\xB7 table 1] ", "\xE2\x99"},
         {"bare card, not your turn", STARTED, buf[5], "", NULL},
+        {"bare card on your own turn is a move", STARTED, buf[8], ROOM_PREFIX, buf[9]},
         {"bare card from a stranger", STARTED, "erin> JS", "", NULL},
         {"bare card with no table", "", "erin> JS", "", NULL},
         {"plain chat", STARTED, "alice> as I said, good luck", "", NULL},
