@@ -1,0 +1,683 @@
+"""Self-test of the fake Matrix homeserver (tests/matrix/fake_homeserver.py).
+
+The Matrix adapter's tests trust this server to behave as the Client-Server API says; these
+tests check that it does, over real HTTP, for each behaviour the adapter relies on: login and
+tokens, filters, DMs as the bot makes them, transaction-id deduplication per device, /sync
+long-polls and limited timelines, account data, state and members, leaving and kicks, every
+injected fault, and a restart from the state file.
+
+Run: python3 -m unittest tests/matrix/test_fake_homeserver.py -v   (about two seconds)
+"""
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_homeserver.py")
+HS = "example.org"
+V3 = "/_matrix/client/v3"
+
+
+def start_server(port=0, state=None):
+    """Start the server; return (process, port) once it printed "LISTENING <port>"."""
+    args = [sys.executable, SERVER, "--port", str(port), "--server-name", HS]
+    if state:
+        args += ["--state", state]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(10, proc.kill)
+    watchdog.start()
+    line = proc.stdout.readline()
+    watchdog.cancel()
+    match = re.fullmatch(r"LISTENING (\d+)\n", line)
+    if not match:
+        proc.kill()
+        raise RuntimeError(f"server did not start: {line!r}")
+    return proc, int(match.group(1))
+
+
+def stop_server(proc):
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()
+
+
+def q(value):
+    return urllib.parse.quote(value, safe="")
+
+
+class Response:
+    def __init__(self, status, headers, raw):
+        self.status = status
+        self.headers = headers
+        self.raw = raw
+        try:
+            self.json = json.loads(raw)
+        except ValueError:
+            self.json = None
+
+
+class ServerCase(unittest.TestCase):
+    """Helpers shared by the test classes: HTTP calls, users, rooms, sync."""
+
+    port = None
+
+    def call(self, method, path, body=None, token=None, query=None, raw=None, timeout=20):
+        url = f"http://127.0.0.1:{self.port}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = raw if raw is not None else (json.dumps(body).encode()
+                                            if body is not None else None)
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return Response(resp.status, resp.headers, resp.read())
+        except urllib.error.HTTPError as err:
+            return Response(err.code, err.headers, err.read())
+
+    def ok(self, method, path, body=None, token=None, query=None):
+        resp = self.call(method, path, body, token, query)
+        self.assertEqual(resp.status, 200, resp.raw[:500])
+        return resp.json
+
+    def assertError(self, resp, status, errcode):
+        self.assertEqual(resp.status, status, resp.raw[:500])
+        self.assertEqual(resp.json["errcode"], errcode)
+        self.assertIsInstance(resp.json["error"], str)
+
+    def make_user(self, name, displayname=None, device_id=None):
+        self.ok("POST", "/_fake/users", {"user_id": name, "password": "pw-" + name,
+                                         "displayname": displayname or name.title()})
+        return self.login(name, device_id)
+
+    def login(self, name, device_id=None):
+        body = {"type": "m.login.password", "identifier": {"type": "m.id.user", "user": name},
+                "password": "pw-" + name}
+        if device_id:
+            body["device_id"] = device_id
+        out = self.ok("POST", V3 + "/login", body)
+        return {"user_id": out["user_id"], "token": out["access_token"],
+                "device_id": out["device_id"]}
+
+    def create_room(self, creator, invite=(), preset="private_chat", **extra):
+        body = dict(extra, preset=preset, invite=[u["user_id"] for u in invite])
+        return self.ok("POST", V3 + "/createRoom", body, creator["token"])["room_id"]
+
+    def join(self, user, room_id):
+        return self.ok("POST", f"{V3}/rooms/{q(room_id)}/join", {}, user["token"])
+
+    def room_with(self, creator, *members, preset="private_chat", **extra):
+        room_id = self.create_room(creator, members, preset, **extra)
+        for member in members:
+            self.join(member, room_id)
+        return room_id
+
+    def send(self, user, room_id, text, txn):
+        return self.ok("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/{q(txn)}",
+                       {"msgtype": "m.text", "body": text}, user["token"])["event_id"]
+
+    def sync(self, user, since=None, timeout=None, sync_filter=None, full_state=None):
+        query = {}
+        for key, value in (("since", since), ("timeout", timeout), ("filter", sync_filter),
+                           ("full_state", full_state)):
+            if value is not None:
+                query[key] = value
+        return self.ok("GET", V3 + "/sync", token=user["token"], query=query)
+
+    def room_events(self, room_id):
+        return self.ok("GET", f"/_fake/rooms/{q(room_id)}/events")["events"]
+
+    def faults(self, *rules):
+        self.ok("POST", "/_fake/faults", list(rules))
+
+
+class FakeHomeserverTest(ServerCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proc, cls.port = start_server()
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_server(cls.proc)
+
+    def setUp(self):
+        self.ok("POST", "/_fake/reset")
+
+    # ---- discovery, login, tokens ------------------------------------------------------------
+
+    def test_versions_and_login_flows(self):
+        versions = self.ok("GET", "/_matrix/client/versions")
+        self.assertIn("v1.11", versions["versions"])
+        flows = self.ok("GET", V3 + "/login")["flows"]
+        self.assertIn({"type": "m.login.password"}, flows)
+
+    def test_login_good_and_bad_and_whoami(self):
+        bot = self.make_user("bot")
+        self.assertEqual(bot["user_id"], "@bot:example.org")
+        bad = self.call("POST", V3 + "/login", {
+            "type": "m.login.password", "identifier": {"type": "m.id.user", "user": "bot"},
+            "password": "wrong"})
+        self.assertError(bad, 403, "M_FORBIDDEN")
+        nobody = self.call("POST", V3 + "/login", {
+            "type": "m.login.password", "identifier": {"type": "m.id.user", "user": "nobody"},
+            "password": "x"})
+        self.assertError(nobody, 403, "M_FORBIDDEN")
+        self.assertError(self.call("POST", V3 + "/login", {"type": "m.login.magic"}),
+                         400, "M_UNKNOWN")
+        legacy = self.ok("POST", V3 + "/login", {"type": "m.login.password",
+                                                 "user": "@bot:example.org",
+                                                 "password": "pw-bot"})
+        self.assertEqual(legacy["user_id"], "@bot:example.org")
+        self.assertNotEqual(legacy["device_id"], bot["device_id"])
+
+        me = self.ok("GET", V3 + "/account/whoami", token=bot["token"])
+        self.assertEqual(me, {"user_id": bot["user_id"], "device_id": bot["device_id"],
+                              "is_guest": False})
+        by_query = self.ok("GET", V3 + "/account/whoami", query={"access_token": bot["token"]})
+        self.assertEqual(by_query["user_id"], bot["user_id"])
+        self.assertError(self.call("GET", V3 + "/account/whoami"), 401, "M_MISSING_TOKEN")
+        self.assertError(self.call("GET", V3 + "/account/whoami", token="nope"),
+                         401, "M_UNKNOWN_TOKEN")
+
+    def test_login_with_known_device_id_reuses_it_and_replaces_the_token(self):
+        first = self.make_user("bot", device_id="CARDROOM")
+        again = self.login("bot", device_id="CARDROOM")
+        self.assertEqual(again["device_id"], "CARDROOM")
+        self.assertError(self.call("GET", V3 + "/account/whoami", token=first["token"]),
+                         401, "M_UNKNOWN_TOKEN")
+        me = self.ok("GET", V3 + "/account/whoami", token=again["token"])
+        self.assertEqual(me["device_id"], "CARDROOM")
+
+    def test_unknown_endpoint_wrong_method_and_bad_json(self):
+        bot = self.make_user("bot")
+        self.assertError(self.call("GET", V3 + "/no/such/thing", token=bot["token"]),
+                         404, "M_UNRECOGNIZED")
+        self.assertError(self.call("DELETE", V3 + "/login"), 405, "M_UNRECOGNIZED")
+        self.assertError(self.call("POST", V3 + "/createRoom", raw=b"{nope",
+                                   token=bot["token"]), 400, "M_NOT_JSON")
+        self.assertError(self.call("POST", V3 + "/createRoom", raw=b"[1]",
+                                   token=bot["token"]), 400, "M_BAD_JSON")
+
+    # ---- filters -----------------------------------------------------------------------------
+
+    def test_filter_round_trip(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        definition = {"room": {"timeline": {"limit": 5, "types": ["m.room.message"]},
+                               "state": {"lazy_load_members": True}},
+                      "presence": {"types": []}}
+        filter_id = self.ok("POST", f"{V3}/user/{q(bot['user_id'])}/filter", definition,
+                            bot["token"])["filter_id"]
+        self.assertIsInstance(filter_id, str)
+        self.assertFalse(filter_id.startswith("{"))
+        self.assertEqual(self.ok("GET", f"{V3}/user/{q(bot['user_id'])}/filter/{filter_id}",
+                                 token=bot["token"]), definition)
+        self.assertError(self.call("GET", f"{V3}/user/{q(bot['user_id'])}/filter/{filter_id}",
+                                   token=alice["token"]), 403, "M_FORBIDDEN")
+        self.assertError(self.call("GET", f"{V3}/user/{q(bot['user_id'])}/filter/99",
+                                   token=bot["token"]), 404, "M_NOT_FOUND")
+        self.assertError(self.call("POST", f"{V3}/user/{q(bot['user_id'])}/filter",
+                                   {"room": {"timeline": {"limit": "ten"}}}, bot["token"]),
+                         400, "M_BAD_JSON")
+        self.sync(bot, sync_filter=filter_id)
+        self.sync(bot, sync_filter=json.dumps(definition))
+        self.assertError(self.call("GET", V3 + "/sync", token=bot["token"],
+                                   query={"filter": "99"}), 400, "M_INVALID_PARAM")
+        self.assertError(self.call("GET", V3 + "/sync", token=bot["token"],
+                                   query={"filter": "{nope"}), 400, "M_NOT_JSON")
+
+    # ---- direct chats as the bot makes them ----------------------------------------------------
+
+    def test_trusted_private_chat_dm_with_encryption(self):
+        bot, alice = self.make_user("bot", "Cardroom"), self.make_user("alice", "Alice")
+        alice_since = self.sync(alice)["next_batch"]
+        encryption = {"algorithm": "m.megolm.v1.aes-sha2"}
+        room_id = self.create_room(bot, [alice], "trusted_private_chat", is_direct=True,
+                                   initial_state=[{"type": "m.room.encryption",
+                                                   "state_key": "", "content": encryption}])
+
+        invited = self.sync(alice, since=alice_since)
+        self.assertNotIn(room_id, invited["rooms"]["join"])
+        stripped = invited["rooms"]["invite"][room_id]["invite_state"]["events"]
+        for event in stripped:
+            self.assertEqual(set(event), {"type", "state_key", "content", "sender"})
+        by_type = {e["type"]: e for e in stripped}
+        self.assertEqual(by_type["m.room.encryption"]["content"], encryption)
+        self.assertEqual(by_type["m.room.join_rules"]["content"], {"join_rule": "invite"})
+        self.assertIn("m.room.create", by_type)
+        invite = by_type["m.room.member"]
+        self.assertEqual(invite["state_key"], alice["user_id"])
+        self.assertEqual(invite["sender"], bot["user_id"])
+        self.assertEqual(invite["content"]["membership"], "invite")
+        self.assertIs(invite["content"]["is_direct"], True)
+        # The same invite is not repeated on the next incremental sync.
+        again = self.sync(alice, since=invited["next_batch"])
+        self.assertNotIn(room_id, again["rooms"]["invite"])
+
+        self.assertEqual(self.ok("POST", f"{V3}/join/{q(room_id)}", {}, alice["token"]),
+                         {"room_id": room_id})
+        joined = self.sync(alice, since=again["next_batch"])
+        self.assertNotIn(room_id, joined["rooms"]["invite"])
+        entry = joined["rooms"]["join"][room_id]
+        seen = {e["type"] for e in entry["state"]["events"] + entry["timeline"]["events"]}
+        self.assertLessEqual({"m.room.create", "m.room.encryption", "m.room.power_levels",
+                              "m.room.member"}, seen)
+
+        state = f"{V3}/rooms/{q(room_id)}/state"
+        levels = self.ok("GET", state + "/m.room.power_levels", token=alice["token"])
+        # trusted_private_chat: "All invitees are given the same power level as the creator."
+        self.assertEqual(levels["users"], {bot["user_id"]: 100, alice["user_id"]: 100})
+        self.assertEqual(levels["invite"], 0)
+        self.assertEqual(self.ok("GET", state + "/m.room.encryption/", token=alice["token"]),
+                         encryption)
+        self.assertEqual(self.ok("GET", state + "/m.room.history_visibility",
+                                 token=alice["token"]), {"history_visibility": "shared"})
+        self.assertEqual(self.ok("GET", state + "/m.room.guest_access", token=alice["token"]),
+                         {"guest_access": "can_join"})
+
+    def test_private_chat_invitees_get_no_power(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        levels = self.ok("GET", f"{V3}/rooms/{q(room_id)}/state/m.room.power_levels",
+                         token=alice["token"])
+        self.assertEqual(levels["users"], {bot["user_id"]: 100})
+
+    # ---- sending -----------------------------------------------------------------------------
+
+    def test_send_deduplicates_by_transaction_id_per_device(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        since = self.sync(bot)["next_batch"]
+        first = self.send(bot, room_id, "hello", "txn-1")
+        self.assertTrue(first.startswith("$"))
+        self.assertEqual(self.send(bot, room_id, "hello", "txn-1"), first)
+        self.assertEqual(self.send(bot, room_id, "hello again, same txn", "txn-1"), first)
+        texts = [e for e in self.room_events(room_id)
+                 if e["unsigned"].get("transaction_id") == "txn-1"]
+        self.assertEqual(len(texts), 1)
+
+        other_device = self.login("bot")
+        second = self.send(other_device, room_id, "hello", "txn-1")
+        self.assertNotEqual(second, first)
+        texts = [e for e in self.room_events(room_id)
+                 if e["unsigned"].get("transaction_id") == "txn-1"]
+        self.assertEqual(len(texts), 2)
+
+        def txn_ids(user):
+            events = self.sync(user, since=since)["rooms"]["join"][room_id]["timeline"]["events"]
+            return {e["event_id"]: e["unsigned"].get("transaction_id") for e in events}
+        self.assertEqual(txn_ids(bot), {first: "txn-1", second: None})
+        self.assertEqual(txn_ids(other_device), {first: None, second: "txn-1"})
+        self.assertEqual(txn_ids(alice), {first: None, second: None})
+
+    def test_send_refused_when_not_joined_then_allowed_after_joining(self):
+        bot, carol = self.make_user("bot"), self.make_user("carol")
+        room_id = self.create_room(bot, [carol])
+        path = f"{V3}/rooms/{q(room_id)}/send/m.room.message/t1"
+        refused = self.call("PUT", path, {"msgtype": "m.text", "body": "hi"}, carol["token"])
+        self.assertError(refused, 403, "M_FORBIDDEN")
+        self.join(carol, room_id)
+        self.ok("PUT", path, {"msgtype": "m.text", "body": "hi"}, carol["token"])
+
+    def test_membership_no_ops_refusals_and_size_limit(self):
+        bot, alice, carol = (self.make_user(n) for n in ("bot", "alice", "carol"))
+        room_id = self.room_with(bot, alice)
+        invite = f"{V3}/rooms/{q(room_id)}/invite"
+        count = len(self.room_events(room_id))
+        self.ok("POST", invite, {"user_id": carol["user_id"]}, bot["token"])
+        self.ok("POST", invite, {"user_id": carol["user_id"]}, bot["token"])   # already invited
+        self.join(alice, room_id)                                              # already joined
+        self.assertEqual(len(self.room_events(room_id)), count + 1)
+        self.assertError(self.call("POST", invite, {"user_id": alice["user_id"]},
+                                   bot["token"]), 403, "M_FORBIDDEN")
+        self.assertError(self.call("POST", f"{V3}/join/{q('!nowhere:example.org')}", {},
+                                   carol["token"]), 404, "M_NOT_FOUND")
+        too_big = self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/big",
+                            {"msgtype": "m.text", "body": "x" * 65536}, bot["token"])
+        self.assertError(too_big, 413, "M_TOO_LARGE")
+
+    # ---- sync --------------------------------------------------------------------------------
+
+    def test_long_poll_returns_when_another_user_sends(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        since = self.sync(alice)["next_batch"]
+        result = {}
+
+        def poll():
+            result["response"] = self.sync(alice, since=since, timeout=10000)
+            result["returned"] = time.monotonic()
+        poller = threading.Thread(target=poll)
+        poller.start()
+        time.sleep(0.3)
+        self.assertTrue(poller.is_alive(), "the long-poll returned before any news")
+        sent_at = time.monotonic()
+        event_id = self.send(bot, room_id, "your turn", "t1")
+        poller.join(5)
+        self.assertLess(result["returned"] - sent_at, 1.0)
+        events = result["response"]["rooms"]["join"][room_id]["timeline"]["events"]
+        self.assertEqual([e["event_id"] for e in events], [event_id])
+        self.assertEqual(events[0]["sender"], bot["user_id"])
+
+    def test_long_poll_times_out_empty(self):
+        alice = self.make_user("alice")
+        since = self.sync(alice)["next_batch"]
+        started = time.monotonic()
+        quiet = self.sync(alice, since=since, timeout=300)
+        self.assertGreaterEqual(time.monotonic() - started, 0.28)
+        self.assertEqual(quiet["rooms"]["join"], {})
+        self.assertEqual(quiet["next_batch"], since)
+
+    def test_limited_timeline_with_small_filter_limit(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        small = json.dumps({"room": {"timeline": {"limit": 3}}})
+        initial = self.sync(alice, sync_filter=small)
+        self.assertTrue(initial["rooms"]["join"][room_id]["timeline"]["limited"])
+        self.assertEqual(len(initial["rooms"]["join"][room_id]["timeline"]["events"]), 3)
+
+        self.send(bot, room_id, "m1", "t1")
+        self.send(bot, room_id, "m2", "t2")
+        self.ok("PUT", f"{V3}/rooms/{q(room_id)}/state/m.room.name", {"name": "Table 1"},
+                bot["token"])
+        last = [self.send(bot, room_id, f"m{i}", f"t{i}") for i in (3, 4, 5)]
+        gap = self.sync(alice, since=initial["next_batch"], sync_filter=small)
+        entry = gap["rooms"]["join"][room_id]
+        self.assertTrue(entry["timeline"]["limited"])
+        self.assertEqual([e["event_id"] for e in entry["timeline"]["events"]], last)
+        self.assertIn("prev_batch", entry["timeline"])
+        # The name changed inside the gap, so it comes as state (delta to timeline start).
+        self.assertEqual([(e["type"], e["content"]) for e in entry["state"]["events"]],
+                         [("m.room.name", {"name": "Table 1"})])
+
+        earlier = self.ok("GET", f"{V3}/rooms/{q(room_id)}/messages", token=alice["token"],
+                          query={"from": entry["timeline"]["prev_batch"], "dir": "b",
+                                 "limit": 3})
+        self.assertEqual([e["type"] for e in earlier["chunk"]],
+                         ["m.room.name", "m.room.message", "m.room.message"])
+        self.assertEqual([e["content"].get("body") for e in earlier["chunk"][1:]], ["m2", "m1"])
+
+        self.send(bot, room_id, "m6", "t6")
+        calm = self.sync(alice, since=gap["next_batch"], sync_filter=small)
+        entry = calm["rooms"]["join"][room_id]
+        self.assertFalse(entry["timeline"]["limited"])
+        self.assertEqual(len(entry["timeline"]["events"]), 1)
+        self.assertEqual(entry["state"]["events"], [])
+
+    def test_invalid_since_token(self):
+        alice = self.make_user("alice")
+        current = self.sync(alice)["next_batch"]
+        for since in ("garbage", "s999999_" + current.split("_")[1], "s1_otherepoch"):
+            self.assertError(self.call("GET", V3 + "/sync", token=alice["token"],
+                                       query={"since": since}), 400, "M_UNKNOWN")
+
+    # ---- account data ------------------------------------------------------------------------
+
+    def test_account_data_m_direct_round_trip(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice, preset="trusted_private_chat", is_direct=True)
+        path = f"{V3}/user/{q(bot['user_id'])}/account_data/m.direct"
+        self.assertError(self.call("GET", path, token=bot["token"]), 404, "M_NOT_FOUND")
+        direct = {alice["user_id"]: [room_id]}
+        self.assertEqual(self.ok("PUT", path, direct, bot["token"]), {})
+        self.assertEqual(self.ok("GET", path, token=bot["token"]), direct)
+        self.assertError(self.call("GET", path, token=alice["token"]), 403, "M_FORBIDDEN")
+        self.assertError(self.call("PUT", path, {}, alice["token"]), 403, "M_FORBIDDEN")
+
+        initial = self.sync(bot)
+        self.assertIn({"type": "m.direct", "content": direct},
+                      initial["account_data"]["events"])
+        self.send(alice, room_id, "hi", "t1")
+        quiet = self.sync(bot, since=initial["next_batch"])
+        self.assertEqual(quiet["account_data"]["events"], [])
+        direct[alice["user_id"]].append("!other:example.org")
+        self.ok("PUT", path, direct, bot["token"])
+        changed = self.sync(bot, since=quiet["next_batch"], timeout=5000)
+        self.assertEqual(changed["account_data"]["events"],
+                         [{"type": "m.direct", "content": direct}])
+
+    # ---- state and members -------------------------------------------------------------------
+
+    def test_state_members_and_power_levels(self):
+        bot, alice = self.make_user("bot", "Cardroom"), self.make_user("alice", "Alice")
+        carol = self.make_user("carol")
+        room_id = self.room_with(bot, alice, name="Table 1")
+        room = f"{V3}/rooms/{q(room_id)}"
+        table = {"game": "304", "seats": 4}
+        put = self.ok("PUT", room + "/state/org.cardroom.table/", table, bot["token"])
+        self.assertEqual(self.ok("PUT", room + "/state/org.cardroom.table", table,
+                                 bot["token"]), put)
+        self.assertEqual(self.ok("GET", room + "/state/org.cardroom.table", token=alice["token"]),
+                         table)
+        self.assertError(self.call("GET", room + "/state/org.cardroom.missing",
+                                   token=alice["token"]), 404, "M_NOT_FOUND")
+        self.assertError(self.call("PUT", room + "/state/m.room.name", {"name": "Mine"},
+                                   alice["token"]), 403, "M_FORBIDDEN")
+        # A state key that is a user ID may be set by that user only.
+        self.ok("PUT", room + "/state/org.cardroom.seat/" + q(bot["user_id"]), {}, bot["token"])
+        self.assertError(self.call("PUT", room + "/state/org.cardroom.seat/" +
+                                   q(alice["user_id"]), {}, bot["token"]), 403, "M_FORBIDDEN")
+
+        types = {(e["type"], e["state_key"]) for e in
+                 self.ok("GET", room + "/state", token=alice["token"])}
+        self.assertLessEqual({("m.room.create", ""), ("m.room.power_levels", ""),
+                              ("m.room.name", ""), ("org.cardroom.table", ""),
+                              ("m.room.member", bot["user_id"]),
+                              ("m.room.member", alice["user_id"])}, types)
+        members = self.ok("GET", room + "/members", token=alice["token"],
+                          query={"membership": "join"})["chunk"]
+        self.assertEqual(sorted(e["state_key"] for e in members),
+                         sorted([bot["user_id"], alice["user_id"]]))
+        joined = self.ok("GET", room + "/joined_members", token=bot["token"])["joined"]
+        self.assertEqual(joined, {bot["user_id"]: {"display_name": "Cardroom"},
+                                  alice["user_id"]: {"display_name": "Alice"}})
+        self.assertError(self.call("GET", room + "/state", token=carol["token"]),
+                         403, "M_FORBIDDEN")
+        self.assertError(self.call("GET", room + "/joined_members", token=carol["token"]),
+                         403, "M_FORBIDDEN")
+
+        levels = self.ok("GET", room + "/state/m.room.power_levels", token=bot["token"])
+        levels["users"][alice["user_id"]] = 50
+        self.ok("PUT", room + "/state/m.room.power_levels", levels, bot["token"])
+        self.ok("PUT", room + "/state/m.room.name", {"name": "Alice's table"}, alice["token"])
+        levels["users"][alice["user_id"]] = 100
+        self.assertError(self.call("PUT", room + "/state/m.room.power_levels", levels,
+                                   alice["token"]), 403, "M_FORBIDDEN")
+
+    def test_profile(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice", "Alice")
+        room_id = self.room_with(bot, alice)
+        profile = f"{V3}/profile/{q(alice['user_id'])}"
+        self.assertEqual(self.ok("GET", profile), {"displayname": "Alice"})
+        self.assertEqual(self.ok("GET", profile + "/displayname"), {"displayname": "Alice"})
+        self.assertError(self.call("GET", f"{V3}/profile/{q('@nobody:example.org')}"),
+                         404, "M_NOT_FOUND")
+        self.ok("PUT", profile + "/displayname", {"displayname": "Alice W"}, alice["token"])
+        joined = self.ok("GET", f"{V3}/rooms/{q(room_id)}/joined_members", token=bot["token"])
+        self.assertEqual(joined["joined"][alice["user_id"]], {"display_name": "Alice W"})
+
+    # ---- leaving -----------------------------------------------------------------------------
+
+    def test_leave_and_kick_show_in_rooms_leave(self):
+        bot, alice, carol = (self.make_user(n) for n in ("bot", "alice", "carol"))
+        room_id = self.room_with(bot, alice, carol)
+        since_alice = self.sync(alice)["next_batch"]
+        since_carol = self.sync(carol)["next_batch"]
+
+        self.assertError(self.call("POST", f"{V3}/rooms/{q(room_id)}/kick",
+                                   {"user_id": bot["user_id"]}, carol["token"]),
+                         403, "M_FORBIDDEN")
+        self.ok("POST", f"{V3}/rooms/{q(room_id)}/leave", {}, alice["token"])
+        left = self.sync(alice, since=since_alice)
+        self.assertNotIn(room_id, left["rooms"]["join"])
+        events = left["rooms"]["leave"][room_id]["timeline"]["events"]
+        self.assertEqual((events[-1]["type"], events[-1]["state_key"], events[-1]["sender"],
+                          events[-1]["content"]["membership"]),
+                         ("m.room.member", alice["user_id"], alice["user_id"], "leave"))
+
+        self.ok("POST", f"{V3}/rooms/{q(room_id)}/kick",
+                {"user_id": carol["user_id"], "reason": "table closed"}, bot["token"])
+        kicked = self.sync(carol, since=since_carol)
+        kick = kicked["rooms"]["leave"][room_id]["timeline"]["events"][-1]
+        self.assertEqual((kick["state_key"], kick["sender"], kick["content"]),
+                         (carol["user_id"], bot["user_id"],
+                          {"membership": "leave", "reason": "table closed"}))
+        self.assertEqual(kick["unsigned"]["prev_content"]["membership"], "join")
+        self.assertError(self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/t9",
+                                   {"body": "hi"}, carol["token"]), 403, "M_FORBIDDEN")
+        self.assertNotIn(room_id, self.ok("GET", V3 + "/joined_rooms",
+                                          token=carol["token"])["joined_rooms"])
+        # Left rooms are in an initial sync only when the filter asks for them.
+        self.assertNotIn(room_id, self.sync(carol)["rooms"]["leave"])
+        with_leave = self.sync(carol, sync_filter=json.dumps({"room": {"include_leave": True}}))
+        self.assertIn(room_id, with_leave["rooms"]["leave"])
+        # Invite-only: a kicked user cannot just come back.
+        self.assertError(self.call("POST", f"{V3}/rooms/{q(room_id)}/join", {}, carol["token"]),
+                         403, "M_FORBIDDEN")
+
+    # ---- faults ------------------------------------------------------------------------------
+
+    def test_fault_429_with_retry_after(self):
+        alice = self.make_user("alice")
+        self.faults({"path_regex": "/sync", "action": "429", "retry_after_ms": 1500})
+        limited = self.call("GET", V3 + "/sync", token=alice["token"])
+        self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
+        self.assertEqual(limited.json["retry_after_ms"], 1500)
+        self.assertEqual(limited.headers["Retry-After"], "2")
+        self.sync(alice)
+        self.assertEqual(self.ok("GET", "/_fake/faults")["faults"], [])
+        log = self.ok("GET", "/_fake/requests")["requests"]
+        self.assertEqual([(r["fault"], r["status"]) for r in log if "/sync" in r["path"]],
+                         [("429", 429), (None, 200)])
+
+    def test_fault_500_does_not_send(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        self.faults({"method": "PUT", "path_regex": "/send/", "action": "500", "count": 2})
+        self.sync(bot)                                 # other methods and paths unaffected
+        path = f"{V3}/rooms/{q(room_id)}/send/m.room.message/t1"
+        for _ in range(2):
+            self.assertError(self.call("PUT", path, {"body": "x"}, bot["token"]),
+                             500, "M_UNKNOWN")
+        self.assertEqual([e for e in self.room_events(room_id)
+                          if e["type"] == "m.room.message"], [])
+        self.ok("PUT", path, {"body": "x"}, bot["token"])
+
+    def test_fault_drop_after_processing_then_retry_is_deduplicated(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        self.faults({"method": "PUT", "path_regex": "/send/", "action": "drop"})
+        path = f"{V3}/rooms/{q(room_id)}/send/m.room.message/t1"
+        with self.assertRaises((http.client.HTTPException, ConnectionError,
+                                urllib.error.URLError)):
+            self.call("PUT", path, {"body": "x"}, bot["token"])
+        messages = [e for e in self.room_events(room_id) if e["type"] == "m.room.message"]
+        self.assertEqual(len(messages), 1)                # the server did process it
+        retry = self.ok("PUT", path, {"body": "x"}, bot["token"])
+        self.assertEqual(retry["event_id"], messages[0]["event_id"])
+        self.assertEqual(len([e for e in self.room_events(room_id)
+                              if e["type"] == "m.room.message"]), 1)
+
+    def test_fault_drop_before_anything(self):
+        alice = self.make_user("alice")
+        self.faults({"path_regex": "/sync", "action": "drop", "drop_after": "nothing"})
+        with self.assertRaises((http.client.HTTPException, ConnectionError,
+                                urllib.error.URLError)):
+            self.call("GET", V3 + "/sync", token=alice["token"])
+        self.sync(alice)
+
+    def test_fault_garbage_slow_and_huge(self):
+        alice = self.make_user("alice")
+        self.faults({"path_regex": "/sync", "action": "garbage"},
+                    {"path_regex": "/whoami", "action": "slow", "delay_ms": 300},
+                    {"path_regex": "/versions", "action": "huge"})
+        garbage = self.call("GET", V3 + "/sync", token=alice["token"])
+        self.assertEqual(garbage.status, 200)
+        self.assertIsNone(garbage.json)
+        started = time.monotonic()
+        self.ok("GET", V3 + "/account/whoami", token=alice["token"])
+        self.assertGreaterEqual(time.monotonic() - started, 0.3)
+        huge = self.call("GET", "/_matrix/client/versions")
+        self.assertEqual(huge.status, 200)
+        self.assertEqual(len(huge.raw), 5 * 1024 * 1024)
+
+    # ---- transport and control API -----------------------------------------------------------
+
+    def test_keep_alive_serves_several_requests_on_one_connection(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            for _ in range(3):
+                conn.request("GET", "/_matrix/client/versions")
+                resp = conn.getresponse()
+                self.assertEqual(resp.status, 200)
+                self.assertIn("v1.11", json.loads(resp.read())["versions"])
+        finally:
+            conn.close()
+
+    def test_control_api_acts_as_a_user(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        since = self.sync(bot)["next_batch"]
+        sent = self.ok("POST", f"/_fake/as/{q(alice['user_id'])}/send",
+                       {"room_id": room_id, "content": {"msgtype": "m.text", "body": "!new 304"}})
+        events = self.sync(bot, since=since)["rooms"]["join"][room_id]["timeline"]["events"]
+        self.assertEqual([e["event_id"] for e in events], [sent["event_id"]])
+        rooms = self.ok("GET", f"/_fake/as/{q(alice['user_id'])}{V3}/joined_rooms")
+        self.assertEqual(rooms["joined_rooms"], [room_id])
+        self.assertTrue(self.ok("GET", "/_fake/health")["ok"])
+
+
+class RestartTest(ServerCase):
+    """Kill -9 and restart with the same --state file: rooms, tokens, txn ids and sync
+    positions survive."""
+
+    def test_restart_keeps_rooms_tokens_and_sync_position(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            state = os.path.join(tmp, "hs.json")
+            proc, self.port = start_server(state=state)
+            try:
+                bot, alice = self.make_user("bot"), self.make_user("alice")
+                room_id = self.room_with(bot, alice)
+                first = self.send(bot, room_id, "before", "t1")
+                since = self.sync(bot)["next_batch"]
+                epoch = self.ok("GET", "/_fake/health")["epoch"]
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                proc.stdout.close()
+            proc, port = start_server(port=self.port, state=state)
+            try:
+                self.assertEqual(port, self.port)
+                self.assertEqual(self.ok("GET", "/_fake/health")["epoch"], epoch)
+                me = self.ok("GET", V3 + "/account/whoami", token=bot["token"])
+                self.assertEqual(me["device_id"], bot["device_id"])
+                quiet = self.sync(bot, since=since, timeout=0)
+                self.assertEqual(quiet["rooms"]["join"], {})
+                self.assertEqual(self.send(bot, room_id, "before", "t1"), first)
+                after = self.send(alice, room_id, "after", "t2")
+                news = self.sync(bot, since=since)["rooms"]["join"][room_id]
+                self.assertEqual([e["event_id"] for e in news["timeline"]["events"]], [after])
+                self.assertEqual(self.ok("GET", V3 + "/joined_rooms",
+                                         token=alice["token"])["joined_rooms"], [room_id])
+            finally:
+                stop_server(proc)
+
+
+if __name__ == "__main__":
+    unittest.main()
