@@ -398,8 +398,8 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
     const char *room = s ? s->t.room : q->room;
     board b = {c, text, sizeof text, 0, 0, room};
     if (!room) return answer(q, "standings belong to a room: ask there, or while you sit at a table.");
-    env_for(c, q->net);
-    if (s) b.used = table_match_text(&s->t, env_for(c, q->net), text, sizeof text);
+    const table_env *env = env_for(c, q->net); /* also the names board_row() reads */
+    if (s) b.used = table_match_text(&s->t, env, text, sizeof text);
     else b.used = (size_t)snprintf(text, sizeof text, "No match is running here.");
     if (m->arg[0]) {
         store_standing row;

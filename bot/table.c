@@ -158,6 +158,12 @@ static int seated(const table_seat *p) { return p->user[0] || p->bot; }
 
 static int computer_plays(const table_seat *p) { return p->bot || p->away || !p->user[0]; }
 
+/* A hand is being played: someone may be to act. */
+static int hand_in_play(const table *t)
+{
+    return t->started && !t->over && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE;
+}
+
 void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator,
                 const g304_rules *defaults)
 {
@@ -391,7 +397,7 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
             seat_label(t, env, seat, label, sizeof label);
             if (t->started && was_bot) out_room(out, NULL, "%s takes over from the computer player.", label);
             else out_room(out, NULL, "%s sits down.", label);
-            if (t->started && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE) {
+            if (hand_in_play(t)) {
                 char hand[RENDER_MAX + 32], cards[RENDER_MAX];
                 render_hand(&t->st, seat, cards, sizeof cards);
                 snprintf(hand, sizeof hand, "You now play %s. Your hand: %s", cmd_seat_name(seat), cards);
@@ -848,7 +854,7 @@ int table_auto(table *t, const table_env *env, table_out *out)
 
 int table_computer_to_act(const table *t)
 {
-    if (!t->started || t->over || t->hand_no == 0 || t->st.phase == G304_PHASE_DONE) return -1;
+    if (!hand_in_play(t)) return -1;
     int s = t->st.to_act;
     if (s == G304_NO_SEAT || !computer_plays(&t->seat[s])) return -1;
     return s;
@@ -873,7 +879,7 @@ int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, c
 
 static int human_to_act(const table *t)
 {
-    int s = t->started && !t->over && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE ? t->st.to_act : G304_NO_SEAT;
+    int s = hand_in_play(t) ? t->st.to_act : G304_NO_SEAT;
     return s != G304_NO_SEAT && !computer_plays(&t->seat[s]) ? s : -1;
 }
 
@@ -882,10 +888,8 @@ void table_note_turn(table *t, int64_t now)
     int s = human_to_act(t);
     uint8_t key = s < 0 ? G304_NO_SEAT : (uint8_t)s;
     if (key == t->turn_seat && t->turn_seq == t->seq) return;
-    if (key != t->turn_seat || t->turn_seq != t->seq) {
-        t->turn_since = now;
-        t->reminded = 0;
-    }
+    t->turn_since = now;
+    t->reminded = 0;
     t->turn_seat = key;
     t->turn_seq = t->seq;
 }
@@ -942,7 +946,7 @@ void table_prompt(table *t, const table_env *env, table_out *out)
 {
     char text[RENDER_MAX + 32], hand[RENDER_MAX];
     seat_names n;
-    if (t->prompted == t->seq || !t->started || t->over || t->hand_no == 0 || t->st.phase == G304_PHASE_DONE) return;
+    if (t->prompted == t->seq || !hand_in_play(t)) return;
     int s = t->st.to_act;
     if (s == G304_NO_SEAT || computer_plays(&t->seat[s])) return;
     t->prompted = t->seq;
