@@ -42,6 +42,9 @@ typedef struct {
     /* A user's name for people (display name, nick); writes into buf and returns it. May be
      * NULL: the user id is used. */
     const char *(*display_name)(void *ctx, const char *room, const char *user, char *buf, size_t len);
+    /* A room's name for people (shown at the head of private messages: "[Card night · table
+     * 3]"); writes into buf and returns it, or NULL to use the room id. May be NULL. */
+    const char *(*room_name)(void *ctx, const char *room, char *buf, size_t len);
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;

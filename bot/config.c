@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CFG_SEC_BOT, CFG_SEC_TIMERS, CFG_SEC_RULES, CFG_SEC_CONSOLE, CFG_SEC_COUNT };
+enum { CFG_SEC_BOT, CFG_SEC_TIMERS, CFG_SEC_RULES, CFG_SEC_MATRIX, CFG_SEC_CONSOLE, CFG_SEC_COUNT };
 
-static const char *const cfg_sections[CFG_SEC_COUNT] = {"bot", "timers", "rules", "console"};
-#define CFG_SECTION_LIST "sections: bot, timers, rules, console"
+static const char *const cfg_sections[CFG_SEC_COUNT] = {"bot", "timers", "rules", "matrix", "console"};
+#define CFG_SECTION_LIST "sections: bot, timers, rules, matrix, console"
 
 typedef enum {
     CFG_KIND_TEXT, /* a string into a char array; min..max characters, a character class */
@@ -69,6 +69,7 @@ typedef struct {
 #define CFG_NAME_CHARS "1 to 32 characters of A-Z a-z 0-9 _ . -"
 
 static const char *const cfg_log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const cfg_bools[] = {"true", "false", NULL};
 
 static const cfg_key cfg_keys[] = {
     CFG_TEXT(CFG_SEC_BOT, "prefix", prefix, 1, 8, CFG_CHARS_NO_BLANKS, "1 to 8 characters without blanks"),
@@ -80,6 +81,20 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "table_idle_close", table_idle_close, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "bot_delay_ms", bot_delay_ms, 0, 60000, "a number of milliseconds from 0 to 60000"),
+    CFG_TEXT(CFG_SEC_MATRIX, "homeserver", matrix_homeserver, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
+             "the homeserver's address, like https://matrix.example.org"),
+    CFG_TEXT(CFG_SEC_MATRIX, "user", matrix_user, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
+             "the bot's user id, like @cardroom:example.org"),
+    CFG_TEXT(CFG_SEC_MATRIX, "password", matrix_password, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "the bot account's password, up to 255 characters"),
+    CFG_TEXT(CFG_SEC_MATRIX, "access_token", matrix_access_token, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
+             "an access token of the bot account, up to 255 characters without blanks"),
+    CFG_TEXT(CFG_SEC_MATRIX, "device_name", matrix_device_name, 1, 63, CFG_CHARS_PRINTABLE,
+             "1 to 63 characters"),
+    CFG_TEXT(CFG_SEC_MATRIX, "invites", matrix_invites, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "user ids and server names separated by commas or blanks, or *"),
+    CFG_INT(CFG_SEC_MATRIX, "sync_timeout", matrix_sync_timeout, 1, 300, "a number of seconds from 1 to 300"),
+    CFG_WORD(CFG_SEC_MATRIX, "encrypt_direct_chats", matrix_encrypt_dms, cfg_bools, "true or false"),
     CFG_TEXT(CFG_SEC_CONSOLE, "user", console_user, 1, 32, CFG_CHARS_NAME, CFG_NAME_CHARS),
     CFG_TEXT(CFG_SEC_CONSOLE, "room", console_room, 1, 32, CFG_CHARS_NAME, CFG_NAME_CHARS),
 };
@@ -100,6 +115,9 @@ void cfg_defaults(cfg *c)
     c->table_idle_close = 86400;
     c->bot_delay_ms = 0;
     g304_rules_default(&c->rules);
+    strcpy(c->matrix_device_name, "cardroom");
+    c->matrix_sync_timeout = 30;
+    strcpy(c->matrix_encrypt_dms, "true");
     strcpy(c->console_user, "you");
     strcpy(c->console_room, "room");
 }

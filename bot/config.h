@@ -29,6 +29,15 @@ typedef struct {
     int bot_delay_ms;         /* pause before a computer player's move is shown, default 0 */
     /* [rules] — defaults for new 304 tables (any option of shared/rules/304.md) */
     g304_rules rules;
+    /* [matrix] — the bot on a Matrix homeserver (adapters/matrix); off while homeserver is "" */
+    char matrix_homeserver[CFG_STR];   /* base URL, "https://matrix.example.org" */
+    char matrix_user[CFG_STR];         /* the bot's user id, "@cardroom:example.org" */
+    char matrix_password[CFG_STR];     /* secret: better CARDROOM_MATRIX_PASSWORD */
+    char matrix_access_token[CFG_STR]; /* secret: better CARDROOM_MATRIX_ACCESS_TOKEN */
+    char matrix_device_name[64];       /* shown in the account's device list, default "cardroom" */
+    char matrix_invites[CFG_STR];      /* whose invites are accepted: user ids, server names, "*" */
+    int matrix_sync_timeout;           /* long-poll seconds, default 30 */
+    char matrix_encrypt_dms[8];        /* "true" (default): new direct chats ask for encryption */
     /* [console] */
     char console_user[64];    /* the terminal user's name, default "you" */
     char console_room[64];    /* the room's name, default "room" */

@@ -124,6 +124,13 @@ static const char *env_name(void *ctx, const char *room, const char *user, char 
     return buf;
 }
 
+static const char *env_room(void *ctx, const char *room, char *buf, size_t len)
+{
+    core *c = ctx;
+    const adapter *a = c->env_net ? net_of(c, c->env_net) : NULL;
+    return a && a->room_name ? a->room_name(a->ctx, room, buf, len) : NULL;
+}
+
 static const table_env *env_for(core *c, const char *net)
 {
     const adapter *a = net_of(c, net);
@@ -152,6 +159,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->env.judge = c->judge;
     c->env.seed = env_seed;
     c->env.display_name = env_name;
+    c->env.room_name = env_room;
     c->env.ctx = c;
     c->env.prefix = o->config->prefix;
     c->next_deadline = INT64_MAX;

@@ -98,11 +98,13 @@ static void out_room(table_out *o, const char *mention, const char *fmt, ...)
 }
 
 /* A private message names the room and table it belongs to. */
-static void out_private(table_out *o, const table *t, const char *user, const char *text)
+static void out_private(table_out *o, const table_env *env, const table *t, const char *user, const char *text)
 {
-    char line[2 * RENDER_MAX + TABLE_ROOM_MAX + 64];
+    char line[2 * RENDER_MAX + TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
+    const char *label = t->room;
     if (!o || !user[0]) return;
-    snprintf(line, sizeof line, "[%s · table %" PRId64 "] %s", t->room, t->id, text);
+    if (env && env->room_name && env->room_name(env->ctx, t->room, room, sizeof room)) label = room;
+    snprintf(line, sizeof line, "[%s · table %" PRId64 "] %s", label, t->id, text);
     out_text(o, user, NULL, line);
 }
 
@@ -255,7 +257,7 @@ static void say_events(const table *t, const table_env *env, const g304_events *
         }
         for (int s = 0; s < G304_SEATS; s++) {
             if (!t->seat[s].user[0] || !g304_event_visible(e, s)) continue;
-            if (render_event(&t->st, e, s, n.names, text, sizeof text)) out_private(out, t, t->seat[s].user, text);
+            if (render_event(&t->st, e, s, n.names, text, sizeof text)) out_private(out, env, t, t->seat[s].user, text);
         }
     }
 }
@@ -401,7 +403,7 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
                 char hand[RENDER_MAX + 32], cards[RENDER_MAX];
                 render_hand(&t->st, seat, cards, sizeof cards);
                 snprintf(hand, sizeof hand, "You now play %s. Your hand: %s", cmd_seat_name(seat), cards);
-                out_private(out, t, p->user, hand);
+                out_private(out, env, t, p->user, hand);
             }
         }
     } else if (strcmp(word, "bot") == 0) {
@@ -512,7 +514,7 @@ static void reply(table_out *out, const table *t, const table_env *env, const ch
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    if (is_private) out_private(out, t, user, text);
+    if (is_private) out_private(out, env, t, user, text);
     else out_room(out, NULL, "%s: %s", user_name(env, t, user, who, sizeof who), text);
 }
 
@@ -633,7 +635,7 @@ static void refuse_privately(table_out *out, const table *t, const table_env *en
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    out_private(out, t, user, text);
+    out_private(out, env, t, user, text);
     if (!is_private) reply(out, t, env, user, 0, "not allowed; I sent you the reason privately.");
 }
 
@@ -738,7 +740,7 @@ static void cmd_show(table *t, const table_env *env, const char *user, int is_pr
             return;
         }
         render_hand(&t->st, seat, text, sizeof text);
-        out_private(out, t, user, text);
+        out_private(out, env, t, user, text);
         if (!is_private) reply(out, t, env, user, 0, "I sent you your hand privately.");
         return;
     }
@@ -752,7 +754,7 @@ static void cmd_show(table *t, const table_env *env, const char *user, int is_pr
     } else {
         render_last(&t->st, viewer, n.names, text, sizeof text);
     }
-    if (is_private) out_private(out, t, user, text);
+    if (is_private) out_private(out, env, t, user, text);
     else out_room(out, NULL, "%s", text);
 }
 
@@ -955,7 +957,7 @@ void table_prompt(table *t, const table_env *env, table_out *out)
     if (t->st.phase == G304_PHASE_PLAY || t->st.phase == G304_PHASE_TRUMP) {
         render_hand(&t->st, s, hand, sizeof hand);
         snprintf(text, sizeof text, "Your turn. Your hand: %s", hand);
-        out_private(out, t, t->seat[s].user, text);
+        out_private(out, env, t, t->seat[s].user, text);
     }
     g304_action legal[G304_MAX_LEGAL];
     int nlegal = t->st.phase == G304_PHASE_BID4 ? g304_legal(&t->st, s, legal) : 0;
@@ -963,6 +965,6 @@ void table_prompt(table *t, const table_env *env, table_out *out)
         if (legal[i].kind == G304_DO_REDEAL) {
             snprintf(text, sizeof text, "Your four cards are worth %d points: you may ask for a redeal (%sredeal) "
                      "before you bid or pass.", cardset_points(t->st.hand[s]), env->prefix);
-            out_private(out, t, t->seat[s].user, text);
+            out_private(out, env, t, t->seat[s].user, text);
         }
 }

@@ -36,6 +36,9 @@ typedef struct {
     int (*seed)(void *ctx, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
     /* A user's name for people; writes into buf (may be NULL: the id is used). */
     const char *(*display_name)(void *ctx, const char *room, const char *user, char *buf, size_t len);
+    /* A room's name for people, for the head of private messages; writes into buf (may be
+     * NULL, or return NULL: the room id is used). */
+    const char *(*room_name)(void *ctx, const char *room, char *buf, size_t len);
     void *ctx;
     const char *prefix;        /* the command prefix, for hints */
     const char *private_how;   /* "in your direct chat with me" */

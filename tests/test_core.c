@@ -108,7 +108,7 @@ static void rig_core(rig *r)
                       .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
     r->core = core_new(&o, err, sizeof err);
     cr_assert_not_null(r->core, "%s", err);
-    adapter a = {NET, &r->net, mem_send, NULL, "in a private message"};
+    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message"};
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
 
@@ -254,7 +254,7 @@ static void table_of(rig *r, int64_t id, table *t)
 {
     entries l;
     char err[256];
-    table_env env = {r->judge, env_seed, NULL, r, "!", ""};
+    table_env env = {.judge = r->judge, .seed = env_seed, .ctx = r, .prefix = "!", .private_how = ""};
     journal_of(r, id, &l);
     table_init(t, id, NET, ROOM, "", &r->conf.rules);
     for (int i = 0; i < l.n; i++)

@@ -206,7 +206,7 @@ int console_run(const cfg *config, const console_options *o)
     core_options co = {.config = config, .db = k.db, .log = console_log, .log_ctx = &k,
                        .fixed_seed = o->fixed_seed, .seed = o->seed};
     k.core = core_new(&co, err, sizeof err);
-    adapter a = {NET, &k, console_send, console_name, "with /msg"};
+    adapter a = {.net = NET, .ctx = &k, .send = console_send, .display_name = console_name, .private_how = "with /msg"};
     int rc = 1;
     if (!k.core || core_add_adapter(k.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", k.core ? "cannot add the console" : err);
