@@ -104,6 +104,7 @@ enum store_stmt_id {
     ST_VERSION,
     ST_POSITION_GET,
     ST_POSITION_SET,
+    ST_POSITION_EACH,
     ST_TABLE_CREATE,
     ST_TABLE_CLOSE,
     ST_TABLE_TOUCH,
@@ -131,6 +132,8 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_VERSION] = "PRAGMA user_version",
     [ST_POSITION_GET] = "SELECT position FROM positions WHERE adapter = ?1",
+    [ST_POSITION_EACH] = "SELECT adapter, position FROM positions WHERE substr(adapter, 1, length(?1)) = ?1 "
+                         "ORDER BY adapter",
     [ST_POSITION_SET] = "INSERT INTO positions(adapter, position) VALUES (?1, ?2) "
                         "ON CONFLICT(adapter) DO UPDATE SET position = excluded.position",
     [ST_TABLE_CREATE] = "INSERT INTO tables(net, room, game, creator, created, touched) "
@@ -453,6 +456,22 @@ int store_position_get(store *s, const char *adapter, char *buf, size_t len)
                          len - 1);
     }
     store_copy_text(buf, len, st, 0);
+    store_reset(st);
+    return 0;
+}
+
+int store_position_each(store *s, const char *prefix, int (*fn)(void *ctx, const char *name, const char *position),
+                        void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_POSITION_EACH, "position each");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, prefix)) return store_fail(s, st, "position each");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0), *pos = (const char *)sqlite3_column_text(st, 1);
+        if (fn(ctx, name ? name : "", pos ? pos : "") != 0) break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_fail(s, st, "position each");
     store_reset(st);
     return 0;
 }

@@ -33,6 +33,11 @@ int store_rollback(store *s);
 /* Copies the position into buf; returns 1 if there is none yet, 0 if found, -1 on error. */
 int store_position_get(store *s, const char *adapter, char *buf, size_t len);
 int store_position_set(store *s, const char *adapter, const char *position);
+/* Calls fn for every position whose name starts with prefix, in name order (an adapter keeps
+ * more than its place this way: "matrix:dm:@alice:example.org"); fn returns non-zero to stop.
+ * fn must not call the store. */
+int store_position_each(store *s, const char *prefix, int (*fn)(void *ctx, const char *name, const char *position),
+                        void *ctx);
 
 /* ---- Tables ----
  * A table lives in a room of one network (net = adapter name, "console", "matrix", "irc").

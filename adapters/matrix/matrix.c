@@ -1,0 +1,864 @@
+/* matrix.c — the Matrix adapter (see matrix.h). */
+#include "matrix.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "mx_html.h"
+#include "mx_http.h"
+#include "mx_sync.h"
+
+#define NET "matrix"
+#define API "/_matrix/client/v3"
+#define KEY_TOKEN "matrix:token"
+#define KEY_DEVICE "matrix:device"
+#define KEY_USER "matrix:user"
+#define KEY_DM "matrix:dm:"
+#define SEND_TIMEOUT_MS 60000L
+#define BACKOFF_FIRST_MS 500
+#define BACKOFF_MAX_MS 30000
+#define HTML_MAX 65536
+#define LAT_MAX 4096
+
+/* One outbox message on its way. */
+typedef struct send_job {
+    void *owner;             /* the mx */
+    int64_t id;
+    char user[256];          /* private: to this user's direct chat */
+    char room[256];          /* where it goes ("" while the direct chat is being made) */
+    char *content;           /* the event content, JSON */
+    int attempts;
+    int64_t not_before;      /* ms: wait until then (a retry) */
+    int running;
+    struct send_job *next;
+} send_job;
+
+typedef struct {
+    const cfg *config;
+    const matrix_options *o;
+    store *db;
+    core *core;
+    mx_http *http;
+    mx_state *st;
+    char me[256], device[256], token[512], filter[128];
+    char since[1100];
+    int first;               /* the database's very first sync: learn the rooms, replay nothing */
+    int full_state;          /* ask for the full state (the first sync after a start) */
+    int sync_running, sync_errors;
+    int64_t sync_not_before;
+    int64_t sync_arrived_us; /* a sync answer was just handled (latency measurement) */
+    int sends_started;
+    send_job *jobs;
+    json_t *creating;        /* user → retry time: direct chats being made */
+    json_t *joining;         /* rooms being joined or declined */
+    int direct_dirty, direct_running;
+    int fatal;               /* stop with status 1 */
+    int relogin;             /* the token was refused: log in again */
+    /* figures */
+    int64_t syncs, events;
+    double lat[LAT_MAX];
+    int nlat;
+} mx;
+
+static volatile sig_atomic_t stop_now;
+static int stop_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_now = 1;
+    if (stop_pipe[1] >= 0) {
+        int saved = errno;
+        (void)!write(stop_pipe[1], "x", 1);
+        errno = saved;
+    }
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- logging (never a token, password or message body) ---- */
+
+static int log_wanted(const mx *m, core_log_level level)
+{
+    const char *l = m->config->log_level;
+    int want = strcmp(l, "error") == 0 ? 0 : strcmp(l, "warn") == 0 ? 1 : strcmp(l, "debug") == 0 ? 3 : 2;
+    return (int)level <= want;
+}
+
+static void mlog(mx *m, core_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void mlog(mx *m, core_log_level level, const char *fmt, ...)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    if (!log_wanted(m, level)) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(m->o->err, "cardroom: %s: %s\n", names[level], line);
+    fflush(m->o->err);
+}
+
+static void core_log(void *ctx, core_log_level level, const char *line)
+{
+    mx *m = ctx;
+    if (log_wanted(m, level)) mlog(m, level, "%s", line);
+}
+
+/* "M_FORBIDDEN: You are not in the room" from an error answer, for logs. */
+static const char *why(const mx_response *r, char *buf, size_t len)
+{
+    if (r->status == 0) {
+        snprintf(buf, len, "%s", r->error ? r->error : "no answer");
+        return buf;
+    }
+    json_t *j = json_loadb(r->body, r->len, 0, NULL);
+    json_t *code = json_object_get(j, "errcode"), *text = json_object_get(j, "error");
+    if (json_is_string(code))
+        snprintf(buf, len, "HTTP %ld %s: %.200s", r->status, json_string_value(code),
+                 json_is_string(text) ? json_string_value(text) : "");
+    else
+        snprintf(buf, len, "HTTP %ld%s", r->status, j ? "" : " (not JSON)");
+    json_decref(j);
+    return buf;
+}
+
+/* How long to wait before attempt number n+1: 429 as the server says (Retry-After or the
+ * body's retry_after_ms), else doubling from 0.5 s to 30 s, with ±25 % jitter. */
+static int64_t backoff_ms(const mx_response *r, int attempts)
+{
+    if (r && r->status == 429) {
+        long ms = r->retry_after_ms;
+        json_t *j = json_loadb(r->body, r->len, 0, NULL);
+        json_t *v = json_object_get(j, "retry_after_ms");
+        if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 3600000)
+            ms = (long)json_integer_value(v) > ms ? (long)json_integer_value(v) : ms;
+        json_decref(j);
+        if (ms >= 0) return ms;
+    }
+    int64_t ms = BACKOFF_FIRST_MS;
+    for (int i = 1; i < attempts && ms < BACKOFF_MAX_MS; i++) ms *= 2;
+    if (ms > BACKOFF_MAX_MS) ms = BACKOFF_MAX_MS;
+    int64_t jitter = (int64_t)randombytes_uniform((uint32_t)(ms / 2 + 1)) - ms / 4;
+    return ms + jitter;
+}
+
+static int retryable(const mx_response *r) { return r->status == 0 || r->status == 429 || r->status >= 500; }
+
+/* ---- blocking calls (start-up only) ---- */
+
+typedef struct {
+    int done;
+    long status;
+    char *body;
+    size_t len;
+    long retry_after_ms;
+    char why[512];
+} call;
+
+static void call_done(void *ctx, const mx_response *r)
+{
+    call *c = ctx;
+    c->done = 1;
+    c->status = r->status;
+    c->retry_after_ms = r->retry_after_ms;
+    c->body = malloc(r->len + 1);
+    if (c->body) {
+        memcpy(c->body, r->body, r->len);
+        c->body[r->len] = 0;
+        c->len = r->len;
+    }
+    why(r, c->why, sizeof c->why);
+}
+
+static void call_free(call *c)
+{
+    if (c->body) sodium_memzero(c->body, c->len);
+    free(c->body);
+    memset(c, 0, sizeof *c);
+}
+
+/* Runs one request to its end; retries network errors, 429 and 5xx until stopped. Returns 0
+ * with the answer in c (2xx or 4xx), or -1 when stopped. */
+static int call_run(mx *m, const char *method, const char *path, const char *body, call *c, const char *what)
+{
+    for (int attempt = 1;; attempt++) {
+        memset(c, 0, sizeof *c);
+        if (mx_http_request(m->http, method, path, body, SEND_TIMEOUT_MS, call_done, c) != 0) return -1;
+        while (!c->done) {
+            int fds[1] = {stop_pipe[0]};
+            mx_http_wait(m->http, fds, 1, 1000);
+            mx_http_work(m->http);
+            if (stop_now && !c->done) continue; /* let the request end; the caller stops */
+        }
+        mx_response r = {.status = c->status, .body = c->body ? c->body : "", .len = c->len,
+                         .retry_after_ms = c->retry_after_ms};
+        if (!retryable(&r)) return 0;
+        int64_t wait = backoff_ms(&r, attempt);
+        mlog(m, CORE_LOG_WARN, "%s: %s; trying again in %.1f s", what, c->why, (double)wait / 1000);
+        call_free(c);
+        for (int64_t until = mono_ms() + wait; !stop_now && mono_ms() < until;) {
+            int fds[1] = {stop_pipe[0]};
+            mx_http_wait(m->http, fds, 1, (int)(until - mono_ms()));
+        }
+        if (stop_now) return -1;
+    }
+}
+
+/* ---- start: who we are ---- */
+
+static int store_get(mx *m, const char *key, char *buf, size_t len)
+{
+    int rc = store_position_get(m->db, key, buf, len);
+    if (rc < 0) mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));
+    if (rc != 0) buf[0] = 0;
+    return rc < 0 ? -1 : 0;
+}
+
+static int store_put(mx *m, const char *key, const char *value)
+{
+    if (store_position_set(m->db, key, value) == 0) return 0;
+    mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));
+    return -1;
+}
+
+/* POST /login with the password (Client-Server API §"Login"), keeping the stored device id. */
+static int password_login(mx *m)
+{
+    const char *pw = m->config->matrix_password;
+    if (!*pw) {
+        mlog(m, CORE_LOG_ERROR, "matrix: no way to log in: give the bot's password in CARDROOM_MATRIX_PASSWORD "
+                                "(or an access token in CARDROOM_MATRIX_ACCESS_TOKEN)");
+        return -1;
+    }
+    json_t *req = json_pack("{s:s, s:{s:s, s:s}, s:s, s:s}", "type", "m.login.password", "identifier", "type",
+                            "m.id.user", "user", m->config->matrix_user, "password", pw,
+                            "initial_device_display_name", m->config->matrix_device_name);
+    if (m->device[0]) json_object_set_new(req, "device_id", json_string(m->device));
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    call c;
+    mx_http_set_token(m->http, "");
+    int rc = call_run(m, "POST", API "/login", body, &c, "logging in");
+    sodium_memzero(body, strlen(body));
+    free(body);
+    if (rc != 0) return -1;
+    json_t *a = c.status == 200 ? json_loadb(c.body, c.len, 0, NULL) : NULL;
+    const char *token = json_string_value(json_object_get(a, "access_token"));
+    const char *device = json_string_value(json_object_get(a, "device_id"));
+    if (!token || !device || strlen(token) >= sizeof m->token || strlen(device) >= sizeof m->device) {
+        mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refused the login of %s: %s", m->config->matrix_user,
+             c.status == 200 ? "the answer has no access token" : c.why);
+        json_decref(a);
+        call_free(&c);
+        return -1;
+    }
+    snprintf(m->token, sizeof m->token, "%s", token);
+    snprintf(m->device, sizeof m->device, "%s", device);
+    json_decref(a);
+    call_free(&c);
+    if (store_begin(m->db) != 0 || store_put(m, KEY_TOKEN, m->token) != 0 || store_put(m, KEY_DEVICE, m->device) != 0 ||
+        store_commit(m->db) != 0) {
+        store_rollback(m->db);
+        return -1;
+    }
+    mx_http_set_token(m->http, m->token);
+    mlog(m, CORE_LOG_INFO, "matrix: logged in as %s on device %s", m->config->matrix_user, m->device);
+    return 0;
+}
+
+/* GET /account/whoami: the token must belong to the configured user. Returns 0, 1 if the
+ * token was refused, -1 on failure. */
+static int whoami(mx *m)
+{
+    call c;
+    if (call_run(m, "GET", API "/account/whoami", NULL, &c, "checking the access token") != 0) return -1;
+    if (c.status == 401) {
+        call_free(&c);
+        return 1;
+    }
+    json_t *a = c.status == 200 ? json_loadb(c.body, c.len, 0, NULL) : NULL;
+    const char *user = json_string_value(json_object_get(a, "user_id"));
+    const char *device = json_string_value(json_object_get(a, "device_id"));
+    int rc = 0;
+    if (!user || strlen(user) >= sizeof m->me) {
+        mlog(m, CORE_LOG_ERROR, "matrix: whoami failed: %s", c.status == 200 ? "no user_id in the answer" : c.why);
+        rc = -1;
+    } else if (m->config->matrix_user[0] && strcmp(user, m->config->matrix_user) != 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: the access token belongs to %s, not to %s ([matrix] user)", user,
+             m->config->matrix_user);
+        rc = -1;
+    } else {
+        snprintf(m->me, sizeof m->me, "%s", user);
+        if (device && strlen(device) < sizeof m->device) snprintf(m->device, sizeof m->device, "%s", device);
+    }
+    json_decref(a);
+    call_free(&c);
+    return rc;
+}
+
+static int load_dm(void *ctx, const char *name, const char *room)
+{
+    mx *m = ctx;
+    if (*room) mx_state_set_dm(m->st, name + strlen(KEY_DM), room);
+    return 0;
+}
+
+static int start_up(mx *m)
+{
+    char stored_user[256];
+    if (store_get(m, KEY_DEVICE, m->device, sizeof m->device) || store_get(m, KEY_USER, stored_user, sizeof stored_user))
+        return -1;
+    int from_store = 0;
+    if (m->config->matrix_access_token[0]) {
+        snprintf(m->token, sizeof m->token, "%s", m->config->matrix_access_token);
+    } else {
+        if (store_get(m, KEY_TOKEN, m->token, sizeof m->token)) return -1;
+        from_store = m->token[0] != 0;
+        if (!from_store && password_login(m) != 0) return -1;
+    }
+    mx_http_set_token(m->http, m->token);
+    int rc = whoami(m);
+    if (rc == 1 && from_store) {
+        mlog(m, CORE_LOG_WARN, "matrix: the stored access token is no longer valid; logging in again");
+        if (password_login(m) != 0) return -1;
+        rc = whoami(m);
+    }
+    if (rc == 1) mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refuses the access token (M_UNKNOWN_TOKEN)");
+    if (rc != 0) return -1;
+    if (stored_user[0] && strcmp(stored_user, m->me) != 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: this database belongs to %s, not %s: use another database", stored_user, m->me);
+        return -1;
+    }
+    if (!stored_user[0] && store_put(m, KEY_USER, m->me) != 0) return -1;
+    m->st = mx_state_new(m->me, m->config->matrix_invites);
+    if (!m->st) return -1;
+
+    /* The filter (Client-Server API §"Filtering"): room events we read, nothing we do not. */
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/user/%s/filter", mx_http_escape(m->me, esc, sizeof esc));
+    static const char filter[] =
+        "{\"presence\":{\"not_types\":[\"*\"]},\"account_data\":{\"types\":[\"m.direct\"]},"
+        "\"room\":{\"timeline\":{\"limit\":100},\"ephemeral\":{\"not_types\":[\"*\"]},"
+        "\"account_data\":{\"not_types\":[\"*\"]}}}";
+    call c;
+    if (call_run(m, "POST", path, filter, &c, "making the sync filter") != 0) return -1;
+    json_t *a = c.status == 200 ? json_loadb(c.body, c.len, 0, NULL) : NULL;
+    const char *id = json_string_value(json_object_get(a, "filter_id"));
+    if (id && strlen(id) < sizeof m->filter) snprintf(m->filter, sizeof m->filter, "%s", id);
+    else mlog(m, CORE_LOG_WARN, "matrix: no sync filter (%s); syncing without one", c.why);
+    json_decref(a);
+    call_free(&c);
+
+    /* Direct chats: those we made (the store), then the account's m.direct. */
+    if (store_position_each(m->db, KEY_DM, load_dm, m) != 0) return -1;
+    snprintf(path, sizeof path, API "/user/%s/account_data/m.direct", esc);
+    if (call_run(m, "GET", path, NULL, &c, "reading m.direct") != 0) return -1;
+    if (c.status == 200) mx_state_read_direct(m->st, c.body, c.len);
+    call_free(&c);
+
+    if (store_get(m, NET, m->since, sizeof m->since)) return -1;
+    m->first = m->since[0] == 0;
+    m->full_state = 1;
+    mlog(m, CORE_LOG_INFO, "matrix: %s on device %s, %s", m->me, m->device,
+         m->first ? "first start: old messages are not replayed" : "resuming");
+    return 0;
+}
+
+/* ---- direct chats ---- */
+
+static void save_direct(mx *m);
+
+static void direct_saved(void *ctx, const mx_response *r)
+{
+    mx *m = ctx;
+    char buf[300];
+    m->direct_running = 0;
+    if (r->status != 200 && strcmp(r->error ? r->error : "", "cancelled") != 0) {
+        mlog(m, CORE_LOG_WARN, "matrix: cannot save m.direct: %s", why(r, buf, sizeof buf));
+        m->direct_dirty = 1;
+    }
+}
+
+/* PUT the direct chats we know as m.direct (one request at a time). */
+static void save_direct(mx *m)
+{
+    if (m->direct_running || !m->direct_dirty) return;
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/user/%s/account_data/m.direct", mx_http_escape(m->me, esc, sizeof esc));
+    char *body = mx_state_direct_json(m->st);
+    if (body && mx_http_request(m->http, "PUT", path, body, SEND_TIMEOUT_MS, direct_saved, m) == 0) {
+        m->direct_running = 1;
+        m->direct_dirty = 0;
+    }
+    free(body);
+}
+
+static void set_dm(mx *m, const char *user, const char *room)
+{
+    char key[300];
+    mx_state_set_dm(m->st, user, room);
+    snprintf(key, sizeof key, KEY_DM "%s", user);
+    if (store_put(m, key, room) != 0) m->fatal = 1;
+    m->direct_dirty = 1;
+}
+
+typedef struct {
+    mx *m;
+    char user[256];
+} dm_req;
+
+static void dm_created(void *ctx, const mx_response *r)
+{
+    dm_req *d = ctx;
+    mx *m = d->m;
+    char buf[300];
+    json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    const char *room = json_string_value(json_object_get(a, "room_id"));
+    if (room && strlen(room) < 256) {
+        json_object_del(m->creating, d->user);
+        set_dm(m, d->user, room);
+        mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->user);
+    } else if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) {
+        json_object_del(m->creating, d->user);
+    } else {
+        int64_t wait = backoff_ms(r, 3);
+        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->user,
+             r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
+        json_object_set_new(m->creating, d->user, json_integer(mono_ms() + wait)); /* not running: retried */
+    }
+    json_decref(a);
+    free(d);
+}
+
+/* Starts making the direct chat with user (Client-Server API §"Direct Messaging"). */
+static void open_dm(mx *m, const char *user)
+{
+    json_t *t = json_object_get(m->creating, user);
+    if (t && (json_integer_value(t) < 0 || json_integer_value(t) > mono_ms())) return; /* running or waiting */
+    json_t *req = json_pack("{s:s, s:b, s:[s]}", "preset", "trusted_private_chat", "is_direct", 1, "invite", user);
+    if (strcmp(m->config->matrix_encrypt_dms, "true") == 0)
+        json_object_set_new(req, "initial_state",
+                            json_pack("[{s:s, s:s, s:{s:s}}]", "type", "m.room.encryption", "state_key", "",
+                                      "content", "algorithm", "m.megolm.v1.aes-sha2"));
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    dm_req *d = calloc(1, sizeof *d);
+    if (d && body) {
+        d->m = m;
+        snprintf(d->user, sizeof d->user, "%s", user);
+        if (mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0)
+            json_object_set_new(m->creating, user, json_integer(-1));
+        else
+            free(d);
+    } else {
+        free(d);
+    }
+    free(body);
+}
+
+/* ---- sending ---- */
+
+static void start_job(mx *m, send_job *j);
+
+static void job_remove(mx *m, send_job *j)
+{
+    for (send_job **p = &m->jobs; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            break;
+        }
+    free(j->content);
+    free(j);
+}
+
+static void job_done(void *ctx, const mx_response *r)
+{
+    send_job *j = ctx;
+    mx *m = j->owner;
+    char buf[300];
+    j->running = 0;
+    if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) return;
+    json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    int ok = json_is_string(json_object_get(a, "event_id"));
+    json_decref(a);
+    if (ok) {
+        if (core_sent(m->core, j->id) != 0) m->fatal = 1;
+        job_remove(m, j);
+        return;
+    }
+    j->attempts++;
+    if (r->status == 401) {
+        m->relogin = 1;
+        j->not_before = mono_ms();
+        return;
+    }
+    if (r->status == 200 || retryable(r)) {
+        int64_t wait = backoff_ms(r->status == 200 ? NULL : r, j->attempts);
+        mlog(m, j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO, "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
+             j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
+        j->not_before = mono_ms() + wait;
+        return;
+    }
+    if (j->user[0] && r->status == 403) {
+        /* the direct chat is gone (we were removed): make a new one */
+        mlog(m, CORE_LOG_WARN, "matrix: the direct chat with %s refuses messages (%s); opening a new one", j->user,
+             why(r, buf, sizeof buf));
+        char key[300];
+        snprintf(key, sizeof key, KEY_DM "%s", j->user);
+        mx_state_forget_dm(m->st, j->user);
+        if (store_put(m, key, "") != 0) m->fatal = 1;
+        j->room[0] = 0;
+        j->not_before = mono_ms();
+        return;
+    }
+    mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
+         j->user[0] ? j->user : j->room, why(r, buf, sizeof buf));
+    if (core_sent(m->core, j->id) != 0) m->fatal = 1;
+    job_remove(m, j);
+}
+
+static void start_job(mx *m, send_job *j)
+{
+    if (!j->room[0]) {
+        const char *room = mx_state_dm_room(m->st, j->user);
+        if (!room || !*room) {
+            open_dm(m, j->user);
+            return;
+        }
+        snprintf(j->room, sizeof j->room, "%s", room);
+    }
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/rooms/%s/send/m.room.message/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc),
+             j->id);
+    if (mx_http_request(m->http, "PUT", path, j->content, SEND_TIMEOUT_MS, job_done, j) == 0) {
+        j->running = 1;
+        m->sends_started++;
+    }
+}
+
+static const char *mx_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
+{
+    mx *m = ctx;
+    return m->st ? mx_state_display_name(m->st, room, user, buf, len) : NULL;
+}
+
+static const char *mx_room_name(void *ctx, const char *room, char *buf, size_t len)
+{
+    mx *m = ctx;
+    return m->st ? mx_state_room_name(m->st, room, buf, len) : NULL;
+}
+
+/* The event content of an outbox message (Client-Server API §"m.room.message", m.notice; the
+ * player mentioned per §"User and room mentions"). */
+static char *content_of(mx *m, const store_msg *msg)
+{
+    static char html[HTML_MAX];
+    char name[512];
+    const char *mention = msg->mention[0] ? msg->mention : NULL;
+    const char *shown = mention ? mx_display_name(m, msg->room, mention, name, sizeof name) : NULL;
+    if (mention && !shown) shown = mention;
+    size_t n = mx_html(msg->text, mention, shown, html, sizeof html);
+    json_t *c = json_pack("{s:s, s:s}", "msgtype", "m.notice", "body", msg->text);
+    if (!c) return NULL;
+    if (n < sizeof html) {
+        json_object_set_new(c, "format", json_string("org.matrix.custom.html"));
+        json_object_set_new(c, "formatted_body", json_string(html));
+    }
+    json_object_set_new(c, "m.mentions", mention ? json_pack("{s:[s]}", "user_ids", mention) : json_object());
+    char *text = json_dumps(c, JSON_COMPACT);
+    json_decref(c);
+    return text;
+}
+
+static int mx_send(void *ctx, const store_msg *msg)
+{
+    mx *m = ctx;
+    send_job *j = calloc(1, sizeof *j);
+    if (!j || !(j->content = content_of(m, msg))) {
+        free(j);
+        return ADAPTER_LATER;
+    }
+    j->owner = m;
+    j->id = msg->id;
+    if (msg->user[0]) snprintf(j->user, sizeof j->user, "%s", msg->user);
+    else snprintf(j->room, sizeof j->room, "%s", msg->room);
+    j->next = m->jobs;
+    m->jobs = j;
+    start_job(m, j);
+    return ADAPTER_QUEUED;
+}
+
+/* ---- sync ---- */
+
+typedef struct {
+    mx *m;
+    char room[256];
+} join_req;
+
+static void joined(void *ctx, const mx_response *r)
+{
+    join_req *q = ctx;
+    char buf[300];
+    if (r->status != 200 && !(r->error && strcmp(r->error, "cancelled") == 0))
+        mlog(q->m, CORE_LOG_WARN, "matrix: cannot join or leave %s: %s", q->room, why(r, buf, sizeof buf));
+    json_object_del(q->m->joining, q->room);
+    free(q);
+}
+
+static void join_or_leave(mx *m, const char *room, int join)
+{
+    if (json_object_get(m->joining, room)) return;
+    char esc[800], path[1024];
+    join_req *copy = calloc(1, sizeof *copy);
+    if (!copy) return;
+    copy->m = m;
+    snprintf(copy->room, sizeof copy->room, "%s", room);
+    if (join) snprintf(path, sizeof path, API "/join/%s", mx_http_escape(room, esc, sizeof esc));
+    else snprintf(path, sizeof path, API "/rooms/%s/leave", mx_http_escape(room, esc, sizeof esc));
+    if (mx_http_request(m->http, "POST", path, "{}", SEND_TIMEOUT_MS, joined, copy) == 0) {
+        json_object_set_new(m->joining, room, json_true());
+        mlog(m, CORE_LOG_INFO, "matrix: %s %s", join ? "joining" : "declining the invite to", room);
+    } else {
+        free(copy);
+    }
+}
+
+static void sync_done(void *ctx, const mx_response *r)
+{
+    mx *m = ctx;
+    char err[512], buf[300];
+    m->sync_running = 0;
+    if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) return;
+    if (r->status == 401) {
+        m->relogin = 1;
+        return;
+    }
+    mx_sync_out out;
+    if (r->status == 200 && mx_sync_read(m->st, r->body, r->len, m->first, &out, err, sizeof err) == 0) {
+        int64_t t0 = mono_us();
+        if (core_batch(m->core, NET, out.ev, out.nev, out.next_batch) != 0) {
+            mlog(m, CORE_LOG_ERROR, "matrix: the store failed; stopping (a restart resumes from the last batch)");
+            m->fatal = 1;
+            mx_sync_done(&out);
+            return;
+        }
+        snprintf(m->since, sizeof m->since, "%s", out.next_batch);
+        for (int i = 0; i < out.njoin; i++) join_or_leave(m, out.join[i], 1);
+        for (int i = 0; i < out.ndecline; i++) join_or_leave(m, out.decline[i], 0);
+        if (out.direct_changed) {
+            /* chats learnt from is_direct invites: keep them across restarts */
+            for (int i = 0; i < out.njoin; i++) {
+                const char *u = mx_state_dm_user(m->st, out.join[i]);
+                if (u) set_dm(m, u, out.join[i]);
+            }
+            m->direct_dirty = 1;
+        }
+        if (out.limited) mlog(m, CORE_LOG_WARN, "matrix: %d room(s) had more new events than one sync gives; older ones "
+                                                "were skipped", out.limited);
+        if (m->first && out.nev == 0) mlog(m, CORE_LOG_INFO, "matrix: in %d room(s); listening", mx_state_room_count(m->st));
+        m->syncs++;
+        m->events += out.events_seen;
+        if (out.nev) m->sync_arrived_us = t0;
+        m->first = 0;
+        m->full_state = 0;
+        m->sync_errors = 0;
+        m->sync_not_before = 0;
+        mx_sync_done(&out);
+        return;
+    }
+    m->sync_errors++;
+    int64_t wait = backoff_ms(r->status == 200 ? NULL : r, m->sync_errors);
+    mlog(m, m->sync_errors > 1 ? CORE_LOG_WARN : CORE_LOG_INFO, "matrix: sync failed (%s); trying again in %.1f s",
+         r->status == 200 ? err : why(r, buf, sizeof buf), (double)wait / 1000);
+    if (r->status != 200 && r->status != 0 && r->status < 500 && r->status != 429)
+        mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refuses to sync: %s", why(r, buf, sizeof buf));
+    m->sync_not_before = mono_ms() + wait;
+}
+
+static void start_sync(mx *m)
+{
+    char path[2048], esc[1200], fesc[300];
+    int timeout = m->first || m->full_state || m->sync_errors ? 0 : m->config->matrix_sync_timeout * 1000;
+    int n = snprintf(path, sizeof path, API "/sync?timeout=%d", timeout);
+    if (m->filter[0]) n += snprintf(path + n, sizeof path - (size_t)n, "&filter=%s", mx_http_escape(m->filter, fesc, sizeof fesc));
+    if (m->since[0]) n += snprintf(path + n, sizeof path - (size_t)n, "&since=%s", mx_http_escape(m->since, esc, sizeof esc));
+    if (m->full_state && m->since[0]) snprintf(path + n, sizeof path - (size_t)n, "&full_state=true");
+    if (mx_http_request(m->http, "GET", path, NULL, (long)timeout + 30000L, sync_done, m) == 0) m->sync_running = 1;
+}
+
+/* ---- the loop ---- */
+
+static void start_due(mx *m)
+{
+    int64_t now = mono_ms();
+    for (send_job *j = m->jobs; j; j = j->next)
+        if (!j->running && j->not_before <= now) start_job(m, j);
+    save_direct(m);
+}
+
+static int64_t next_due(mx *m)
+{
+    int64_t t = INT64_MAX;
+    for (send_job *j = m->jobs; j; j = j->next) /* those without a room wait for their direct chat */
+        if (!j->running && j->room[0] && j->not_before < t) t = j->not_before;
+    const char *u;
+    json_t *v;
+    json_object_foreach(m->creating, u, v) {
+        if (json_integer_value(v) >= 0 && json_integer_value(v) < t) t = json_integer_value(v);
+    }
+    if (!m->sync_running && m->sync_not_before < t) t = m->sync_not_before;
+    return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(mx *m)
+{
+    if (m->nlat == 0) {
+        mlog(m, CORE_LOG_INFO, "matrix: %" PRId64 " sync answers, %" PRId64 " events", m->syncs, m->events);
+        return;
+    }
+    qsort(m->lat, (size_t)m->nlat, sizeof m->lat[0], cmp_double);
+    mlog(m, CORE_LOG_INFO,
+         "matrix: %" PRId64 " sync answers, %" PRId64 " events; sync answer to first send: p50 %.3f ms, p99 %.3f ms "
+         "(%d samples)",
+         m->syncs, m->events, m->lat[m->nlat / 2], m->lat[(m->nlat * 99) / 100], m->nlat);
+}
+
+static int relogin(mx *m)
+{
+    m->relogin = 0;
+    if (m->config->matrix_access_token[0] || !m->config->matrix_password[0]) {
+        mlog(m, CORE_LOG_ERROR, "matrix: the homeserver no longer accepts the bot's access token; give a new one");
+        return -1;
+    }
+    mlog(m, CORE_LOG_WARN, "matrix: the access token was refused; logging in again");
+    return password_login(m);
+}
+
+static int loop(mx *m)
+{
+    while (!stop_now && !m->fatal) {
+        if (m->relogin && relogin(m) != 0) return 1;
+        if (!m->sync_running && mono_ms() >= m->sync_not_before) start_sync(m);
+        start_due(m);
+        if (core_tick(m->core) < 0 || core_flush(m->core) < 0) return 1;
+        mx_http_work(m->http);
+        if (m->sync_arrived_us) {
+            int before = m->sends_started;
+            if (core_flush(m->core) < 0) return 1;
+            mx_http_work(m->http); /* the new requests leave now */
+            if (m->sends_started > before && m->nlat < LAT_MAX)
+                m->lat[m->nlat++] = (double)(mono_us() - m->sync_arrived_us) / 1000.0;
+            m->sync_arrived_us = 0;
+            continue;
+        }
+        int64_t now = mono_ms(), due = next_due(m), deadline = core_next_deadline(m->core);
+        int64_t wait = 1000;
+        if (due != INT64_MAX && due - now < wait) wait = due - now;
+        if (deadline != INT64_MAX) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+            if (deadline - wall < wait) wait = deadline - wall;
+        }
+        int fds[2] = {core_wake_fd(m->core), stop_pipe[0]};
+        mx_http_wait(m->http, fds, 2, wait < 0 ? 0 : (int)wait);
+        mx_http_work(m->http);
+    }
+    return m->fatal ? 1 : 0;
+}
+
+int matrix_run(const cfg *config, const matrix_options *o)
+{
+    mx m = {.config = config, .o = o};
+    char err[512];
+    int rc = 1;
+    if (strncmp(config->matrix_homeserver, "https://", 8) != 0 && strncmp(config->matrix_homeserver, "http://", 7) != 0) {
+        fprintf(o->err, "cardroom: [matrix] homeserver: must be an address like https://matrix.example.org\n");
+        return 2;
+    }
+    if (config->matrix_user[0] != '@' || !strchr(config->matrix_user, ':')) {
+        fprintf(o->err, "cardroom: [matrix] user: must be the bot's full user id, like @cardroom:example.org\n");
+        return 2;
+    }
+    if (pipe(stop_pipe) != 0) return 1;
+    fcntl(stop_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    const char *path = o->db ? o->db : config->database;
+    if (store_open(&m.db, path, err, sizeof err) != 0) {
+        fprintf(o->err, "cardroom: %s\n", err);
+        goto done;
+    }
+    if (strcmp(path, ":memory:") != 0) chmod(path, 0600); /* it holds the bot's access token */
+    m.http = mx_http_new(config->matrix_homeserver, err, sizeof err);
+    m.creating = json_object();
+    m.joining = json_object();
+    if (!m.http || !m.creating || !m.joining) {
+        fprintf(o->err, "cardroom: %s\n", m.http ? "out of memory" : err);
+        goto done;
+    }
+    if (start_up(&m) != 0) {
+        rc = stop_now ? 0 : 1;
+        goto done;
+    }
+    core_options co = {.config = config, .db = m.db, .log = core_log, .log_ctx = &m, .fixed_seed = o->fixed_seed,
+                       .seed = o->seed};
+    m.core = core_new(&co, err, sizeof err);
+    adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
+                 .private_how = "in your direct chat with me"};
+    if (!m.core || core_add_adapter(m.core, &a) != 0) {
+        fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
+        goto done;
+    }
+    if (core_restore(m.core) < 0) goto done;
+    rc = loop(&m);
+    report(&m);
+done:
+    mx_http_free(m.http); /* cancels what is running; unsent messages stay in the outbox */
+    while (m.jobs) job_remove(&m, m.jobs);
+    core_free(m.core);
+    mx_state_free(m.st);
+    json_decref(m.creating);
+    json_decref(m.joining);
+    store_close(m.db);
+    sodium_memzero(m.token, sizeof m.token);
+    close(stop_pipe[0]);
+    close(stop_pipe[1]);
+    stop_pipe[0] = stop_pipe[1] = -1;
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* matrix.h — the Matrix adapter: the bot as a Matrix account (design.md, Matrix).
+ *
+ * One thread runs everything: libcurl's multi interface carries the /sync long-poll, the
+ * sends, joins and direct-chat creation side by side, and the loop waits on its connections
+ * together with the computer players' wake-up descriptor and the core's timers.
+ *
+ * Start: an access token from the config or the environment, else the one stored from an
+ * earlier password login, else a password login (whose device id and token are stored and
+ * reused: never /logout); GET /account/whoami must name the configured user; a sync filter.
+ * The very first sync of a new database only learns the rooms: old commands are not replayed.
+ * After a restart the first sync asks for the full state (members, names, power levels),
+ * since the token stored with the last batch.
+ *
+ * Each /sync answer is one core_batch() with its next_batch as the position: the moves it
+ * carries, the messages they cause and the new token are stored in one transaction. Messages
+ * go out from the core's outbox: m.notice with an HTML formatted_body, the player to act
+ * mentioned, PUT …/send/m.room.message/cr<outbox id> so a retry after a crash cannot post twice;
+ * 429 waits as long as the server asks, 5xx and network errors back off exponentially with
+ * jitter, and nothing is dropped but a message the server refuses for good (4xx).
+ *
+ * A private message goes to the player's direct chat, created on first need (is_direct,
+ * trusted_private_chat, m.room.encryption in initial_state) and recorded in the store and in
+ * the bot's m.direct account data. Messages in a direct chat are private commands. */
+#ifndef CARDROOM_MATRIX_H
+#define CARDROOM_MATRIX_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+typedef struct {
+    const char *db;        /* database path (NULL: the config's) */
+    int fixed_seed;        /* --seed N */
+    uint64_t seed;
+    FILE *err;             /* the log */
+} matrix_options;
+
+/* Runs the bot on the configured homeserver until SIGTERM or SIGINT. Returns the exit status:
+ * 0 stopped, 1 a failure (store, login refused, wrong account), 2 a bad setting. */
+int matrix_run(const cfg *config, const matrix_options *o);
+
+#endif

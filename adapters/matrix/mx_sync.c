@@ -1,0 +1,473 @@
+/* mx_sync.c — room state and the reading of /sync answers (see mx_sync.h).
+ *
+ * The state is kept in jansson objects (hash tables):
+ *   rooms: { room_id: { "members": { user: {"name": displayname|null, "ms": membership} },
+ *                       "pl": power levels content, "creator": user, "name": …, "alias": … } }
+ *   dm_user: { user: room }   dm_room: { room: user } */
+#include "mx_sync.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MX_ID_MAX 255      /* longer ids are not kept (the core ignores them too) */
+#define MX_BATCH_MAX 1024  /* a next_batch token longer than this is refused */
+
+struct mx_state {
+    char *me;
+    char *server;       /* the part of me after the first ':' */
+    char *invites;
+    json_t *rooms, *dm_user, *dm_room;
+};
+
+static const char *server_of(const char *id)
+{
+    const char *c = id ? strchr(id, ':') : NULL;
+    return c ? c + 1 : "";
+}
+
+mx_state *mx_state_new(const char *me, const char *invites)
+{
+    mx_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->me = strdup(me);
+    s->server = strdup(server_of(me));
+    s->invites = strdup(invites ? invites : "");
+    s->rooms = json_object();
+    s->dm_user = json_object();
+    s->dm_room = json_object();
+    if (!s->me || !s->server || !s->invites || !s->rooms || !s->dm_user || !s->dm_room) {
+        mx_state_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void mx_state_free(mx_state *s)
+{
+    if (!s) return;
+    free(s->me);
+    free(s->server);
+    free(s->invites);
+    json_decref(s->rooms);
+    json_decref(s->dm_user);
+    json_decref(s->dm_room);
+    free(s);
+}
+
+/* ---- small readers that never trust the shape ---- */
+
+static const char *str_of(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static json_t *obj_of(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_object(v) ? v : NULL;
+}
+
+static json_t *arr_of(json_t *o, const char *key)
+{
+    json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
+    return json_is_array(v) ? v : NULL;
+}
+
+/* A power level: an integer, or (older rooms) a string of digits. */
+static int level_of(json_t *v, long long *out)
+{
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return 1;
+    }
+    if (json_is_string(v)) {
+        char *end;
+        const char *p = json_string_value(v);
+        long long x = strtoll(p, &end, 10);
+        if (end != p && *end == 0) {
+            *out = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int id_ok(const char *id) { return id && *id && strlen(id) <= MX_ID_MAX; }
+
+/* ---- invites ---- */
+
+int mx_state_invite_allowed(const mx_state *s, const char *user)
+{
+    if (!id_ok(user)) return 0;
+    const char *p = s->invites;
+    int any = 0;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        const char *w = p;
+        while (*p && *p != ' ' && *p != ',' && *p != '\t') p++;
+        size_t n = (size_t)(p - w);
+        if (!n) continue;
+        any = 1;
+        if (n == 1 && *w == '*') return 1;
+        if (*w == '@') {
+            if (strlen(user) == n && memcmp(user, w, n) == 0) return 1;
+        } else {
+            const char *srv = server_of(user);
+            if (strlen(srv) == n && memcmp(srv, w, n) == 0) return 1;
+        }
+    }
+    return !any && strcmp(server_of(user), s->server) == 0;
+}
+
+/* ---- direct chats ---- */
+
+const char *mx_state_dm_room(const mx_state *s, const char *user)
+{
+    return user ? str_of(s->dm_user, user) : NULL;
+}
+
+const char *mx_state_dm_user(const mx_state *s, const char *room)
+{
+    return room ? str_of(s->dm_room, room) : NULL;
+}
+
+void mx_state_set_dm(mx_state *s, const char *user_in, const char *room_in)
+{
+    char user[MX_ID_MAX + 1], room[MX_ID_MAX + 1];
+    if (!id_ok(user_in) || !id_ok(room_in) || strcmp(user_in, s->me) == 0) return;
+    snprintf(user, sizeof user, "%s", user_in); /* the strings may belong to the maps */
+    snprintf(room, sizeof room, "%s", room_in);
+    const char *old = str_of(s->dm_user, user);
+    if (old && strcmp(old, room) == 0) return;
+    if (old) json_object_del(s->dm_room, old);
+    const char *other = str_of(s->dm_room, room); /* the room was another user's chat */
+    if (other) json_object_del(s->dm_user, other);
+    json_object_set_new(s->dm_user, user, json_string(room));
+    json_object_set_new(s->dm_room, room, json_string(user));
+}
+
+static void forget_dm_room(mx_state *s, const char *room_in)
+{
+    char room[MX_ID_MAX + 1], user[MX_ID_MAX + 1];
+    const char *u = str_of(s->dm_room, room_in ? room_in : "");
+    if (!u) return;
+    snprintf(room, sizeof room, "%s", room_in); /* the strings may belong to the maps */
+    snprintf(user, sizeof user, "%s", u);
+    const char *r = str_of(s->dm_user, user);
+    if (r && strcmp(r, room) == 0) json_object_del(s->dm_user, user);
+    json_object_del(s->dm_room, room);
+}
+
+void mx_state_forget_dm(mx_state *s, const char *user)
+{
+    const char *room = mx_state_dm_room(s, user);
+    if (room) forget_dm_room(s, room);
+}
+
+void mx_state_read_direct(mx_state *s, const char *json, size_t len)
+{
+    json_t *root = json_loadb(json, len, 0, NULL);
+    const char *user;
+    json_t *rooms;
+    if (json_is_object(root))
+        json_object_foreach(root, user, rooms) {
+            if (!json_is_array(rooms) || json_array_size(rooms) == 0) continue;
+            /* the newest chat is listed last */
+            json_t *last = json_array_get(rooms, json_array_size(rooms) - 1);
+            if (json_is_string(last) && !mx_state_dm_room(s, user)) mx_state_set_dm(s, user, json_string_value(last));
+        }
+    json_decref(root);
+}
+
+char *mx_state_direct_json(const mx_state *s)
+{
+    json_t *o = json_object();
+    const char *user;
+    json_t *room;
+    json_object_foreach(s->dm_user, user, room) {
+        json_t *a = json_array();
+        json_array_append(a, room);
+        json_object_set_new(o, user, a);
+    }
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+/* ---- names ---- */
+
+const char *mx_state_display_name(const mx_state *s, const char *room, const char *user, char *buf, size_t len)
+{
+    json_t *members = obj_of(obj_of(s->rooms, room ? room : ""), "members");
+    const char *name = str_of(obj_of(members, user), "name");
+    if (!name || !*name) return NULL;
+    const char *other;
+    json_t *m;
+    json_object_foreach(members, other, m) {
+        const char *ms = str_of(m, "ms"), *n = str_of(m, "name");
+        if (strcmp(other, user) != 0 && n && strcmp(n, name) == 0 && ms && strcmp(ms, "join") == 0) {
+            snprintf(buf, len, "%s (%s)", name, user);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "%s", name);
+    return buf;
+}
+
+const char *mx_state_room_name(const mx_state *s, const char *room, char *buf, size_t len)
+{
+    json_t *r = obj_of(s->rooms, room ? room : "");
+    const char *name = str_of(r, "name");
+    if (!name || !*name) name = str_of(r, "alias");
+    if (!name || !*name) return NULL;
+    snprintf(buf, len, "%s", name);
+    return buf;
+}
+
+int mx_state_joined(const mx_state *s, const char *room) { return obj_of(s->rooms, room ? room : "") != NULL; }
+
+int mx_state_room_count(const mx_state *s) { return (int)json_object_size(s->rooms); }
+
+/* ---- reading an answer ---- */
+
+static json_t *room_of(mx_state *s, const char *id)
+{
+    json_t *r = obj_of(s->rooms, id);
+    if (r) return r;
+    r = json_pack("{s:{}}", "members");
+    json_object_set_new(s->rooms, id, r);
+    return r;
+}
+
+static void add_event(mx_sync_out *o, adapter_event e)
+{
+    if (o->nev == o->cev) {
+        int cap = o->cev ? 2 * o->cev : 16;
+        adapter_event *v = realloc(o->ev, (size_t)cap * sizeof *v);
+        if (!v) abort();
+        o->ev = v;
+        o->cev = cap;
+    }
+    o->ev[o->nev++] = e;
+}
+
+static void add_id(const char ***v, int *n, int *cap, const char *id)
+{
+    for (int i = 0; i < *n; i++)
+        if (strcmp((*v)[i], id) == 0) return;
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 4;
+        const char **w = realloc(*v, (size_t)c * sizeof *w);
+        if (!w) abort();
+        *v = w;
+        *cap = c;
+    }
+    (*v)[(*n)++] = id;
+}
+
+/* A state event (in "state" or in the timeline) updates what we know of the room. */
+static void apply_state(json_t *room, json_t *e)
+{
+    const char *type = str_of(e, "type"), *key = str_of(e, "state_key");
+    json_t *content = obj_of(e, "content");
+    if (!type || !key || !content) return;
+    if (strcmp(type, "m.room.member") == 0) {
+        const char *ms = str_of(content, "membership");
+        if (!id_ok(key) || !ms) return;
+        json_t *members = obj_of(room, "members");
+        const char *name = str_of(content, "displayname");
+        json_object_set_new(members, key, json_pack("{s:s?, s:s}", "name", name, "ms", ms));
+    } else if (strcmp(type, "m.room.power_levels") == 0 && !*key) {
+        json_object_set(room, "pl", content);
+    } else if (strcmp(type, "m.room.create") == 0 && !*key) {
+        const char *creator = str_of(content, "creator");
+        if (!creator) creator = str_of(e, "sender");
+        if (creator) json_object_set_new(room, "creator", json_string(creator));
+    } else if (strcmp(type, "m.room.name") == 0 && !*key) {
+        const char *name = str_of(content, "name");
+        json_object_set_new(room, "name", json_string(name && strlen(name) < 256 ? name : ""));
+    } else if (strcmp(type, "m.room.canonical_alias") == 0 && !*key) {
+        const char *alias = str_of(content, "alias");
+        json_object_set_new(room, "alias", json_string(alias && strlen(alias) < 256 ? alias : ""));
+    }
+}
+
+/* Whether user may moderate the room: a power level at least the level needed to kick
+ * (m.room.power_levels; without that event the creator has 100 and others 0). */
+static int is_moderator(json_t *room, const char *user)
+{
+    json_t *pl = obj_of(room, "pl");
+    long long level = 0, need = 50;
+    if (!pl) {
+        const char *creator = str_of(room, "creator");
+        return creator && strcmp(creator, user) == 0;
+    }
+    if (!level_of(json_object_get(obj_of(pl, "users"), user), &level)) level_of(json_object_get(pl, "users_default"), &level);
+    level_of(json_object_get(pl, "kick"), &need);
+    return level >= need;
+}
+
+/* A reply quotes the message it answers ("> <@bob:x> text" lines, a blank line); the command
+ * is what follows (Client-Server API §"Fallbacks for rich replies"). */
+static const char *strip_reply(json_t *content, const char *body)
+{
+    if (!obj_of(obj_of(content, "m.relates_to"), "m.in_reply_to") || strncmp(body, "> ", 2) != 0) return body;
+    const char *p = body;
+    while (strncmp(p, "> ", 2) == 0 || strncmp(p, ">\n", 2) == 0) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) return body;
+        p = nl + 1;
+    }
+    if (*p == '\n') p++;
+    return p;
+}
+
+/* The index of the timeline event in which the bot joined the room (-1: none): what came
+ * before it happened before the bot was there. */
+static int own_join(mx_state *s, json_t *events)
+{
+    int at = -1;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        const char *type = str_of(e, "type"), *key = str_of(e, "state_key");
+        if (!type || !key || strcmp(type, "m.room.member") != 0 || strcmp(key, s->me) != 0) continue;
+        const char *ms = str_of(obj_of(e, "content"), "membership");
+        const char *before = str_of(obj_of(obj_of(e, "unsigned"), "prev_content"), "membership");
+        if (ms && strcmp(ms, "join") == 0 && !(before && strcmp(before, "join") == 0)) at = (int)i;
+    }
+    return at;
+}
+
+static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, json_t *e, int keep, mx_sync_out *o)
+{
+    const char *type = str_of(e, "type"), *sender = str_of(e, "sender");
+    json_t *content = obj_of(e, "content");
+    o->events_seen++;
+    if (!type || !id_ok(sender) || !content) return;
+    if (str_of(e, "state_key")) {
+        const char *key = str_of(e, "state_key");
+        const char *before = str_of(obj_of(obj_of(room, "members"), key), "ms");
+        char was[16] = "";
+        if (before) snprintf(was, sizeof was, "%s", before);
+        apply_state(room, e);
+        if (!keep || strcmp(type, "m.room.member") != 0 || !id_ok(key) || strcmp(key, s->me) == 0) return;
+        const char *ms = str_of(content, "membership");
+        if (!ms) return;
+        int joined = strcmp(ms, "join") == 0, gone = strcmp(ms, "leave") == 0 || strcmp(ms, "ban") == 0;
+        const char *dm = mx_state_dm_user(s, room_id);
+        if (joined && strcmp(was, "join") != 0 && !dm)
+            add_event(o, (adapter_event){ADAPTER_JOIN, room_id, key, NULL, 0, 0});
+        if (gone && strcmp(was, "join") == 0) {
+            if (dm && strcmp(dm, key) == 0) forget_dm_room(s, room_id); /* a new chat is made when needed */
+            else if (!dm) add_event(o, (adapter_event){ADAPTER_LEAVE, room_id, key, NULL, 0, 0});
+        }
+        return;
+    }
+    if (!keep || strcmp(type, "m.room.message") != 0 || strcmp(sender, s->me) == 0) return;
+    const char *msgtype = str_of(content, "msgtype"), *body = str_of(content, "body");
+    const char *rel = str_of(obj_of(content, "m.relates_to"), "rel_type");
+    if (!msgtype || strcmp(msgtype, "m.text") != 0 || !body) return; /* notices (other bots), emotes, files */
+    if (rel && strcmp(rel, "m.replace") == 0) return;                 /* edits */
+    const char *dm = mx_state_dm_user(s, room_id);
+    adapter_event ev = {ADAPTER_MESSAGE, dm ? NULL : room_id, sender, strip_reply(content, body), dm != NULL, 0};
+    ev.moderator = !dm && is_moderator(room, sender);
+    add_event(o, ev);
+}
+
+static void read_joined(mx_state *s, const char *room_id, json_t *jr, int skip_timeline, mx_sync_out *o)
+{
+    json_t *room = room_of(s, room_id);
+    json_t *state = arr_of(obj_of(jr, "state"), "events");
+    for (size_t i = 0; i < json_array_size(state); i++) apply_state(room, json_array_get(state, i));
+    json_t *tl = obj_of(jr, "timeline");
+    json_t *events = arr_of(tl, "events");
+    if (json_is_true(json_object_get(tl, "limited")) && !skip_timeline) o->limited++;
+    int from = own_join(s, events) + 1;
+    for (size_t i = 0; i < json_array_size(events); i++)
+        read_timeline_event(s, room_id, room, json_array_get(events, i), !skip_timeline && (int)i >= from, o);
+}
+
+static void read_invite(mx_state *s, const char *room_id, json_t *ir, mx_sync_out *o)
+{
+    json_t *events = arr_of(obj_of(ir, "invite_state"), "events");
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        json_t *e = json_array_get(events, i);
+        const char *type = str_of(e, "type"), *key = str_of(e, "state_key"), *sender = str_of(e, "sender");
+        json_t *content = obj_of(e, "content");
+        const char *ms = str_of(content, "membership");
+        if (!type || strcmp(type, "m.room.member") != 0 || !key || strcmp(key, s->me) != 0 || !ms ||
+            strcmp(ms, "invite") != 0)
+            continue;
+        if (!mx_state_invite_allowed(s, sender)) {
+            add_id(&o->decline, &o->ndecline, &o->cdecline, room_id);
+            return;
+        }
+        add_id(&o->join, &o->njoin, &o->cjoin, room_id);
+        if (json_is_true(json_object_get(content, "is_direct"))) {
+            mx_state_set_dm(s, sender, room_id);
+            o->direct_changed = 1;
+        }
+        return;
+    }
+}
+
+int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, mx_sync_out *o, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    memset(o, 0, sizeof *o);
+    json_t *root = json_loadb(body, len, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "the sync answer is not JSON (%s at byte %d)", jerr.text, jerr.position);
+        return -1;
+    }
+    const char *next = str_of(root, "next_batch");
+    if (!json_is_object(root) || !next || !*next || strlen(next) > MX_BATCH_MAX) {
+        snprintf(err, errlen, "the sync answer has no usable next_batch");
+        json_decref(root);
+        return -1;
+    }
+    o->root = root;
+    o->next_batch = next;
+    json_t *ad = arr_of(obj_of(root, "account_data"), "events");
+    for (size_t i = 0; i < json_array_size(ad); i++) {
+        json_t *e = json_array_get(ad, i);
+        const char *type = str_of(e, "type");
+        json_t *content = obj_of(e, "content");
+        if (!type || strcmp(type, "m.direct") != 0 || !content) continue;
+        const char *user;
+        json_t *rooms;
+        json_object_foreach(content, user, rooms) {
+            json_t *last = json_is_array(rooms) ? json_array_get(rooms, json_array_size(rooms) - 1) : NULL;
+            if (json_is_string(last)) mx_state_set_dm(s, user, json_string_value(last));
+        }
+    }
+    json_t *rooms = obj_of(root, "rooms");
+    const char *id;
+    json_t *r;
+    json_object_foreach(obj_of(rooms, "join"), id, r) {
+        if (id_ok(id) && json_is_object(r)) read_joined(s, id, r, skip_timeline, o);
+    }
+    json_object_foreach(obj_of(rooms, "invite"), id, r) {
+        if (id_ok(id) && json_is_object(r) && !mx_state_joined(s, id)) read_invite(s, id, r, o);
+    }
+    json_object_foreach(obj_of(rooms, "leave"), id, r) {
+        if (!id_ok(id)) continue;
+        json_object_del(s->rooms, id);
+        if (mx_state_dm_user(s, id)) {
+            forget_dm_room(s, id);
+            o->direct_changed = 1;
+        }
+    }
+    return 0;
+}
+
+void mx_sync_done(mx_sync_out *o)
+{
+    free(o->ev);
+    free(o->join);
+    free(o->decline);
+    json_decref(o->root);
+    memset(o, 0, sizeof *o);
+}

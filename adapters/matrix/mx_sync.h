@@ -1,0 +1,76 @@
+/* mx_sync.h — what the bot knows of its Matrix rooms, and the reading of /sync answers.
+ *
+ * mx_sync_read() takes one /sync answer (Client-Server API §"Syncing") and turns it into what
+ * the adapter must do: the room messages, joins and leaves for the core (adapter_events, in
+ * timeline order), the invites to accept or decline, and the next_batch token. On the way it
+ * keeps the state the adapter needs between answers: the members of each room with their
+ * display names and memberships, power levels, room names, and which rooms are direct chats
+ * with whom (m.direct account data, is_direct invites, the chats the bot created).
+ *
+ * Nothing from the server is trusted: any field may be missing, of the wrong type, or huge.
+ * A malformed answer (not JSON, no next_batch) is refused as a whole with a message; a
+ * malformed event inside a good answer is skipped. This is the fuzz target fuzz_sync. */
+#ifndef CARDROOM_MX_SYNC_H
+#define CARDROOM_MX_SYNC_H
+
+#include <stddef.h>
+
+#include "adapter.h"
+
+typedef struct mx_state mx_state;
+
+/* me: the bot's user id; invites: whose invites to accept ("*" anyone; user ids and server
+ * names separated by commas or blanks; "" = users of the bot's own server). */
+mx_state *mx_state_new(const char *me, const char *invites);
+void mx_state_free(mx_state *s);
+
+/* Whether an invite from user is accepted. */
+int mx_state_invite_allowed(const mx_state *s, const char *user);
+
+/* The direct chat with user (NULL: none known). */
+const char *mx_state_dm_room(const mx_state *s, const char *user);
+/* The user a direct chat is with (NULL: room is no direct chat). */
+const char *mx_state_dm_user(const mx_state *s, const char *room);
+/* Records room as the direct chat with user (replacing an older one). */
+void mx_state_set_dm(mx_state *s, const char *user, const char *room);
+/* Forgets the direct chat with user (it refuses messages: a new one is made when needed). */
+void mx_state_forget_dm(mx_state *s, const char *user);
+/* Takes the m.direct account data content ({"@user": ["!room", …]}) as the known direct chats
+ * (merged with those already known). */
+void mx_state_read_direct(mx_state *s, const char *json, size_t len);
+/* The m.direct content for the direct chats known now, as JSON (malloc'd). */
+char *mx_state_direct_json(const mx_state *s);
+
+/* A member's name for people: the display name, with the user id after it when another
+ * member has the same one (Client-Server API §"Calculating the display name for a user"). */
+const char *mx_state_display_name(const mx_state *s, const char *room, const char *user, char *buf, size_t len);
+/* The room's name (m.room.name, else its canonical alias), or NULL. */
+const char *mx_state_room_name(const mx_state *s, const char *room, char *buf, size_t len);
+/* Whether the bot is in room (as far as the answers so far tell). */
+int mx_state_joined(const mx_state *s, const char *room);
+/* Rooms the bot is in. */
+int mx_state_room_count(const mx_state *s);
+
+/* What one answer asks for. The strings live until mx_sync_done(). */
+typedef struct {
+    adapter_event *ev;
+    int nev, cev;
+    const char **join;       /* rooms to join (invites from allowed users) */
+    int njoin, cjoin;
+    const char **decline;    /* invites to decline */
+    int ndecline, cdecline;
+    const char *next_batch;
+    int limited;             /* rooms whose timeline skipped events (a gap) */
+    int direct_changed;      /* direct chats were learnt from invites: m.direct should be saved */
+    int events_seen;         /* timeline events read, kept or not */
+    void *root;              /* the parsed answer */
+} mx_sync_out;
+
+/* Reads one /sync answer. skip_timeline: take state but no messages (the first sync of a new
+ * bot: old commands are not replayed). Returns 0, or -1 with a message in err (the state is
+ * unchanged then). */
+int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, mx_sync_out *out, char *err,
+                 size_t errlen);
+void mx_sync_done(mx_sync_out *out);
+
+#endif
