@@ -47,8 +47,9 @@ check-san: build-san
 	  meson test -C $(SAN_BUILD) --print-errorlogs
 
 fuzz: $(FUZZ_BUILD)/build.ninja
-	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay tests/fuzz_command tests/fuzz_config tests/fuzz_console
-	@for t in card replay command config console; do \
+	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay tests/fuzz_command tests/fuzz_config tests/fuzz_console \
+	  tests/fuzz_sync
+	@for t in card replay command config console sync; do \
 	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
 	  ./$(FUZZ_BUILD)/tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

@@ -1,6 +1,7 @@
 /* main.c — the `cardroom` program: reads the subcommand and runs it.
  *
- * Subcommands: `console` (adapters/console; also what runs with no arguments), `replay FILE|-`
+ * Subcommands: `console` (adapters/console; also what runs with no arguments), `run` (the chat
+ * networks of the configuration: adapters/matrix), `replay FILE|-`
  * (bot/replay.c), `verify SEED COMMITMENT [DEALER]` (bot/seed.c), `help` and `--version`.
  * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
 #include <errno.h>
@@ -11,6 +12,7 @@
 
 #include "config.h"
 #include "console.h"
+#include "matrix.h"
 #include "replay.h"
 #include "seed.h"
 
@@ -30,6 +32,10 @@ static const char usage_text[] =
     "                  play at a 304 table in the terminal (the default command):\n"
     "                  you against three computer players; --script reads\n"
     "                  \"USER> TEXT\" lines (\"USER>> TEXT\" = privately to the bot)\n"
+    "  run [--config FILE] [--db PATH] [--seed N]\n"
+    "                  run the bot on the chat networks of the configuration (Matrix:\n"
+    "                  the [matrix] section; secrets from CARDROOM_MATRIX_PASSWORD or\n"
+    "                  CARDROOM_MATRIX_ACCESS_TOKEN) until stopped (SIGTERM, Ctrl-C)\n"
     "  replay FILE|-   replay one hand of 304 given as JSON (- reads standard input)\n"
     "                  and print the resulting state as one line of JSON\n"
     "  verify SEED COMMITMENT [DEALER]\n"
@@ -151,35 +157,65 @@ static int load_config(cfg *c, const char *path)
     return rc;
 }
 
-static int cmd_console(int argc, char **argv, int first)
+/* The options console and run share. Returns 0, or 2 after a message. */
+typedef struct {
+    int script, fixed_seed;
+    uint64_t seed;
+    const char *db, *config;
+} run_args;
+
+static int parse_args(const char *cmd, int allow_script, int argc, char **argv, int first, run_args *r)
 {
-    console_options o = {.in = stdin, .out = stdout, .err = stderr};
-    const char *config_path = NULL;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--script") == 0) {
-            o.script = 1;
+        if (allow_script && strcmp(a, "--script") == 0) {
+            r->script = 1;
         } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
             char *end;
             errno = 0;
-            o.seed = strtoull(argv[++i], &end, 10);
+            r->seed = strtoull(argv[++i], &end, 10);
             if (*end || errno || argv[i][0] == '-' || end == argv[i]) {
-                fprintf(stderr, "cardroom console: --seed takes a whole number, not \"%s\"\n", argv[i]);
+                fprintf(stderr, "cardroom %s: --seed takes a whole number, not \"%s\"\n", cmd, argv[i]);
                 return 2;
             }
-            o.fixed_seed = 1;
+            r->fixed_seed = 1;
         } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-            o.db = argv[++i];
+            r->db = argv[++i];
         } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
-            config_path = argv[++i];
+            r->config = argv[++i];
         } else {
-            fprintf(stderr, "cardroom console: unknown option \"%s\" (cardroom help shows the usage)\n", a);
+            fprintf(stderr, "cardroom %s: unknown option \"%s\" (cardroom help shows the usage)\n", cmd, a);
             return 2;
         }
     }
+    return 0;
+}
+
+static int cmd_console(int argc, char **argv, int first)
+{
+    run_args r = {0};
+    if (parse_args("console", 1, argc, argv, first, &r) != 0) return 2;
+    console_options o = {.script = r.script, .fixed_seed = r.fixed_seed, .seed = r.seed, .db = r.db,
+                         .in = stdin, .out = stdout, .err = stderr};
     cfg c;
-    if (load_config(&c, config_path) != 0) return 2;
+    if (load_config(&c, r.config) != 0) return 2;
     return console_run(&c, &o);
+}
+
+/* The bot on the chat networks of the configuration. */
+static int cmd_run(int argc, char **argv)
+{
+    run_args r = {0};
+    if (parse_args("run", 0, argc, argv, 2, &r) != 0) return 2;
+    cfg c;
+    if (load_config(&c, r.config) != 0) return 2;
+    if (!c.matrix_homeserver[0]) {
+        fputs("cardroom run: no chat network is configured: set [matrix] homeserver in the configuration "
+              "(see \"Run on Matrix\" in README.md), or play in the terminal with cardroom console\n", stderr);
+        return 2;
+    }
+    matrix_options o = {.db = r.db, .fixed_seed = r.fixed_seed, .seed = r.seed, .err = stderr};
+    return matrix_run(&c, &o);
 }
 
 int main(int argc, char **argv)
@@ -191,6 +227,7 @@ int main(int argc, char **argv)
     if (argc < 2) return cmd_console(argc, argv, 1);
     const char *cmd = argv[1];
     if (strcmp(cmd, "console") == 0) return cmd_console(argc, argv, 2);
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
     if (strcmp(cmd, "replay") == 0) return cmd_replay(argc, argv);
     if (strcmp(cmd, "verify") == 0) return cmd_verify(argc, argv);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
