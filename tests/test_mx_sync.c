@@ -52,7 +52,7 @@ static const char *joined(const char *room, const char *state, const char *timel
 static void read_ok(mx_state *st, const char *json, int skip, mx_sync_out *o)
 {
     char err[256];
-    int rc = mx_sync_read(st, json, strlen(json), skip, o, err, sizeof err);
+    int rc = mx_sync_read(st, json, strlen(json), NULL, skip, o, err, sizeof err);
     cr_assert_eq(rc, 0, "refused: %s\n%s", err, json);
 }
 
@@ -259,14 +259,14 @@ Test(mx_sync, broken_answers_are_refused_and_bad_events_skipped)
     const char *bad[] = {"", "not json", "[1,2]", "{}", "{\"next_batch\":5}", "{\"next_batch\":\"\"}", "{\"padding\":\"xxxx\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        cr_assert_eq(mx_sync_read(st, bad[i], strlen(bad[i]), 0, &o, err, sizeof err), -1, "%s", bad[i]);
+        cr_assert_eq(mx_sync_read(st, bad[i], strlen(bad[i]), NULL, 0, &o, err, sizeof err), -1, "%s", bad[i]);
         cr_assert_neq(err[0], 0);
     }
     char big[1200];
     memset(big, 'a', sizeof big);
     big[sizeof big - 1] = 0;
     const char *long_token = fmt("{\"next_batch\":\"%s\"}", big);
-    cr_assert_eq(mx_sync_read(st, long_token, strlen(long_token), 0, &o, err, sizeof err), -1);
+    cr_assert_eq(mx_sync_read(st, long_token, strlen(long_token), NULL, 0, &o, err, sizeof err), -1);
     /* wrong types everywhere inside a good answer: skipped */
     const char *odd = "{\"next_batch\":\"s7_1\",\"rooms\":{\"join\":{\"" ROOM "\":{\"timeline\":{\"events\":[5,null,"
                       "{\"type\":\"m.room.message\"},{\"type\":\"m.room.message\",\"sender\":7,\"content\":{}},"
@@ -291,6 +291,38 @@ Test(mx_sync, limited_timelines_are_counted)
     mx_sync_done(&o);
     read_ok(st, lim, 1, &o);
     cr_assert_eq(o.limited, 0, "on the first sync nothing was missed");
+    mx_sync_done(&o);
+    mx_state_free(st);
+}
+
+Test(mx_sync, gaps_are_found_and_read_before_the_timeline)
+{
+    mx_state *st = mx_state_new(ME, "");
+    mx_sync_out o;
+    char err[256];
+    const char *answer = fmt("{\"next_batch\":\"s9_1\",\"rooms\":{\"join\":{\"" ROOM "\":{\"timeline\":{\"limited\":true,"
+                             "\"prev_batch\":\"s5_1\",\"events\":[%s]},\"state\":{\"events\":[]}},\"!quiet:example.org\":"
+                             "{\"timeline\":{\"limited\":false,\"prev_batch\":\"s1_1\",\"events\":[]}}}}}",
+                             text("@alice:example.org", "!start"));
+    int n = -1;
+    char *gaps = mx_sync_gaps(answer, strlen(answer), &n);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(gaps, "[[\"" ROOM "\",\"s5_1\"]]");
+    free(gaps);
+    cr_assert_null(mx_sync_gaps("nope", 4, &n));
+    const char *fetched = fmt("{\"" ROOM "\":[%s,%s]}", text("@alice:example.org", "!join"), text("@bob:example.org", "!join"));
+    cr_assert_eq(mx_sync_read(st, answer, strlen(answer), fetched, 0, &o, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(o.nev, 3);
+    cr_assert_str_eq(o.ev[0].text, "!join");
+    cr_assert_str_eq(o.ev[0].sender, "@alice:example.org");
+    cr_assert_str_eq(o.ev[1].sender, "@bob:example.org");
+    cr_assert_str_eq(o.ev[2].text, "!start");
+    cr_assert_eq(o.limited, 0, "the gap was filled");
+    mx_sync_done(&o);
+    /* without the fetched events the gap is counted */
+    cr_assert_eq(mx_sync_read(st, answer, strlen(answer), NULL, 0, &o, err, sizeof err), 0);
+    cr_assert_eq(o.nev, 1);
+    cr_assert_eq(o.limited, 1);
     mx_sync_done(&o);
     mx_state_free(st);
 }

@@ -64,6 +64,10 @@ typedef struct {
     json_t *creating;        /* user → retry time: direct chats being made */
     json_t *joining;         /* rooms being joined or declined */
     int direct_dirty, direct_running;
+    char *gap_body;          /* an answer waiting for the events its gaps skipped */
+    size_t gap_len;
+    json_t *gaps;            /* room → the skipped events fetched so far */
+    int gap_pending, gap_failed;
     int fatal;               /* stop with status 1 */
     int relogin;             /* the token was refused: log in again */
     /* figures */
@@ -648,56 +652,187 @@ static void join_or_leave(mx *m, const char *room, int join)
     }
 }
 
+/* A sync failed (no answer, an error, an unreadable answer): the same sync again after a pause. */
+static void sync_failed(mx *m, const mx_response *r, const char *err)
+{
+    char buf[300];
+    m->sync_running = 0;
+    m->sync_errors++;
+    int64_t wait = backoff_ms(r, m->sync_errors);
+    mlog(m, m->sync_errors > 1 ? CORE_LOG_WARN : CORE_LOG_INFO, "matrix: sync failed (%s); trying again in %.1f s",
+         err ? err : why(r, buf, sizeof buf), (double)wait / 1000);
+    if (r && r->status != 0 && r->status < 500 && r->status != 429)
+        mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refuses to sync: %s", why(r, buf, sizeof buf));
+    m->sync_not_before = mono_ms() + wait;
+}
+
+/* One sync answer (with the events its gaps skipped) becomes one batch. */
+static void handle_answer(mx *m, const char *body, size_t len, const char *gaps)
+{
+    char err[512];
+    mx_sync_out out;
+    if (mx_sync_read(m->st, body, len, gaps, m->first, &out, err, sizeof err) != 0) {
+        sync_failed(m, NULL, err);
+        return;
+    }
+    m->sync_running = 0;
+    int64_t t0 = mono_us();
+    if (core_batch(m->core, NET, out.ev, out.nev, out.next_batch) != 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: the store failed; stopping (a restart resumes from the last batch)");
+        m->fatal = 1;
+        mx_sync_done(&out);
+        return;
+    }
+    snprintf(m->since, sizeof m->since, "%s", out.next_batch);
+    for (int i = 0; i < out.njoin; i++) join_or_leave(m, out.join[i], 1);
+    for (int i = 0; i < out.ndecline; i++) join_or_leave(m, out.decline[i], 0);
+    if (out.direct_changed) {
+        /* chats learnt from is_direct invites: keep them across restarts */
+        for (int i = 0; i < out.njoin; i++) {
+            const char *u = mx_state_dm_user(m->st, out.join[i]);
+            if (u) set_dm(m, u, out.join[i]);
+        }
+        m->direct_dirty = 1;
+    }
+    if (out.limited)
+        mlog(m, CORE_LOG_WARN, "matrix: %d room(s) had more new events than one sync gives; older ones were skipped",
+             out.limited);
+    if (m->first) mlog(m, CORE_LOG_INFO, "matrix: in %d room(s); listening", mx_state_room_count(m->st));
+    m->syncs++;
+    m->events += out.events_seen;
+    if (out.nev) m->sync_arrived_us = t0;
+    m->first = 0;
+    m->full_state = 0;
+    m->sync_errors = 0;
+    m->sync_not_before = 0;
+    mx_sync_done(&out);
+}
+
+/* ---- gaps: a limited timeline skipped events; /messages fetches them (Client-Server API
+ * §"Syncing": "the client can fill in the gap using GET /rooms/<room_id>/messages") ---- */
+
+#define GAP_PAGES 20
+
+typedef struct {
+    mx *m;
+    char room[256], to[1100];
+    int pages;
+} gap_req;
+
+static void gap_request(mx *m, gap_req *g, const char *from);
+
+static void gap_finish(mx *m)
+{
+    if (--m->gap_pending > 0) return;
+    if (m->gap_failed) {
+        mx_response r = {.status = 0, .error = "fetching the skipped events failed", .body = "", .retry_after_ms = -1};
+        sync_failed(m, &r, NULL);
+    } else {
+        char *gaps = json_dumps(m->gaps, JSON_COMPACT);
+        handle_answer(m, m->gap_body, m->gap_len, gaps);
+        free(gaps);
+    }
+    free(m->gap_body);
+    m->gap_body = NULL;
+    json_decref(m->gaps);
+    m->gaps = NULL;
+}
+
+static void gap_done(void *ctx, const mx_response *r)
+{
+    gap_req *g = ctx;
+    mx *m = g->m;
+    char buf[300];
+    json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    json_t *chunk = json_object_get(a, "chunk");
+    if (!json_is_array(chunk)) {
+        if (!(r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0))
+            mlog(m, CORE_LOG_WARN, "matrix: cannot fetch the skipped events of %s: %s", g->room,
+                 r->status == 200 ? "no chunk in the answer" : why(r, buf, sizeof buf));
+        m->gap_failed = 1;
+        json_decref(a);
+        free(g);
+        gap_finish(m);
+        return;
+    }
+    json_t *have = json_object_get(m->gaps, g->room);
+    if (!have) {
+        have = json_array();
+        json_object_set_new(m->gaps, g->room, have);
+    }
+    json_array_extend(have, chunk);
+    const char *end = json_string_value(json_object_get(a, "end"));
+    if (end && json_array_size(chunk) > 0 && ++g->pages < GAP_PAGES && !stop_now) {
+        gap_request(m, g, end);
+    } else {
+        if (end && json_array_size(chunk) > 0)
+            mlog(m, CORE_LOG_WARN, "matrix: %s: more than %d skipped events; the oldest are not read", g->room,
+                 GAP_PAGES * 100);
+        free(g);
+        gap_finish(m);
+    }
+    json_decref(a);
+}
+
+static void gap_request(mx *m, gap_req *g, const char *from)
+{
+    char esc[800], fesc[2400], tesc[2400], path[6000];
+    snprintf(path, sizeof path, API "/rooms/%s/messages?dir=f&limit=100&from=%s&to=%s",
+             mx_http_escape(g->room, esc, sizeof esc), mx_http_escape(from, fesc, sizeof fesc),
+             mx_http_escape(g->to, tesc, sizeof tesc));
+    if (mx_http_request(m->http, "GET", path, NULL, SEND_TIMEOUT_MS, gap_done, g) != 0) {
+        m->gap_failed = 1;
+        free(g);
+        gap_finish(m);
+    }
+}
+
+/* Starts fetching the gaps of an answer; the answer waits (the sync counts as running). */
+static void fill_gaps(mx *m, const mx_response *r, const char *list_json)
+{
+    json_t *list = json_loads(list_json, 0, NULL);
+    m->gap_body = malloc(r->len + 1);
+    m->gaps = json_object();
+    if (!list || !m->gap_body || !m->gaps) abort();
+    memcpy(m->gap_body, r->body, r->len);
+    m->gap_body[r->len] = 0;
+    m->gap_len = r->len;
+    m->gap_failed = 0;
+    m->gap_pending = (int)json_array_size(list) + 1; /* +1: held until every request is made */
+    m->sync_running = 1;
+    size_t i;
+    json_t *pair;
+    json_array_foreach(list, i, pair) {
+        gap_req *g = calloc(1, sizeof *g);
+        if (!g) abort();
+        g->m = m;
+        snprintf(g->room, sizeof g->room, "%s", json_string_value(json_array_get(pair, 0)));
+        snprintf(g->to, sizeof g->to, "%s", json_string_value(json_array_get(pair, 1)));
+        gap_request(m, g, m->since);
+    }
+    mlog(m, CORE_LOG_INFO, "matrix: fetching the events skipped in %zu room(s)", json_array_size(list));
+    json_decref(list);
+    gap_finish(m);
+}
+
 static void sync_done(void *ctx, const mx_response *r)
 {
     mx *m = ctx;
-    char err[512], buf[300];
     m->sync_running = 0;
     if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) return;
     if (r->status == 401) {
         m->relogin = 1;
         return;
     }
-    mx_sync_out out;
-    if (r->status == 200 && mx_sync_read(m->st, r->body, r->len, m->first, &out, err, sizeof err) == 0) {
-        int64_t t0 = mono_us();
-        if (core_batch(m->core, NET, out.ev, out.nev, out.next_batch) != 0) {
-            mlog(m, CORE_LOG_ERROR, "matrix: the store failed; stopping (a restart resumes from the last batch)");
-            m->fatal = 1;
-            mx_sync_done(&out);
-            return;
-        }
-        snprintf(m->since, sizeof m->since, "%s", out.next_batch);
-        for (int i = 0; i < out.njoin; i++) join_or_leave(m, out.join[i], 1);
-        for (int i = 0; i < out.ndecline; i++) join_or_leave(m, out.decline[i], 0);
-        if (out.direct_changed) {
-            /* chats learnt from is_direct invites: keep them across restarts */
-            for (int i = 0; i < out.njoin; i++) {
-                const char *u = mx_state_dm_user(m->st, out.join[i]);
-                if (u) set_dm(m, u, out.join[i]);
-            }
-            m->direct_dirty = 1;
-        }
-        if (out.limited) mlog(m, CORE_LOG_WARN, "matrix: %d room(s) had more new events than one sync gives; older ones "
-                                                "were skipped", out.limited);
-        if (m->first && out.nev == 0) mlog(m, CORE_LOG_INFO, "matrix: in %d room(s); listening", mx_state_room_count(m->st));
-        m->syncs++;
-        m->events += out.events_seen;
-        if (out.nev) m->sync_arrived_us = t0;
-        m->first = 0;
-        m->full_state = 0;
-        m->sync_errors = 0;
-        m->sync_not_before = 0;
-        mx_sync_done(&out);
+    if (r->status != 200) {
+        sync_failed(m, r, NULL);
         return;
     }
-    m->sync_errors++;
-    int64_t wait = backoff_ms(r->status == 200 ? NULL : r, m->sync_errors);
-    mlog(m, m->sync_errors > 1 ? CORE_LOG_WARN : CORE_LOG_INFO, "matrix: sync failed (%s); trying again in %.1f s",
-         r->status == 200 ? err : why(r, buf, sizeof buf), (double)wait / 1000);
-    if (r->status != 200 && r->status != 0 && r->status < 500 && r->status != 429)
-        mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refuses to sync: %s", why(r, buf, sizeof buf));
-    m->sync_not_before = mono_ms() + wait;
+    int gaps = 0;
+    char *list = m->first || !m->since[0] ? NULL : mx_sync_gaps(r->body, r->len, &gaps);
+    if (gaps > 0) fill_gaps(m, r, list);
+    else handle_answer(m, r->body, r->len, NULL);
+    free(list);
 }
 
 static void start_sync(mx *m)
@@ -855,6 +990,8 @@ done:
     mx_state_free(m.st);
     json_decref(m.creating);
     json_decref(m.joining);
+    json_decref(m.gaps);
+    free(m.gap_body);
     store_close(m.db);
     sodium_memzero(m.token, sizeof m.token);
     close(stop_pipe[0]);

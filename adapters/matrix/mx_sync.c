@@ -376,17 +376,21 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
     add_event(o, ev);
 }
 
-static void read_joined(mx_state *s, const char *room_id, json_t *jr, int skip_timeline, mx_sync_out *o)
+static void read_joined(mx_state *s, const char *room_id, json_t *jr, json_t *gap, int skip_timeline, mx_sync_out *o)
 {
     json_t *room = room_of(s, room_id);
     json_t *state = arr_of(obj_of(jr, "state"), "events");
     for (size_t i = 0; i < json_array_size(state); i++) apply_state(room, json_array_get(state, i));
     json_t *tl = obj_of(jr, "timeline");
     json_t *events = arr_of(tl, "events");
-    if (json_is_true(json_object_get(tl, "limited")) && !skip_timeline) o->limited++;
-    int from = own_join(s, events) + 1;
-    for (size_t i = 0; i < json_array_size(events); i++)
-        read_timeline_event(s, room_id, room, json_array_get(events, i), !skip_timeline && (int)i >= from, o);
+    json_t *all = json_array(); /* the skipped events, then the timeline */
+    if (json_is_array(gap)) json_array_extend(all, gap);
+    else if (json_is_true(json_object_get(tl, "limited")) && !skip_timeline) o->limited++;
+    if (events) json_array_extend(all, events);
+    int from = own_join(s, all) + 1;
+    for (size_t i = 0; i < json_array_size(all); i++)
+        read_timeline_event(s, room_id, room, json_array_get(all, i), !skip_timeline && (int)i >= from, o);
+    json_decref(all);
 }
 
 static void read_invite(mx_state *s, const char *room_id, json_t *ir, mx_sync_out *o)
@@ -413,7 +417,33 @@ static void read_invite(mx_state *s, const char *room_id, json_t *ir, mx_sync_ou
     }
 }
 
-int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, mx_sync_out *o, char *err, size_t errlen)
+char *mx_sync_gaps(const char *body, size_t len, int *count)
+{
+    json_t *root = json_loadb(body, len, 0, NULL);
+    *count = 0;
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return NULL;
+    }
+    json_t *list = json_array();
+    const char *id;
+    json_t *r;
+    json_object_foreach(obj_of(obj_of(root, "rooms"), "join"), id, r) {
+        json_t *tl = obj_of(r, "timeline");
+        const char *prev = str_of(tl, "prev_batch");
+        if (id_ok(id) && json_is_true(json_object_get(tl, "limited")) && prev && *prev && strlen(prev) <= MX_BATCH_MAX) {
+            json_array_append_new(list, json_pack("[s, s]", id, prev));
+            (*count)++;
+        }
+    }
+    char *text = json_dumps(list, JSON_COMPACT);
+    json_decref(list);
+    json_decref(root);
+    return text;
+}
+
+int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps_json, int skip_timeline, mx_sync_out *o,
+                 char *err, size_t errlen)
 {
     json_error_t jerr;
     memset(o, 0, sizeof *o);
@@ -430,6 +460,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, m
     }
     o->root = root;
     o->next_batch = next;
+    json_t *gaps = gaps_json ? json_loads(gaps_json, 0, NULL) : NULL;
     json_t *ad = arr_of(obj_of(root, "account_data"), "events");
     for (size_t i = 0; i < json_array_size(ad); i++) {
         json_t *e = json_array_get(ad, i);
@@ -447,7 +478,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, m
     const char *id;
     json_t *r;
     json_object_foreach(obj_of(rooms, "join"), id, r) {
-        if (id_ok(id) && json_is_object(r)) read_joined(s, id, r, skip_timeline, o);
+        if (id_ok(id) && json_is_object(r)) read_joined(s, id, r, json_object_get(gaps, id), skip_timeline, o);
     }
     json_object_foreach(obj_of(rooms, "invite"), id, r) {
         if (id_ok(id) && json_is_object(r) && !mx_state_joined(s, id)) read_invite(s, id, r, o);
@@ -460,6 +491,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, m
             o->direct_changed = 1;
         }
     }
+    json_decref(gaps);
     return 0;
 }
 

@@ -67,10 +67,15 @@ typedef struct {
 } mx_sync_out;
 
 /* Reads one /sync answer. skip_timeline: take state but no messages (the first sync of a new
- * bot: old commands are not replayed). Returns 0, or -1 with a message in err (the state is
- * unchanged then). */
-int mx_sync_read(mx_state *s, const char *body, size_t len, int skip_timeline, mx_sync_out *out, char *err,
-                 size_t errlen);
+ * bot: old commands are not replayed). gaps: NULL, or JSON {"!room": [events…]} holding the
+ * events a limited timeline skipped (fetched with /messages), read before that timeline.
+ * Returns 0, or -1 with a message in err (the state is unchanged then). */
+int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps, int skip_timeline, mx_sync_out *out,
+                 char *err, size_t errlen);
+
+/* The gaps of an answer: JSON [["!room", "prev_batch"], …] for every joined room whose timeline
+ * is limited and has a prev_batch (malloc'd; NULL when the answer is unreadable). */
+char *mx_sync_gaps(const char *body, size_t len, int *count);
 void mx_sync_done(mx_sync_out *out);
 
 #endif

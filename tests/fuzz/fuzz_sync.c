@@ -44,12 +44,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     for (int round = 0; round < 2; round++) {
         mx_sync_out o;
-        if (mx_sync_read(st, (const char *)data + 1, size - 1, round == 0 && (data[0] & 4), &o, err, sizeof err) == 0) {
+        if (mx_sync_read(st, (const char *)data + 1, size - 1, NULL, round == 0 && (data[0] & 4), &o, err, sizeof err) == 0) {
             check(st, &o);
             mx_sync_done(&o);
         } else if (!err[0]) {
             abort(); /* a refusal says why */
         }
+    }
+    /* the gaps of the answer are well-formed pairs */
+    int ngaps = 0;
+    char *gaps = mx_sync_gaps((const char *)data + 1, size - 1, &ngaps);
+    if (gaps) {
+        json_t *g = json_loads(gaps, 0, NULL);
+        if (!json_is_array(g) || (int)json_array_size(g) != ngaps) abort();
+        size_t i;
+        json_t *pair;
+        json_array_foreach(g, i, pair) {
+            if (!json_is_string(json_array_get(pair, 0)) || !json_is_string(json_array_get(pair, 1))) abort();
+        }
+        json_decref(g);
+        free(gaps);
     }
     /* the direct chats survive a round trip through m.direct */
     char *direct = mx_state_direct_json(st);
