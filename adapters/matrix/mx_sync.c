@@ -491,7 +491,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps_jso
             o->direct_changed = 1;
         }
     }
-    json_decref(gaps);
+    o->gaps = gaps; /* the events hold strings of it */
     return 0;
 }
 
@@ -501,5 +501,6 @@ void mx_sync_done(mx_sync_out *o)
     free(o->join);
     free(o->decline);
     json_decref(o->root);
+    json_decref(o->gaps);
     memset(o, 0, sizeof *o);
 }

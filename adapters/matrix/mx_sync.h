@@ -64,6 +64,7 @@ typedef struct {
     int direct_changed;      /* direct chats were learnt from invites: m.direct should be saved */
     int events_seen;         /* timeline events read, kept or not */
     void *root;              /* the parsed answer */
+    void *gaps;              /* the parsed gap events */
 } mx_sync_out;
 
 /* Reads one /sync answer. skip_timeline: take state but no messages (the first sync of a new
