@@ -523,7 +523,8 @@ static void job_done(void *ctx, const mx_response *r)
     }
     if (r->status == 200 || retryable(r)) {
         int64_t wait = backoff_ms(r->status == 200 ? NULL : r, j->attempts);
-        mlog(m, j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO, "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
+        mlog(m, r->status == 200 ? CORE_LOG_ERROR : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
+             "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
              j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
         j->not_before = mono_ms() + wait;
         return;
@@ -659,8 +660,9 @@ static void sync_failed(mx *m, const mx_response *r, const char *err)
     m->sync_running = 0;
     m->sync_errors++;
     int64_t wait = backoff_ms(r, m->sync_errors);
-    mlog(m, m->sync_errors > 1 ? CORE_LOG_WARN : CORE_LOG_INFO, "matrix: sync failed (%s); trying again in %.1f s",
-         err ? err : why(r, buf, sizeof buf), (double)wait / 1000);
+    /* an unreadable answer is the server's fault: an error; a lost connection may just happen once */
+    mlog(m, err ? CORE_LOG_ERROR : m->sync_errors > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
+         "matrix: sync failed (%s); trying again in %.1f s", err ? err : why(r, buf, sizeof buf), (double)wait / 1000);
     if (r && r->status != 0 && r->status < 500 && r->status != 429)
         mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refuses to sync: %s", why(r, buf, sizeof buf));
     m->sync_not_before = mono_ms() + wait;
