@@ -25,6 +25,7 @@
 
 #define CORE_MAX_NETS 4
 #define FLUSH_CHUNK 256
+#define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
 
@@ -47,6 +48,9 @@ struct core {
     const char *env_net;      /* the net whose names the table_env callbacks resolve */
     work_job *held;           /* answers waiting for their thinking pause to pass */
     int nheld, cheld;
+    int64_t *delivered;       /* reported by core_delivered(), not yet marked in the store */
+    int ndelivered, cdelivered;
+    int64_t delivered_since;  /* when the oldest of them was reported (ms) */
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
     int64_t next_deadline;
@@ -174,8 +178,31 @@ void core_free(core *c)
     for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
     free(c->slots);
     free(c->held);
+    if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
+        int rc = 0;
+        for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
+        if (rc == 0) store_commit(c->o.db);
+        else store_rollback(c->o.db);
+    }
+    free(c->delivered);
     free(c->inflight);
     free(c);
+}
+
+/* Marks the messages core_delivered() reported, inside the caller's transaction. */
+static int write_delivered(core *c)
+{
+    for (int i = 0; i < c->ndelivered; i++)
+        if (store_outbox_done(c->o.db, c->delivered[i]) != 0) return -1;
+    c->ndelivered = 0;
+    return 0;
+}
+
+static int is_delivered(const core *c, int64_t id)
+{
+    for (int i = 0; i < c->ndelivered; i++)
+        if (c->delivered[i] == id) return 1;
+    return 0;
 }
 
 int core_add_adapter(core *c, const adapter *a)
@@ -513,6 +540,7 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
 {
     if (c->broken) return -1;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
+    if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     for (int i = 0; i < n; i++) {
         int rc = 0;
         if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
@@ -575,8 +603,10 @@ int core_tick(core *c)
     }
     int due = 0;
     for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
-    if (!due && now < c->next_deadline) return 0;
+    int marks = c->ndelivered && now - c->delivered_since >= DELIVERED_DELAY_MS;
+    if (!due && now < c->next_deadline && !marks) return 0;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
+    if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     int k = 0, done = 0;
     for (int i = 0; i < c->nheld; i++) {
         if (c->held[i].not_before > now) {
@@ -637,6 +667,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     for (int i = 0; rc == 0 && i < l.n; i++) {
         int stop = 0;
         for (int j = 0; j < i && !stop; j++) stop = blocked[j] && same_dest(&l.m[i], &l.m[j]);
+        if (is_delivered(c, l.m[i].id)) continue; /* done; the store learns it with the next transaction */
         if (stop || is_inflight(c, l.m[i].id)) {
             blocked[i] = 1;
             continue;
@@ -651,6 +682,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     }
     if (rc == 0 && ndone) {
         rc = store_begin(c->o.db);
+        if (rc == 0) rc = write_delivered(c);
         for (int i = 0; rc == 0 && i < ndone; i++) rc = store_outbox_done(c->o.db, done[i]);
         rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
     }
@@ -681,12 +713,29 @@ int core_flush(core *c)
     return delivered;
 }
 
-int core_sent(core *c, int64_t id)
+int core_sent_many(core *c, const int64_t *ids, int n)
 {
+    if (n <= 0) return 0;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < c->ninflight; i++)
+            if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
+    if (store_begin(c->o.db) != 0) return fail_store(c, "marking messages sent");
+    for (int k = 0; k < n; k++)
+        if (store_outbox_done(c->o.db, ids[k]) != 0) return fail_store(c, "marking messages sent");
+    if (store_commit(c->o.db) != 0) return fail_store(c, "marking messages sent");
+    return 0;
+}
+
+int core_sent(core *c, int64_t id) { return core_sent_many(c, &id, 1); }
+
+int core_delivered(core *c, int64_t id)
+{
+    if (c->broken) return -1;
     for (int i = 0; i < c->ninflight; i++)
         if (c->inflight[i] == id) c->inflight[i] = c->inflight[--c->ninflight];
-    if (store_begin(c->o.db) != 0 || store_outbox_done(c->o.db, id) != 0 || store_commit(c->o.db) != 0)
-        return fail_store(c, "marking a message sent");
+    if (c->ndelivered == 0) c->delivered_since = now_ms(c);
+    c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + 1, sizeof *c->delivered);
+    c->delivered[c->ndelivered++] = id;
     return 0;
 }
 
@@ -770,6 +819,7 @@ int64_t core_next_deadline(core *c)
     int64_t next = c->next_deadline;
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < next) next = c->held[i].not_before;
+    if (c->ndelivered && c->delivered_since + DELIVERED_DELAY_MS < next) next = c->delivered_since + DELIVERED_DELAY_MS;
     return next;
 }
 

@@ -62,6 +62,14 @@ int core_flush(core *c);
 
 /* An adapter reports that a message it took with ADAPTER_QUEUED is delivered. */
 int core_sent(core *c, int64_t id);
+/* The same for n messages in one transaction (one disk sync instead of n). */
+int core_sent_many(core *c, const int64_t *ids, int n);
+/* The same, but the store learns it with the next transaction the core makes anyway (a batch,
+ * a tick, a flush), at the latest DELIVERED_DELAY_MS = 100 ms later from core_tick(), so many
+ * deliveries share one disk sync. The message is never offered again; only a crash within that
+ * time sends it once more with the same id, which a network deduplicating by transaction id
+ * (Matrix) ignores. */
+int core_delivered(core *c, int64_t id);
 
 /* Computer moves still being thought about. */
 int core_busy(core *c);

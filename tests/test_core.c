@@ -791,6 +791,49 @@ Test(core, queued_waits_for_core_sent)
     rig_stop(&r);
 }
 
+/* core_delivered(): never offered again; the store learns it with the next transaction, or
+ * from core_tick() 100 ms later, or when the core is freed. */
+Test(core, delivered_marks_share_a_transaction)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    say(&r, "alice", "!new 304");
+    whisper(&r, "bob", "!help");
+    cr_assert_eq(r.net.n, 2);
+    cr_assert_eq(core_delivered(r.core, r.net.o[0].id), 0);
+    cr_assert_eq(core_delivered(r.core, r.net.o[1].id), 0);
+    cr_assert_eq(pending(&r), 2, "not yet in the store");
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, 2, "a delivered message was offered again");
+    cr_assert_eq(core_next_deadline(r.core), r.now + 100);
+    r.now += 99;
+    cr_assert_eq(core_tick(r.core), 0);
+    cr_assert_eq(pending(&r), 2, "marked before the 100 ms");
+    r.now += 1;
+    cr_assert_eq(core_tick(r.core), 0);
+    cr_assert_eq(pending(&r), 0, "core_tick marks them once 100 ms have passed");
+    cr_assert_eq(core_next_deadline(r.core), INT64_MAX);
+
+    /* a batch takes the marks into its own transaction */
+    say(&r, "alice", "!join");
+    cr_assert_eq(r.net.n, 3);
+    cr_assert_eq(core_delivered(r.core, r.net.o[2].id), 0);
+    cr_assert_eq(pending(&r), 1);
+    say(&r, "alice", "!table");
+    cr_assert_eq(r.net.n, 4, "the next message of the room goes once the first is delivered");
+    cr_assert_eq(pending(&r), 1, "only the new message is pending");
+    cr_assert_eq(core_delivered(r.core, r.net.o[3].id), 0);
+    r.net.decide = NULL;
+    core_free(r.core); /* marks what is left */
+    r.core = NULL;
+    cr_assert_eq(pending(&r), 0);
+    rig_core(&r);
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, 4, "nothing is sent again after a clean stop");
+    rig_stop(&r);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* (e) Players leaving the room                                                             */
 /* ---------------------------------------------------------------------------------------- */

@@ -309,7 +309,15 @@ Test(mx_sync, gaps_are_found_and_read_before_the_timeline)
     cr_assert_eq(n, 1);
     cr_assert_str_eq(gaps, "[[\"" ROOM "\",\"s5_1\"]]");
     free(gaps);
-    cr_assert_null(mx_sync_gaps("nope", 4, &n));
+    cr_assert_null(mx_sync_gaps("{\"limited\": true", 17, &n), "a limited answer that does not parse");
+    gaps = mx_sync_gaps("nope", 4, &n); /* nothing limited: not even parsed */
+    cr_assert_str_eq(gaps, "[]");
+    cr_assert_eq(n, 0);
+    free(gaps);
+    const char *spaced = "{\"rooms\":{\"join\":{\"!s:x\":{\"timeline\":{\"prev_batch\":\"p\",\"limited\" :\n true}}}}}";
+    gaps = mx_sync_gaps(spaced, strlen(spaced), &n);
+    cr_assert_eq(n, 1, "blanks around the colon");
+    free(gaps);
     const char *fetched = fmt("{\"" ROOM "\":[%s,%s]}", text("@alice:example.org", "!join"), text("@bob:example.org", "!join"));
     cr_assert_eq(mx_sync_read(st, answer, strlen(answer), fetched, 0, &o, err, sizeof err), 0, "%s", err);
     cr_assert_eq(o.nev, 3);

@@ -72,8 +72,9 @@ typedef struct {
     int relogin;             /* the token was refused: log in again */
     /* figures */
     int64_t syncs, events;
-    double lat[LAT_MAX];
-    int nlat;
+    int sends_at_arrival;
+    double lat[LAT_MAX];     /* the latest LAT_MAX samples */
+    int64_t nlat;
 } mx;
 
 static volatile sig_atomic_t stop_now;
@@ -489,6 +490,12 @@ static void open_dm(mx *m, const char *user)
 
 static void start_job(mx *m, send_job *j);
 
+/* A message is delivered (or dropped for good): the outbox learns it with the next transaction. */
+static void mark_sent(mx *m, int64_t id)
+{
+    if (core_delivered(m->core, id) != 0) m->fatal = 1;
+}
+
 static void job_remove(mx *m, send_job *j)
 {
     for (send_job **p = &m->jobs; *p; p = &(*p)->next)
@@ -511,7 +518,7 @@ static void job_done(void *ctx, const mx_response *r)
     int ok = json_is_string(json_object_get(a, "event_id"));
     json_decref(a);
     if (ok) {
-        if (core_sent(m->core, j->id) != 0) m->fatal = 1;
+        mark_sent(m, j->id);
         job_remove(m, j);
         return;
     }
@@ -543,7 +550,7 @@ static void job_done(void *ctx, const mx_response *r)
     }
     mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
          j->user[0] ? j->user : j->room, why(r, buf, sizeof buf));
-    if (core_sent(m->core, j->id) != 0) m->fatal = 1;
+    mark_sent(m, j->id);
     job_remove(m, j);
 }
 
@@ -669,7 +676,7 @@ static void sync_failed(mx *m, const mx_response *r, const char *err)
 }
 
 /* One sync answer (with the events its gaps skipped) becomes one batch. */
-static void handle_answer(mx *m, const char *body, size_t len, const char *gaps)
+static void handle_answer(mx *m, const char *body, size_t len, const char *gaps, int64_t arrived_us)
 {
     char err[512];
     mx_sync_out out;
@@ -678,7 +685,7 @@ static void handle_answer(mx *m, const char *body, size_t len, const char *gaps)
         return;
     }
     m->sync_running = 0;
-    int64_t t0 = mono_us();
+    m->sends_at_arrival = m->sends_started;
     if (core_batch(m->core, NET, out.ev, out.nev, out.next_batch) != 0) {
         mlog(m, CORE_LOG_ERROR, "matrix: the store failed; stopping (a restart resumes from the last batch)");
         m->fatal = 1;
@@ -702,7 +709,7 @@ static void handle_answer(mx *m, const char *body, size_t len, const char *gaps)
     if (m->first) mlog(m, CORE_LOG_INFO, "matrix: in %d room(s); listening", mx_state_room_count(m->st));
     m->syncs++;
     m->events += out.events_seen;
-    if (out.nev) m->sync_arrived_us = t0;
+    if (out.nev) m->sync_arrived_us = arrived_us;
     m->first = 0;
     m->full_state = 0;
     m->sync_errors = 0;
@@ -731,7 +738,7 @@ static void gap_finish(mx *m)
         sync_failed(m, &r, NULL);
     } else {
         char *gaps = json_dumps(m->gaps, JSON_COMPACT);
-        handle_answer(m, m->gap_body, m->gap_len, gaps);
+        handle_answer(m, m->gap_body, m->gap_len, gaps, mono_us());
         free(gaps);
     }
     free(m->gap_body);
@@ -820,6 +827,7 @@ static void fill_gaps(mx *m, const mx_response *r, const char *list_json)
 static void sync_done(void *ctx, const mx_response *r)
 {
     mx *m = ctx;
+    int64_t arrived = mono_us();
     m->sync_running = 0;
     if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) return;
     if (r->status == 401) {
@@ -833,7 +841,7 @@ static void sync_done(void *ctx, const mx_response *r)
     int gaps = 0;
     char *list = m->first || !m->since[0] ? NULL : mx_sync_gaps(r->body, r->len, &gaps);
     if (gaps > 0) fill_gaps(m, r, list);
-    else handle_answer(m, r->body, r->len, NULL);
+    else handle_answer(m, r->body, r->len, NULL, arrived);
     free(list);
 }
 
@@ -880,15 +888,16 @@ static int cmp_double(const void *a, const void *b)
 
 static void report(mx *m)
 {
-    if (m->nlat == 0) {
+    int n = m->nlat < LAT_MAX ? (int)m->nlat : LAT_MAX;
+    if (n == 0) {
         mlog(m, CORE_LOG_INFO, "matrix: %" PRId64 " sync answers, %" PRId64 " events", m->syncs, m->events);
         return;
     }
-    qsort(m->lat, (size_t)m->nlat, sizeof m->lat[0], cmp_double);
+    qsort(m->lat, (size_t)n, sizeof m->lat[0], cmp_double);
     mlog(m, CORE_LOG_INFO,
          "matrix: %" PRId64 " sync answers, %" PRId64 " events; sync answer to first send: p50 %.3f ms, p99 %.3f ms "
          "(%d samples)",
-         m->syncs, m->events, m->lat[m->nlat / 2], m->lat[(m->nlat * 99) / 100], m->nlat);
+         m->syncs, m->events, m->lat[n / 2], m->lat[(n * 99) / 100], n);
 }
 
 static int relogin(mx *m)
@@ -902,6 +911,23 @@ static int relogin(mx *m)
     return password_login(m);
 }
 
+/* After the transfers moved: the replies to a sync answer just handled leave at once (timed
+ * from the answer's arrival: the bot's own latency). */
+static int after_work(mx *m)
+{
+    while (m->sync_arrived_us) {
+        {
+            int64_t arrived = m->sync_arrived_us;
+            m->sync_arrived_us = 0;
+            if (core_flush(m->core) < 0) return -1;
+            mx_http_push(m->http); /* the new requests leave now; what finished waits a moment */
+            if (m->sends_started > m->sends_at_arrival)
+                m->lat[m->nlat++ % LAT_MAX] = (double)(mono_us() - arrived) / 1000.0;
+        }
+    }
+    return 0;
+}
+
 static int loop(mx *m)
 {
     while (!stop_now && !m->fatal) {
@@ -910,15 +936,7 @@ static int loop(mx *m)
         start_due(m);
         if (core_tick(m->core) < 0 || core_flush(m->core) < 0) return 1;
         mx_http_work(m->http);
-        if (m->sync_arrived_us) {
-            int before = m->sends_started;
-            if (core_flush(m->core) < 0) return 1;
-            mx_http_work(m->http); /* the new requests leave now */
-            if (m->sends_started > before && m->nlat < LAT_MAX)
-                m->lat[m->nlat++] = (double)(mono_us() - m->sync_arrived_us) / 1000.0;
-            m->sync_arrived_us = 0;
-            continue;
-        }
+        if (after_work(m) != 0) return 1;
         int64_t now = mono_ms(), due = next_due(m), deadline = core_next_deadline(m->core);
         int64_t wait = 1000;
         if (due != INT64_MAX && due - now < wait) wait = due - now;
@@ -931,6 +949,7 @@ static int loop(mx *m)
         int fds[2] = {core_wake_fd(m->core), stop_pipe[0]};
         mx_http_wait(m->http, fds, 2, wait < 0 ? 0 : (int)wait);
         mx_http_work(m->http);
+        if (after_work(m) != 0) return 1;
     }
     return m->fatal ? 1 : 0;
 }
@@ -984,6 +1003,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
     }
     if (core_restore(m.core) < 0) goto done;
     rc = loop(&m);
+    if (rc == 0 && after_work(&m) != 0) rc = 1;
     report(&m);
 done:
     mx_http_free(m.http); /* cancels what is running; unsent messages stay in the outbox */

@@ -221,6 +221,12 @@ int mx_http_work(mx_http *h)
     return finished;
 }
 
+void mx_http_push(mx_http *h)
+{
+    int still;
+    curl_multi_perform(h->multi, &still);
+}
+
 const char *mx_http_escape(const char *s, char *buf, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";

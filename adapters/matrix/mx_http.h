@@ -48,6 +48,10 @@ int mx_http_wait(mx_http *h, const int *fds, int nfd, int timeout_ms);
 /* Moves every transfer along and calls the callbacks of those that finished. Returns how many
  * finished. */
 int mx_http_work(mx_http *h);
+/* Moves every transfer along without finishing any: new requests leave now, callbacks wait
+ * for the next mx_http_work(). */
+void mx_http_push(mx_http *h);
+
 /* Percent-encodes s for one path segment into buf. Returns buf. */
 const char *mx_http_escape(const char *s, char *buf, size_t len);
 

@@ -75,7 +75,8 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps, in
                  char *err, size_t errlen);
 
 /* The gaps of an answer: JSON [["!room", "prev_batch"], …] for every joined room whose timeline
- * is limited and has a prev_batch (malloc'd; NULL when the answer is unreadable). */
+ * is limited and has a prev_batch (malloc'd; NULL when an answer that says "limited" is
+ * unreadable). An answer without "limited": true is not parsed at all. */
 char *mx_sync_gaps(const char *body, size_t len, int *count);
 void mx_sync_done(mx_sync_out *out);
 

@@ -1768,6 +1768,9 @@ class Handler(BaseHTTPRequestHandler):
     """HTTP/1.1 with keep-alive (libcurl reuses connections); every answer has a length."""
 
     protocol_version = "HTTP/1.1"
+    # The head and the body go out in two writes; with Nagle's algorithm on, the body would wait
+    # for the client's delayed ACK (~40 ms on Linux) — a delay no real homeserver has.
+    disable_nagle_algorithm = True
     server_version = "cardroom-fake-homeserver/1.0"
     sys_version = ""
 
