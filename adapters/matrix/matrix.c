@@ -172,6 +172,14 @@ static int64_t backoff_ms(const mx_response *r, int attempts)
     return ms + jitter;
 }
 
+/* A request with a user or room id attached (making a direct chat, joining). */
+typedef struct {
+    mx *m;
+    char id[256];
+} id_req;
+
+static int cancelled(const mx_response *r) { return r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0; }
+
 static int retryable(const mx_response *r) { return r->status == 0 || r->status == 429 || r->status >= 500; }
 
 /* ---- blocking calls (start-up only) ---- */
@@ -403,7 +411,7 @@ static void direct_saved(void *ctx, const mx_response *r)
     mx *m = ctx;
     char buf[300];
     m->direct_running = 0;
-    if (r->status != 200 && strcmp(r->error ? r->error : "", "cancelled") != 0) {
+    if (r->status != 200 && !cancelled(r)) {
         mlog(m, CORE_LOG_WARN, "matrix: cannot save m.direct: %s", why(r, buf, sizeof buf));
         m->direct_dirty = 1;
     }
@@ -432,29 +440,24 @@ static void set_dm(mx *m, const char *user, const char *room)
     m->direct_dirty = 1;
 }
 
-typedef struct {
-    mx *m;
-    char user[256];
-} dm_req;
-
 static void dm_created(void *ctx, const mx_response *r)
 {
-    dm_req *d = ctx;
+    id_req *d = ctx;
     mx *m = d->m;
     char buf[300];
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     const char *room = json_string_value(json_object_get(a, "room_id"));
     if (room && strlen(room) < 256) {
-        json_object_del(m->creating, d->user);
-        set_dm(m, d->user, room);
-        mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->user);
-    } else if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) {
-        json_object_del(m->creating, d->user);
+        json_object_del(m->creating, d->id);
+        set_dm(m, d->id, room);
+        mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->id);
+    } else if (cancelled(r)) {
+        json_object_del(m->creating, d->id);
     } else {
         int64_t wait = backoff_ms(r, 3);
-        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->user,
+        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->id,
              r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
-        json_object_set_new(m->creating, d->user, json_integer(mono_ms() + wait)); /* not running: retried */
+        json_object_set_new(m->creating, d->id, json_integer(mono_ms() + wait)); /* not running: retried */
     }
     json_decref(a);
     free(d);
@@ -472,10 +475,10 @@ static void open_dm(mx *m, const char *user)
                                       "content", "algorithm", "m.megolm.v1.aes-sha2"));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
-    dm_req *d = calloc(1, sizeof *d);
+    id_req *d = calloc(1, sizeof *d);
     if (d && body) {
         d->m = m;
-        snprintf(d->user, sizeof d->user, "%s", user);
+        snprintf(d->id, sizeof d->id, "%s", user);
         if (mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0)
             json_object_set_new(m->creating, user, json_integer(-1));
         else
@@ -513,7 +516,7 @@ static void job_done(void *ctx, const mx_response *r)
     mx *m = j->owner;
     char buf[300];
     j->running = 0;
-    if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) return;
+    if (cancelled(r)) return;
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     int ok = json_is_string(json_object_get(a, "event_id"));
     json_decref(a);
@@ -627,18 +630,13 @@ static int mx_send(void *ctx, const store_msg *msg)
 
 /* ---- sync ---- */
 
-typedef struct {
-    mx *m;
-    char room[256];
-} join_req;
-
 static void joined(void *ctx, const mx_response *r)
 {
-    join_req *q = ctx;
+    id_req *q = ctx;
     char buf[300];
-    if (r->status != 200 && !(r->error && strcmp(r->error, "cancelled") == 0))
-        mlog(q->m, CORE_LOG_WARN, "matrix: cannot join or leave %s: %s", q->room, why(r, buf, sizeof buf));
-    json_object_del(q->m->joining, q->room);
+    if (r->status != 200 && !cancelled(r))
+        mlog(q->m, CORE_LOG_WARN, "matrix: cannot join or leave %s: %s", q->id, why(r, buf, sizeof buf));
+    json_object_del(q->m->joining, q->id);
     free(q);
 }
 
@@ -646,10 +644,10 @@ static void join_or_leave(mx *m, const char *room, int join)
 {
     if (json_object_get(m->joining, room)) return;
     char esc[800], path[1024];
-    join_req *copy = calloc(1, sizeof *copy);
+    id_req *copy = calloc(1, sizeof *copy);
     if (!copy) return;
     copy->m = m;
-    snprintf(copy->room, sizeof copy->room, "%s", room);
+    snprintf(copy->id, sizeof copy->id, "%s", room);
     if (join) snprintf(path, sizeof path, API "/join/%s", mx_http_escape(room, esc, sizeof esc));
     else snprintf(path, sizeof path, API "/rooms/%s/leave", mx_http_escape(room, esc, sizeof esc));
     if (mx_http_request(m->http, "POST", path, "{}", SEND_TIMEOUT_MS, joined, copy) == 0) {
@@ -755,7 +753,7 @@ static void gap_done(void *ctx, const mx_response *r)
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     json_t *chunk = json_object_get(a, "chunk");
     if (!json_is_array(chunk)) {
-        if (!(r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0))
+        if (!(cancelled(r)))
             mlog(m, CORE_LOG_WARN, "matrix: cannot fetch the skipped events of %s: %s", g->room,
                  r->status == 200 ? "no chunk in the answer" : why(r, buf, sizeof buf));
         m->gap_failed = 1;
@@ -829,7 +827,7 @@ static void sync_done(void *ctx, const mx_response *r)
     mx *m = ctx;
     int64_t arrived = mono_us();
     m->sync_running = 0;
-    if (r->status == 0 && r->error && strcmp(r->error, "cancelled") == 0) return;
+    if (cancelled(r)) return;
     if (r->status == 401) {
         m->relogin = 1;
         return;
