@@ -17,8 +17,13 @@ What it is, in one sitting:
   * Room state is never stored separately: it is folded from the event list (with a per-key
     history so "state at position p" is a bisect).  The event list is the one truth, which is
     also what makes `--state FILE` persistence simple.
+  * End-to-end encryption is only key and message storage: device keys, one-time and fallback
+    keys, cross-signing keys and signatures, and to-device queues hang off the same model and
+    take stream positions like everything else.  Signatures are stored, never verified: the
+    client-side tests check them with libolm.
   * A test control API under /_fake/ (users, acting as a user, fault injection, event dumps,
-    reset, health).  It is not Matrix and never sees injected faults.
+    devices and to-device queues, reset, health).  It is not Matrix and never sees injected
+    faults.
 
 Command line:
     python3 fake_homeserver.py --port 0 --server-name example.org [--state FILE] [--verbose]
@@ -61,6 +66,9 @@ TOKEN_RE = re.compile(r"^s(\d+)_([A-Za-z0-9]+)$")
 STRIPPED_STATE_TYPES = ["m.room.create", "m.room.name", "m.room.avatar", "m.room.topic",
                         "m.room.join_rules", "m.room.canonical_alias", "m.room.encryption"]
 SERVER_CONTROLLED_ACCOUNT_DATA = {"m.fully_read", "m.push_rules"}
+TO_DEVICE_LIMIT = 100              # per /sync, as §"Send-to-Device messaging" recommends
+CROSS_SIGNING_TYPES = ("master", "self_signing", "user_signing")
+UIA_FLOWS = [{"stages": ["m.login.password"]}]
 
 
 class MatrixError(Exception):
@@ -212,6 +220,7 @@ class Room:
         self.positions = []       # parallel list of "pos", for bisect
         self.by_id = {}           # event_id -> event
         self.key_hist = {}        # (type, state_key) -> ([pos...], [event...])
+        self.member_positions = []  # "pos" of every m.room.member event, for device lists
 
     @classmethod
     def from_events(cls, room_id, events):
@@ -229,6 +238,8 @@ class Room:
                                                          ([], []))
             pos_list.append(event["pos"])
             ev_list.append(event)
+            if event["type"] == "m.room.member":
+                self.member_positions.append(event["pos"])
 
     def state_event(self, kind, state_key, at=INFINITY):
         """The state event for (kind, state_key) in force at stream position `at`."""
@@ -263,6 +274,11 @@ class Room:
         i = bisect.bisect_right(self.positions, low)
         j = bisect.bisect_right(self.positions, high)
         return self.events[i:j]
+
+    def members_changed(self, low, high):
+        """Whether any member event has low < pos <= high."""
+        i = bisect.bisect_right(self.member_positions, low)
+        return i < len(self.member_positions) and self.member_positions[i] <= high
 
     def creator(self):
         create = self.state_event("m.room.create", "")
@@ -390,6 +406,113 @@ def stripped_event(event):
 
 
 # --------------------------------------------------------------------------------------------
+# End-to-end encryption data: CS API §"End-to-End Encryption" (key algorithms, DeviceKeys,
+# CrossSigningKey).  Shapes are checked; signatures are not verified.
+# --------------------------------------------------------------------------------------------
+
+def check_user_id(user_id):
+    if not isinstance(user_id, str) or not USER_ID_RE.match(user_id):
+        raise MatrixError(400, "M_INVALID_PARAM", f"Invalid user ID {user_id!r}")
+
+
+def validate_device_keys(value, user_id, device_id):
+    """DeviceKeys: user_id, device_id, algorithms, keys and signatures are required, and the
+    keys must be those of the device that made the request (§"POST /keys/upload": "Must match
+    the device ID used when logging in")."""
+    if not isinstance(value, dict):
+        raise MatrixError(400, "M_BAD_JSON", "device_keys must be an object")
+    for field, kind in (("user_id", str), ("device_id", str), ("algorithms", list),
+                        ("keys", dict), ("signatures", dict)):
+        if not isinstance(value.get(field), kind):
+            raise MatrixError(400, "M_BAD_JSON", f"device_keys.{field} is missing or has the "
+                                                 "wrong type")
+    if not all(isinstance(a, str) for a in value["algorithms"]) or not all(
+            isinstance(k, str) for k in value["keys"].values()):
+        raise MatrixError(400, "M_BAD_JSON", "device_keys.algorithms and keys hold strings")
+    if value["user_id"] != user_id or value["device_id"] != device_id:
+        raise MatrixError(400, "M_INVALID_PARAM", "device_keys must be for the user and device "
+                                                  "of the access token")
+
+
+def parse_key_map(value, where):
+    """one_time_keys / fallback_keys: {"<algorithm>:<key_id>": key string or KeyObject}.
+    Returns [(key_id, algorithm, key)] in the order given."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise MatrixError(400, "M_BAD_JSON", f"{where} must be an object")
+    out = []
+    for key_id, key in value.items():
+        algorithm, colon, name = key_id.partition(":")
+        if not (algorithm and colon and name):
+            raise MatrixError(400, "M_INVALID_PARAM", f"{where}: {key_id!r} is not "
+                                                      "<algorithm>:<key_id>")
+        if not (isinstance(key, str) or (isinstance(key, dict)
+                                         and isinstance(key.get("key"), str))):
+            raise MatrixError(400, "M_BAD_JSON", f"{where}.{key_id} must be a key string or a "
+                                                 "KeyObject")
+        out.append((key_id, algorithm, key))
+    return out
+
+
+def without(obj, *fields):
+    return {k: v for k, v in obj.items() if k not in fields}
+
+
+def one_time_keys_match(old, new):
+    """The same one-time key again, ignoring signatures (Synapse's _one_time_keys_match: a
+    retried upload may carry different signatures)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return old == new
+    return without(old, "signatures") == without(new, "signatures")
+
+
+def one_time_key_counts(record):
+    """Unclaimed one-time keys per algorithm.  signed_curve25519 is always present (0 when
+    none are left), as Synapse does, though the spec lets a missing algorithm mean zero."""
+    counts = {"signed_curve25519": 0}
+    for key_id in (record or {}).get("one_time_keys", {}):
+        algorithm = key_id.split(":", 1)[0]
+        counts[algorithm] = counts.get(algorithm, 0) + 1
+    return counts
+
+
+def unused_fallback_key_types(record):
+    return sorted(algorithm for algorithm, entry in (record or {}).get("fallback_keys",
+                                                                        {}).items()
+                  if not entry["used"])
+
+
+def public_key_of(cross_signing_key):
+    """The unpadded-base64 public key of a CrossSigningKey: the part after "ed25519:" of its
+    only key ID, which is also how /keys/signatures/upload names it."""
+    return next(iter(cross_signing_key["keys"])).split(":", 1)[-1]
+
+
+def check_cross_signing_key(key, user_id, kind):
+    """CrossSigningKey: user_id of the uploader, `usage` containing the kind, exactly one key.
+    Errors as Synapse's _check_cross_signing_key: 400 M_INVALID_PARAM "Invalid <kind> key"."""
+    if (not isinstance(key, dict) or key.get("user_id") != user_id
+            or not isinstance(key.get("usage"), list) or kind not in key["usage"]
+            or not isinstance(key.get("keys"), dict) or len(key["keys"]) != 1
+            or not all(isinstance(v, str) for v in key["keys"].values())
+            or not isinstance(key.get("signatures", {}), dict)):
+        raise MatrixError(400, "M_INVALID_PARAM", f"Invalid {kind} key")
+
+
+def require_same_key(signed, stored):
+    """§"POST /keys/signatures/upload": "The signed JSON object must match the key previously
+    uploaded ... with the exception of the signatures property" (unsigned is ignored too)."""
+    if without(signed, "signatures", "unsigned") != without(stored, "signatures", "unsigned"):
+        raise MatrixError(400, "M_UNKNOWN", "Key does not match")   # Synapse's answer
+
+
+def unreachable():
+    """A `failures` entry for another server: the fake does not federate."""
+    return {"status": 503, "message": "The fake homeserver does not federate"}
+
+
+# --------------------------------------------------------------------------------------------
 # The model.  Every public method expects the caller to hold `self.lock`.
 # --------------------------------------------------------------------------------------------
 
@@ -422,6 +545,15 @@ class Homeserver:
         self.room_account_data = {}  # user_id -> {room_id: {type: {content, pos}}}
         self.txns = {}               # "user|device|path" -> response body
         self.user_rooms = {}         # user_id -> set of room_ids with a member event for them
+        # End-to-end encryption.  Per-device data lives in the device record (self.devices):
+        # "device_keys", "one_time_keys" {"alg:id": key} in upload order, "fallback_keys"
+        # {alg: {key_id, key, used}}, "otk_pos" (last claim) and "inbox" (to-device messages
+        # [{pos, sender, type, content, sent_in}]), so logging a device out drops all of it.
+        self.cross_signing = {}      # user_id -> {"master"|"self_signing"|"user_signing": key}
+        self.key_signatures = {}     # target user -> target key id -> signer -> {key id: sig}
+        self.key_changes = []        # [[pos, subject user_id, audience user_id or None]]
+        self.key_change_positions = []  # parallel list of pos, for bisect
+        self.uia_sessions = {}       # session id -> {user_id}
 
     def reset(self):
         self._fresh()
@@ -436,7 +568,9 @@ class Homeserver:
                 "rooms": {rid: room.events for rid, room in self.rooms.items()},
                 "aliases": self.aliases, "filters": self.filters,
                 "account_data": self.account_data,
-                "room_account_data": self.room_account_data, "txns": self.txns}
+                "room_account_data": self.room_account_data, "txns": self.txns,
+                "cross_signing": self.cross_signing, "key_signatures": self.key_signatures,
+                "key_changes": self.key_changes, "uia_sessions": self.uia_sessions}
 
     def _save(self):
         """Atomic write: a kill at any instant leaves the old file or the new one.  No fsync:
@@ -463,6 +597,11 @@ class Homeserver:
         self.account_data = data["account_data"]
         self.room_account_data = data["room_account_data"]
         self.txns = data["txns"]
+        self.cross_signing = data.get("cross_signing", {})
+        self.key_signatures = data.get("key_signatures", {})
+        self.key_changes = data.get("key_changes", [])
+        self.key_change_positions = [entry[0] for entry in self.key_changes]
+        self.uia_sessions = data.get("uia_sessions", {})
         for room_id, events in data["rooms"].items():
             room = Room.from_events(room_id, events)
             self.rooms[room_id] = room
@@ -571,15 +710,22 @@ class Homeserver:
 
     def logout(self, user_id, device_id, everywhere=False):
         """§"POST /logout": the token is invalidated and its device deleted."""
+        # Deleting a device that had identity keys is a device-list change (§"GET
+        # /keys/changes": "removed an existing device with identity keys").
         if everywhere:
             self._revoke_tokens(user_id)
-            self.devices.pop(user_id, None)
+            removed = self.devices.pop(user_id, {})
             self.txns = {k: v for k, v in self.txns.items() if not k.startswith(user_id + "|")}
         else:
             self._revoke_tokens(user_id, device_id)
-            self.devices.get(user_id, {}).pop(device_id, None)
+            gone = self.devices.get(user_id, {}).pop(device_id, None)
+            removed = {device_id: gone} if gone else {}
             prefix = f"{user_id}|{device_id}|"
             self.txns = {k: v for k, v in self.txns.items() if not k.startswith(prefix)}
+        for gone_id, record in removed.items():
+            self.key_signatures.get(user_id, {}).pop(gone_id, None)
+            if "device_keys" in record:
+                self._key_change(user_id)
         self._changed()
 
     # ---- filters -------------------------------------------------------------------------------
@@ -995,6 +1141,450 @@ class Homeserver:
             raise MatrixError(404, "M_NOT_FOUND", "Account data not found.")
         return entry["content"]
 
+    # ---- end-to-end encryption: CS API §"End-to-End Encryption" --------------------------------
+
+    def _device(self, user_id, device_id, create=False):
+        """The device record, made on demand for keys uploaded by a device that never logged
+        in (FAKEASDEVICE), as Synapse's check_device_registered does."""
+        devices = self.devices.setdefault(user_id, {}) if create else self.devices.get(user_id,
+                                                                                       {})
+        record = devices.get(device_id)
+        if record is None and create:
+            record = devices[device_id] = {"display_name": None}
+        return record
+
+    def is_local(self, user_id):
+        return user_id.split(":", 1)[1] == self.server_name
+
+    def known_user(self, user_id):
+        return user_id in self.users or user_id in self.devices
+
+    def _key_change(self, subject, audience=None):
+        """Record that `subject`'s device list or cross-signing keys changed.  audience None:
+        everyone sharing a room with subject sees it in device_lists.changed (and subject
+        itself, as Synapse always tells users about their own devices); otherwise only that
+        user sees it (user-signing keys and signatures of other users' keys)."""
+        pos = self._next_pos()
+        self.key_changes.append([pos, subject, audience])
+        self.key_change_positions.append(pos)
+
+    def upload_keys(self, user_id, device_id, body):
+        """§"POST /_matrix/client/v3/keys/upload".  Everything is checked before anything is
+        stored, so a refused upload changes nothing."""
+        device_keys = body.get("device_keys")   # null is read as absent, as Synapse did
+        if device_keys is not None:
+            validate_device_keys(device_keys, user_id, device_id)
+        one_time = parse_key_map(body.get("one_time_keys"), "one_time_keys")
+        fallback = parse_key_map(body.get("fallback_keys"), "fallback_keys")
+        algorithms = [algorithm for _, algorithm, _ in fallback]
+        if len(set(algorithms)) != len(algorithms):
+            # fallback_keys: "There can only be at most one key per algorithm uploaded".
+            raise MatrixError(400, "M_INVALID_PARAM", "At most one fallback key per algorithm")
+        record = self._device(user_id, device_id, create=True)
+        stored = record.get("device_keys")
+        if device_keys is not None and stored is not None and stored["keys"] != device_keys["keys"]:
+            # Device keys are long-lived (§"Device keys"): a new identity needs a new device.
+            raise MatrixError(400, "M_INVALID_PARAM",
+                              f"Device keys for {device_id} already exist and are different")
+        existing = record.get("one_time_keys", {})
+        for key_id, _, key in one_time:
+            if key_id in existing and not one_time_keys_match(existing[key_id], key):
+                raise MatrixError(400, "M_INVALID_PARAM",
+                                  f"One time key {key_id} already exists and is different")
+        changed = "one_time_keys" not in record
+        if device_keys is not None and device_keys != stored:
+            record["device_keys"] = device_keys
+            self._key_change(user_id)
+            changed = True
+        for key_id, _, key in one_time:
+            if key_id not in existing:
+                existing[key_id] = key
+                changed = True
+        record["one_time_keys"] = existing
+        fallbacks = record.setdefault("fallback_keys", {})
+        for key_id, algorithm, key in fallback:
+            current = fallbacks.get(algorithm)
+            if current and current["key_id"] == key_id and current["key"] == key:
+                continue      # the same key again keeps its "used" flag, as in Synapse
+            fallbacks[algorithm] = {"key_id": key_id, "key": key, "used": False}
+            changed = True
+        if changed:
+            self._changed()
+        return {"one_time_key_counts": one_time_key_counts(record)}
+
+    def _signed_view(self, target_user, target_key, obj, viewer):
+        """A device or cross-signing key with the signatures from /keys/signatures/upload the
+        viewer may see (§"POST /keys/query" master_keys): the owner's own signatures are shown
+        to everyone, another user's signature only to that user (as Synapse)."""
+        out = json.loads(json.dumps(obj))
+        sigs = self.key_signatures.get(target_user, {}).get(target_key, {})
+        for signer, by_key in sorted(sigs.items()):
+            if signer in (target_user, viewer):
+                out.setdefault("signatures", {}).setdefault(signer, {}).update(by_key)
+        return out
+
+    def device_keys_view(self, user_id, device_id, record, viewer):
+        out = self._signed_view(user_id, device_id, record["device_keys"], viewer)
+        unsigned = dict(out.get("unsigned") or {})
+        if record.get("display_name"):
+            unsigned["device_display_name"] = record["display_name"]
+        out["unsigned"] = unsigned
+        return out
+
+    def cross_signing_view(self, user_id, kind, viewer):
+        key = self.cross_signing.get(user_id, {}).get(kind)
+        return None if key is None else self._signed_view(user_id, public_key_of(key), key,
+                                                          viewer)
+
+    def query_keys(self, viewer, body):
+        """§"POST /_matrix/client/v3/keys/query".  Users on other servers cannot be reached
+        (no federation) and are recorded in `failures` under their server name; unknown local
+        users and devices are left out, as the spec says."""
+        if "device_keys" not in body:
+            raise MatrixError(400, "M_MISSING_PARAM", "Missing device_keys")
+        query = body["device_keys"]
+        if not isinstance(query, dict):
+            raise MatrixError(400, "M_BAD_JSON", "device_keys must be an object")
+        for user_id, wanted in query.items():
+            check_user_id(user_id)
+            if not isinstance(wanted, list) or not all(isinstance(d, str) for d in wanted):
+                raise MatrixError(400, "M_BAD_JSON", "device_keys values must be lists of "
+                                                     "device IDs")
+        out = {"device_keys": {}, "failures": {}, "master_keys": {}, "self_signing_keys": {},
+               "user_signing_keys": {}}
+        for user_id, wanted in query.items():
+            if not self.is_local(user_id):
+                out["failures"][user_id.split(":", 1)[1]] = unreachable()
+                continue
+            if not self.known_user(user_id):
+                continue
+            devices = {}
+            for device_id, record in sorted(self.devices.get(user_id, {}).items()):
+                if "device_keys" in record and (not wanted or device_id in wanted):
+                    devices[device_id] = self.device_keys_view(user_id, device_id, record,
+                                                               viewer)
+            out["device_keys"][user_id] = devices
+            kinds = ("master", "self_signing") + (("user_signing",) if user_id == viewer
+                                                  else ())
+            for kind in kinds:
+                key = self.cross_signing_view(user_id, kind, viewer)
+                if key is not None:
+                    out[kind + "_keys"][user_id] = key
+        return out
+
+    def claim_keys(self, body):
+        """§"POST /_matrix/client/v3/keys/claim" and §"One-time and fallback keys": each
+        one-time key is given out once, oldest first; when a device has none left for the
+        algorithm its fallback key is given instead (again and again) and marked used."""
+        if "one_time_keys" not in body:
+            raise MatrixError(400, "M_MISSING_PARAM", "Missing one_time_keys")
+        query = body["one_time_keys"]
+        if not isinstance(query, dict):
+            raise MatrixError(400, "M_BAD_JSON", "one_time_keys must be an object")
+        for user_id, devices in query.items():
+            check_user_id(user_id)
+            if not isinstance(devices, dict) or not all(isinstance(a, str)
+                                                        for a in devices.values()):
+                raise MatrixError(400, "M_BAD_JSON", "one_time_keys maps users to "
+                                                     "{device: algorithm}")
+        out = {"one_time_keys": {}, "failures": {}}
+        changed = False
+        for user_id, devices in query.items():
+            if not self.is_local(user_id):
+                out["failures"][user_id.split(":", 1)[1]] = unreachable()
+                continue
+            for device_id, algorithm in devices.items():
+                record = self.devices.get(user_id, {}).get(device_id)
+                if record is None:
+                    continue
+                claimed = self._claim_one(record, algorithm)
+                if claimed is not None:
+                    out["one_time_keys"].setdefault(user_id, {})[device_id] = claimed
+                    changed = True
+        if changed:
+            self._changed()
+        return out
+
+    def _claim_one(self, record, algorithm):
+        keys = record.get("one_time_keys", {})
+        for key_id in keys:
+            if key_id.split(":", 1)[0] == algorithm:
+                record["otk_pos"] = self._next_pos()
+                return {key_id: keys.pop(key_id)}
+        fallback = record.get("fallback_keys", {}).get(algorithm)
+        if fallback is None:
+            return None
+        if not fallback["used"]:
+            fallback["used"] = True
+            record["otk_pos"] = self._next_pos()
+        return {fallback["key_id"]: fallback["key"]}
+
+    def shares_room(self, a, b, at=INFINITY):
+        """Both users joined to one room at stream position `at` (§"GET /keys/changes")."""
+        common = self.user_rooms.get(a, set()) & self.user_rooms.get(b, set())
+        return any(self.rooms[r].membership(a, at) == "join"
+                   and self.rooms[r].membership(b, at) == "join" for r in common)
+
+    def device_list_changes(self, user_id, since, upto):
+        """(changed, left) for `device_lists` in /sync and for /keys/changes, between stream
+        positions since and upto.  changed: users sharing a room with user_id at `upto` whose
+        device or cross-signing keys changed (and user_id itself after its own changes), plus
+        users who share a room at `upto` but did not at `since`; left: users who shared a room
+        at `since` and no longer do (§"Extensions to /sync" of E2EE and its note)."""
+        changed, left = set(), set()
+        candidates = set()
+        for room_id in self.user_rooms.get(user_id, ()):
+            room = self.rooms[room_id]
+            if not room.members_changed(since, upto):
+                continue
+            for event in room.events_between(since, upto):
+                if event["type"] != "m.room.member":
+                    continue
+                if event["state_key"] == user_id:   # we joined or left: all members count
+                    candidates.update(key for (kind, key) in room.key_hist
+                                      if kind == "m.room.member")
+                else:
+                    candidates.add(event["state_key"])
+        candidates.discard(user_id)
+        for other in candidates:
+            before, after = self.shares_room(user_id, other, since), self.shares_room(
+                user_id, other, upto)
+            if after and not before:
+                changed.add(other)
+            elif before and not after:
+                left.add(other)
+        i = bisect.bisect_right(self.key_change_positions, since)
+        j = bisect.bisect_right(self.key_change_positions, upto)
+        for _, subject, audience in self.key_changes[i:j]:
+            if audience is not None:
+                if audience == user_id:
+                    changed.add(subject)
+            elif subject == user_id or self.shares_room(user_id, subject, upto):
+                changed.add(subject)
+        return sorted(changed), sorted(left - changed)
+
+    def send_to_device(self, user_id, device_id, kind, body, path):
+        """§"PUT /_matrix/client/v3/sendToDevice/{eventType}/{txnId}" with §"Transaction
+        identifiers" (per device and path, like room sends).  Messages for unknown devices,
+        unknown users and users on other servers are dropped: there is no federation."""
+        key = self.txn_key(user_id, device_id, path)
+        if key in self.txns:
+            return self.txns[key]
+        if "messages" not in body:
+            raise MatrixError(400, "M_MISSING_PARAM", "Missing messages")
+        messages = body["messages"]
+        if not isinstance(messages, dict):
+            raise MatrixError(400, "M_BAD_JSON", "messages must be an object")
+        for target, by_device in messages.items():
+            check_user_id(target)
+            if not isinstance(by_device, dict) or not all(isinstance(c, dict)
+                                                          for c in by_device.values()):
+                raise MatrixError(400, "M_BAD_JSON", "messages maps users to {device: "
+                                                     "content object}")
+            for content in by_device.values():
+                if len(encode(content)) > MAX_EVENT_BYTES:
+                    raise MatrixError(413, "M_TOO_LARGE", f"device message to {target} too "
+                                                          "large to fit in a single EDU")
+        pos = self._next_pos()
+        for target, by_device in messages.items():
+            devices = self.devices.get(target, {})
+            for target_device, content in by_device.items():
+                # "The device ID may also be *, meaning all known devices for the user."
+                chosen = sorted(devices) if target_device == "*" else [target_device]
+                for chosen_id in chosen:
+                    if chosen_id in devices:
+                        devices[chosen_id].setdefault("inbox", []).append(
+                            {"pos": pos, "sender": user_id, "type": kind, "content": content,
+                             "sent_in": None})
+        self.txns[key] = {}
+        self._changed()
+        return {}
+
+    def acknowledge_to_device(self, user_id, device_id, since):
+        """§"Send-to-Device messaging", server behaviour: a /sync with the next_batch of the
+        response that carried messages means they were delivered; delete them.  A message
+        is deleted only once a `since` at or after the response that carried it comes back,
+        so messages held back by the 100-per-sync limit are not lost."""
+        record = self.devices.get(user_id, {}).get(device_id)
+        inbox = record.get("inbox") if record else None
+        if not inbox:
+            return
+        kept = [m for m in inbox if m["sent_in"] is None or m["sent_in"] > since]
+        if len(kept) != len(inbox):
+            record["inbox"] = kept
+            self._save()
+
+    def mark_delivered(self, messages, since, next_batch):
+        """Tag the messages of an answer with its next_batch position.  That position must be
+        after `since`, or a retry of a lost answer (same since) would delete them unseen; when
+        the stream has not moved (messages held back by the limit) the answer gets a new,
+        empty position.  Returns the next_batch position."""
+        if not messages:
+            return next_batch
+        if since is not None and next_batch <= since:
+            next_batch = self._next_pos()
+        for message in messages:
+            message["sent_in"] = next_batch
+        self._save()
+        return next_batch
+
+    def upload_cross_signing(self, user_id, body):
+        """§"POST /_matrix/client/v3/keys/device_signing/upload".  User-interactive auth is
+        required except, as v1.11 says (MSC3967) and Synapse does, when the user has no master
+        key yet, or when every key in the request equals the stored one (then nothing
+        happens).  As in Synapse, the auth check comes before the keys are checked."""
+        new = {}
+        for kind in CROSS_SIGNING_TYPES:
+            value = body.get(kind + "_key")
+            if value is not None:
+                new[kind] = value
+        stored = self.cross_signing.get(user_id, {})
+        if "master" in stored:
+            if all(stored.get(kind) == key for kind, key in new.items()):
+                return 200, {}
+            challenge = self.check_uia(user_id, body.get("auth"))
+            if challenge is not None:
+                return challenge
+        for kind, key in new.items():
+            check_cross_signing_key(key, user_id, kind)
+        master = new.get("master") or stored.get("master")
+        if master is None:
+            raise MatrixError(400, "M_MISSING_PARAM", "No master key available")
+        master_id = next(iter(master["keys"]))
+        for kind in ("self_signing", "user_signing"):
+            # "Must be signed by the accompanying master key, or by the user's most recently
+            # uploaded master key": the signature must be there (it is not verified).
+            if kind in new and master_id not in (new[kind].get("signatures") or {}).get(
+                    user_id, {}):
+                raise MatrixError(400, "M_INVALID_SIGNATURE",
+                                  f"The {kind} key is not signed by the master key")
+        for kind, key in new.items():
+            if public_key_of(key) in self.devices.get(user_id, {}):
+                raise forbidden("Key ID in use")     # the spec's 403 case
+        self.cross_signing.setdefault(user_id, {}).update(new)
+        if "master" in new or "self_signing" in new:
+            self._key_change(user_id)
+        if "user_signing" in new:
+            self._key_change(user_id, audience=user_id)
+        self._changed()
+        return 200, {}
+
+    def check_uia(self, user_id, auth):
+        """CS API §"User-Interactive Authentication API" with the one stage m.login.password
+        (§"Password-based").  Returns None when authenticated, else the (401, body) answer:
+        {flows, params, session} first, and with errcode M_FORBIDDEN and `completed` after a
+        wrong password.  A session is good for one successful request."""
+        if auth is None:
+            session = secrets.token_urlsafe(12)
+            self.uia_sessions[session] = {"user_id": user_id}
+            self._changed()
+            return 401, {"flows": UIA_FLOWS, "params": {}, "session": session}
+        if not isinstance(auth, dict):
+            raise MatrixError(400, "M_BAD_JSON", "auth must be an object")
+        session = auth.get("session")
+        if session is not None and not isinstance(session, str):
+            raise MatrixError(400, "M_BAD_JSON", "auth.session must be a string")
+        if session is None:
+            session = secrets.token_urlsafe(12)
+            self.uia_sessions[session] = {"user_id": user_id}
+        elif self.uia_sessions.get(session, {}).get("user_id") != user_id:
+            raise MatrixError(400, "M_UNKNOWN", "Unknown session ID")
+        if auth.get("type") != "m.login.password":
+            raise MatrixError(400, "M_UNRECOGNIZED", "Unrecognised auth type")
+        user = self._login_user(auth)
+        password = auth.get("password")
+        if not isinstance(password, str):
+            raise MatrixError(400, "M_MISSING_PARAM", "Missing password")
+        record = self.users.get(user_id)
+        if (self.qualify(user) == user_id and record is not None
+                and secrets.compare_digest(record["password"], password)):
+            del self.uia_sessions[session]
+            return None
+        self._changed()
+        return 401, {"errcode": "M_FORBIDDEN", "error": "Invalid password", "completed": [],
+                     "flows": UIA_FLOWS, "params": {}, "session": session}
+
+    def upload_signatures(self, user_id, body):
+        """§"POST /_matrix/client/v3/keys/signatures/upload".  The shapes Synapse accepts:
+        for the uploader's own keys, a device signed by the self-signing key or the master key
+        signed by the uploader's devices; for another user, that user's master key signed by
+        the uploader's user-signing key.  The signed object must equal the stored key apart
+        from `signatures` and `unsigned`; the signatures themselves are not verified."""
+        for target, objects in body.items():
+            if not isinstance(objects, dict) or not all(isinstance(o, dict)
+                                                        for o in objects.values()):
+                raise MatrixError(400, "M_INVALID_PARAM", "Invalid parameter")
+        failures = {}
+        changed = False
+        for target, objects in body.items():
+            for key_id, signed in objects.items():
+                try:
+                    self._store_signature(user_id, target, key_id, signed)
+                    changed = True
+                except MatrixError as err:
+                    failures.setdefault(target, {})[key_id] = {
+                        "errcode": err.errcode, "error": err.error, "status": err.status}
+        if changed:
+            self._changed()
+        return {"failures": failures}
+
+    def _store_signature(self, user_id, target, key_id, signed):
+        sigs = (signed.get("signatures") or {}).get(user_id)
+        if not isinstance(sigs, dict) or not sigs:
+            raise MatrixError(400, "M_INVALID_SIGNATURE", "No signature from the uploader")
+        mine = self.cross_signing.get(user_id, {})
+        if target == user_id:
+            master = mine.get("master")
+            if master is not None and key_id == public_key_of(master):
+                # The master key signed by the user's own devices.
+                devices = self.devices.get(user_id, {})
+                for signer_key in sigs:
+                    signer_device = signer_key.split(":", 1)[-1]
+                    keys = (devices.get(signer_device, {}).get("device_keys") or {}).get(
+                        "keys", {})
+                    if signer_key not in keys:
+                        raise MatrixError(400, "M_INVALID_SIGNATURE",
+                                          f"{signer_key} is not a key of one of your devices")
+                require_same_key(signed, master)
+                accepted = dict(sigs)
+            else:
+                ssk = mine.get("self_signing")
+                if ssk is None:
+                    raise MatrixError(404, "M_NOT_FOUND", f"No self_signing key found for "
+                                                          f"{user_id}")
+                record = self.devices.get(user_id, {}).get(key_id)
+                if record is None or "device_keys" not in record:
+                    raise MatrixError(404, "M_NOT_FOUND", "Unknown device")
+                ssk_id = next(iter(ssk["keys"]))
+                if ssk_id not in sigs:
+                    raise MatrixError(400, "M_INVALID_SIGNATURE", "Not signed by the "
+                                                                  "self-signing key")
+                require_same_key(signed, record["device_keys"])
+                accepted = {ssk_id: sigs[ssk_id]}
+            audience = None
+        else:
+            usk = mine.get("user_signing")
+            if usk is None:
+                raise MatrixError(404, "M_NOT_FOUND", f"No user_signing key found for "
+                                                      f"{user_id}")
+            master = self.cross_signing.get(target, {}).get("master")
+            if master is None:
+                raise MatrixError(404, "M_NOT_FOUND", f"No master key found for {target}")
+            if key_id != public_key_of(master):
+                raise MatrixError(404, "M_NOT_FOUND", "Unknown device")
+            usk_id = next(iter(usk["keys"]))
+            if usk_id not in sigs:
+                raise MatrixError(400, "M_INVALID_SIGNATURE", "Not signed by the user-signing "
+                                                              "key")
+            require_same_key(signed, master)
+            accepted = {usk_id: sigs[usk_id]}
+            audience = user_id     # only the signer hears of it (Synapse's signature stream)
+        store = self.key_signatures.setdefault(target, {}).setdefault(key_id, {}).setdefault(
+            user_id, {})
+        if any(store.get(k) != v for k, v in accepted.items()):
+            store.update(accepted)
+            self._key_change(target, audience)
+
 
 # --------------------------------------------------------------------------------------------
 # /sync: CS API §"Syncing" and §"GET /_matrix/client/v3/sync".
@@ -1012,12 +1602,18 @@ class SyncBuilder:
       * left/kicked/banned since `since`: under `leave`, the timeline up to the leave event;
         on an initial sync only with room.include_leave (§"Leaving rooms").
     State events that the timeline filter hides are not lost: they are put in `state`.
+    The E2EE extensions (§"Extensions to /sync" of E2EE and of Send-to-Device messaging):
+    the device's pending to-device messages (at most 100), device_lists (empty lists on an
+    initial sync, where the spec leaves them out), the device's one-time key counts and its
+    unused fallback key types.
     """
 
     def __init__(self, hs, user_id, device_id, since, sync_filter, full_state):
         self.hs = hs
         self.user_id = user_id
         self.viewer = (user_id, device_id)
+        self.device_id = device_id
+        self.delivered = []       # the to-device messages in the answer, to tag once sent
         self.since = since
         self.filter = sync_filter
         self.full_state = full_state
@@ -1034,9 +1630,26 @@ class SyncBuilder:
                                           self.filter.account_data)
         response = {"next_batch": self.hs.stream_token(self.now), "rooms": rooms,
                     "account_data": {"events": account_data},
-                    "presence": {"events": []}, "to_device": {"events": []}}
-        has_news = bool(account_data or any(rooms.values()))
+                    "presence": {"events": []}}
+        e2ee_news = self._e2ee(response)
+        has_news = bool(account_data or any(rooms.values()) or e2ee_news)
         return response, has_news
+
+    def _e2ee(self, response):
+        record = self.hs.devices.get(self.user_id, {}).get(self.device_id)
+        self.delivered = ((record or {}).get("inbox") or [])[:TO_DEVICE_LIMIT]
+        response["to_device"] = {"events": [{"sender": m["sender"], "type": m["type"],
+                                             "content": m["content"]}
+                                            for m in self.delivered]}
+        changed, left = ([], []) if self.since is None else self.hs.device_list_changes(
+            self.user_id, self.since, self.now)
+        response["device_lists"] = {"changed": changed, "left": left}
+        response["device_one_time_keys_count"] = one_time_key_counts(record)
+        response["device_unused_fallback_key_types"] = unused_fallback_key_types(record)
+        # A claim of this device's keys is news for it too, so it can upload more at once.
+        claimed = (record is not None and self.since is not None
+                   and record.get("otk_pos", 0) > self.since)
+        return bool(self.delivered or changed or left or claimed)
 
     def _room(self, room, rooms):
         now_member = room.state_event("m.room.member", self.user_id, self.now)
@@ -1261,7 +1874,8 @@ def api_get_filter(hs, req):
 
 # CS API §"GET /_matrix/client/v3/sync".  The request is held on the condition variable until
 # there is news for this user or `timeout` ms pass.  As Synapse, an initial sync and a
-# full_state sync answer at once.
+# full_state sync answer at once.  §"Send-to-Device messaging": `since` acknowledges the
+# to-device messages of the answer that gave it out; those are deleted first.
 @route("GET", V3 + "/sync")
 def api_sync(hs, req):
     sync_filter = hs.sync_filter(req.user_id, req.arg("filter"))
@@ -1274,6 +1888,8 @@ def api_sync(hs, req):
     timeout = max(0, req.int_arg("timeout", 0)) / 1000.0
     deadline = time.monotonic() + timeout
     epoch = hs.epoch
+    if since is not None:
+        hs.acknowledge_to_device(req.user_id, req.device_id, since)
     while True:
         if hs.epoch != epoch:
             raise MatrixError(400, "M_UNKNOWN", "Invalid stream token")
@@ -1281,6 +1897,8 @@ def api_sync(hs, req):
         response, has_news = builder.build()
         remaining = deadline - time.monotonic()
         if has_news or since is None or full_state or remaining <= 0:
+            next_batch = hs.mark_delivered(builder.delivered, since, builder.now)
+            response["next_batch"] = hs.stream_token(next_batch)
             return 200, response
         hs.cond.wait(remaining)
 
@@ -1570,6 +2188,60 @@ def api_set_profile_field(hs, req):
     return 200, {}
 
 
+# CS API §"POST /_matrix/client/v3/keys/upload"
+@route("POST", V3 + "/keys/upload")
+def api_keys_upload(hs, req):
+    return 200, hs.upload_keys(req.user_id, req.device_id, req.json())
+
+
+# CS API §"POST /_matrix/client/v3/keys/query"
+@route("POST", V3 + "/keys/query")
+def api_keys_query(hs, req):
+    return 200, hs.query_keys(req.user_id, req.json())
+
+
+# CS API §"POST /_matrix/client/v3/keys/claim"
+@route("POST", V3 + "/keys/claim")
+def api_keys_claim(hs, req):
+    return 200, hs.claim_keys(req.json())
+
+
+# CS API §"GET /_matrix/client/v3/keys/changes".  `from` is required (400 M_MISSING_PARAM, as
+# Synapse); `to` bounds the answer when given (Synapse ignores it and answers up to now).
+@route("GET", V3 + "/keys/changes")
+def api_keys_changes(hs, req):
+    start = req.arg("from")
+    if start is None:
+        raise MatrixError(400, "M_MISSING_PARAM", "Missing from")
+    low = hs.parse_token(start)
+    high = hs.parse_token(req.arg("to")) if req.arg("to") is not None else hs.pos
+    changed, left = hs.device_list_changes(req.user_id, low, max(low, high))
+    return 200, {"changed": changed, "left": left}
+
+
+# CS API §"PUT /_matrix/client/v3/sendToDevice/{eventType}/{txnId}"
+@route("PUT", V3 + "/sendToDevice/" + P + "/" + P)
+def api_send_to_device(hs, req):
+    cached = hs.txns.get(hs.txn_key(req.user_id, req.device_id, req.path))
+    if cached is not None:   # a retransmission is known by device and path alone
+        return 200, cached
+    return 200, hs.send_to_device(req.user_id, req.device_id, req.params[0], req.json(),
+                                  req.path)
+
+
+# CS API §"POST /_matrix/client/v3/keys/device_signing/upload" (Cross-signing), with
+# §"User-Interactive Authentication API"
+@route("POST", V3 + "/keys/device_signing/upload")
+def api_device_signing_upload(hs, req):
+    return hs.upload_cross_signing(req.user_id, req.json())
+
+
+# CS API §"POST /_matrix/client/v3/keys/signatures/upload"
+@route("POST", V3 + "/keys/signatures/upload")
+def api_signatures_upload(hs, req):
+    return 200, hs.upload_signatures(req.user_id, req.json())
+
+
 def find_route(path):
     """(methods, params) for a path, or (None, None).  A path known under another method is
     answered 405, an unknown one 404, both M_UNRECOGNIZED (CS API §"Common error codes")."""
@@ -1701,6 +2373,13 @@ def handle_control(hs, method, path, query, body, headers):
             if room is None:
                 raise MatrixError(404, "M_NOT_FOUND", "Unknown room")
             return 200, {"events": [dump_event(e) for e in room.events]}, {}
+        devices = re.match(r"^/_fake/devices/([^/]+)$", path)
+        if devices and method == "GET":
+            return 200, control_devices(hs, unquote(devices.group(1))), {}
+        inbox = re.match(r"^/_fake/to_device/([^/]+)/([^/]+)$", path)
+        if inbox and method == "GET":
+            return 200, control_to_device(hs, unquote(inbox.group(1)),
+                                          unquote(inbox.group(2))), {}
         if path == "/_fake/faults":
             return control_faults(hs, method, req)
         if path == "/_fake/requests":
@@ -1727,6 +2406,42 @@ def control_send(hs, user, data):
     txn_id = data.get("txn_id") or secrets.token_hex(8)
     path = f"{V3}/rooms/{room_id}/send/{kind}/{txn_id}"
     return hs.send_message(user_id, FAKE_AS_DEVICE, room_id, kind, txn_id, content, path)
+
+
+def control_devices(hs, user):
+    """GET /_fake/devices/{userId}: every device with its keys as stored (no signatures from
+    /keys/signatures/upload merged in), one-time keys, fallback keys and pending to-device
+    count, plus the cross-signing keys and the stored signatures."""
+    user_id = hs.qualify(user)
+    if not hs.known_user(user_id):
+        raise MatrixError(404, "M_NOT_FOUND", f"No such user {user_id}")
+    devices = {}
+    for device_id, record in sorted(hs.devices.get(user_id, {}).items()):
+        devices[device_id] = {
+            "display_name": record.get("display_name"),
+            "device_keys": record.get("device_keys"),
+            "one_time_keys": record.get("one_time_keys", {}),
+            "one_time_key_counts": one_time_key_counts(record),
+            "fallback_keys": record.get("fallback_keys", {}),
+            "unused_fallback_key_types": unused_fallback_key_types(record),
+            "pending_to_device": len(record.get("inbox", [])),
+        }
+    return {"user_id": user_id, "devices": devices,
+            "cross_signing": hs.cross_signing.get(user_id, {}),
+            "signatures": hs.key_signatures.get(user_id, {})}
+
+
+def control_to_device(hs, user, device_id):
+    """GET /_fake/to_device/{userId}/{deviceId}: the device's pending to-device messages in
+    order, each with fake: {pos, sent_in} (sent_in: position of the /sync answer that carried
+    it, null if not yet sent)."""
+    user_id = hs.qualify(user)
+    record = hs.devices.get(user_id, {}).get(device_id)
+    if record is None:
+        raise MatrixError(404, "M_NOT_FOUND", f"No device {device_id} for {user_id}")
+    return {"events": [{"sender": m["sender"], "type": m["type"], "content": m["content"],
+                        "fake": {"pos": m["pos"], "sent_in": m["sent_in"]}}
+                       for m in record.get("inbox", [])]}
 
 
 def control_faults(hs, method, req):

@@ -4,9 +4,12 @@ The Matrix adapter's tests trust this server to behave as the Client-Server API 
 tests check that it does, over real HTTP, for each behaviour the adapter relies on: login and
 tokens, filters, DMs as the bot makes them, transaction-id deduplication per device, /sync
 long-polls and limited timelines, account data, state and members, leaving and kicks, every
-injected fault, and a restart from the state file.
+injected fault, and a restart from the state file.  The E2EE classes cover key upload, query
+and claim (one-time keys, then the fallback), send-to-device delivery and acknowledgement,
+device lists in /sync and /keys/changes, cross-signing with user-interactive auth, signature
+upload, and a restart that keeps all of it.
 
-Run: python3 -m unittest tests/matrix/test_fake_homeserver.py -v   (about two seconds)
+Run: python3 -m unittest tests/matrix/test_fake_homeserver.py -v   (about three seconds)
 """
 
 import http.client
@@ -675,6 +678,673 @@ class RestartTest(ServerCase):
                 self.assertEqual([e["event_id"] for e in news["timeline"]["events"]], [after])
                 self.assertEqual(self.ok("GET", V3 + "/joined_rooms",
                                          token=alice["token"])["joined_rooms"], [room_id])
+            finally:
+                stop_server(proc)
+
+
+# ---- end-to-end encryption ------------------------------------------------------------------
+
+ALGORITHMS = ["m.olm.v1.curve25519-aes-sha2", "m.megolm.v1.aes-sha2"]
+
+
+def device_keys(user, tag="1"):
+    """A DeviceKeys object.  The fake does not verify signatures, so any text will do."""
+    dev, uid = user["device_id"], user["user_id"]
+    return {"user_id": uid, "device_id": dev, "algorithms": ALGORITHMS,
+            "keys": {f"curve25519:{dev}": f"curve-{dev}-{tag}",
+                     f"ed25519:{dev}": f"ed-{dev}-{tag}"},
+            "signatures": {uid: {f"ed25519:{dev}": f"sig-{dev}-{tag}"}}}
+
+
+def signed_key(user, key, fallback=False):
+    out = {"key": key,
+           "signatures": {user["user_id"]: {f"ed25519:{user['device_id']}": "sig-" + key}}}
+    if fallback:
+        out["fallback"] = True
+    return out
+
+
+def one_time_keys(user, names, tag="k"):
+    return {f"signed_curve25519:{name}": signed_key(user, f"{tag}-{name}") for name in names}
+
+
+def cross_signing_key(user, usage, public, signer=None):
+    key = {"user_id": user["user_id"], "usage": [usage], "keys": {f"ed25519:{public}": public}}
+    if signer:
+        key["signatures"] = {user["user_id"]: {f"ed25519:{signer}": f"sig-by-{signer}"}}
+    return key
+
+
+def cross_signing_set(user, prefix):
+    """master, self-signing and user-signing keys, the last two signed by the master."""
+    master = prefix + "MASTER"
+    return {"master_key": cross_signing_key(user, "master", master),
+            "self_signing_key": cross_signing_key(user, "self_signing", prefix + "SSK", master),
+            "user_signing_key": cross_signing_key(user, "user_signing", prefix + "USK", master)}
+
+
+class E2EECase(ServerCase):
+    """Helpers for the E2EE endpoints."""
+
+    def upload(self, user, body):
+        return self.ok("POST", V3 + "/keys/upload", body, user["token"])
+
+    def query(self, user, wanted):
+        return self.ok("POST", V3 + "/keys/query", {"device_keys": wanted}, user["token"])
+
+    def claim(self, user, wanted):
+        return self.ok("POST", V3 + "/keys/claim", {"one_time_keys": wanted}, user["token"])
+
+    def to_device(self, user, messages, txn, kind="m.room_key_request"):
+        return self.call("PUT", f"{V3}/sendToDevice/{q(kind)}/{q(txn)}",
+                         {"messages": messages}, user["token"])
+
+    def pending(self, user):
+        return self.ok("GET", f"/_fake/to_device/{q(user['user_id'])}/"
+                              f"{q(user['device_id'])}")["events"]
+
+    def fake_devices(self, user):
+        return self.ok("GET", f"/_fake/devices/{q(user['user_id'])}")["devices"]
+
+    def signing_upload(self, user, body):
+        return self.call("POST", V3 + "/keys/device_signing/upload", body, user["token"])
+
+    def password_auth(self, user, session, password=None):
+        name = user["user_id"].split(":")[0][1:]
+        return {"type": "m.login.password", "session": session, "password":
+                password or "pw-" + name, "identifier": {"type": "m.id.user", "user": name}}
+
+
+class E2EETest(E2EECase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proc, cls.port = start_server()
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_server(cls.proc)
+
+    def setUp(self):
+        self.ok("POST", "/_fake/reset")
+
+    # ---- /keys/upload ------------------------------------------------------------------------
+
+    def test_keys_upload_counts_and_refusals(self):
+        bot = self.make_user("bot", device_id="BOTDEV")
+        self.assertEqual(self.upload(bot, {}), {"one_time_key_counts": {"signed_curve25519": 0}})
+        otks = one_time_keys(bot, ["AAAA", "AAAB", "AAAC"])
+        otks["curve25519:AAAD"] = "unsigned-key"
+        fallback = {"signed_curve25519:FB01": signed_key(bot, "fb-1", fallback=True)}
+        counts = self.upload(bot, {"device_keys": device_keys(bot), "one_time_keys": otks,
+                                   "fallback_keys": fallback})
+        self.assertEqual(counts, {"one_time_key_counts": {"signed_curve25519": 3,
+                                                          "curve25519": 1}})
+        # The same key id again: fine if only the signatures differ (a retried upload) ...
+        again = {"signed_curve25519:AAAA": dict(otks["signed_curve25519:AAAA"],
+                                                signatures={})}
+        self.assertEqual(self.upload(bot, {"one_time_keys": again})["one_time_key_counts"]
+                         ["signed_curve25519"], 3)
+        # ... refused if the key itself differs, and then nothing of the request is stored.
+        clash = dict(one_time_keys(bot, ["AAAE"]),
+                     **{"signed_curve25519:AAAA": signed_key(bot, "other")})
+        self.assertError(self.call("POST", V3 + "/keys/upload", {"one_time_keys": clash},
+                                   bot["token"]), 400, "M_INVALID_PARAM")
+        # Device keys are long-lived: changing them is refused, new signatures are not.
+        self.assertError(self.call("POST", V3 + "/keys/upload",
+                                   {"device_keys": device_keys(bot, tag="2")}, bot["token"]),
+                         400, "M_INVALID_PARAM")
+        resigned = device_keys(bot)
+        resigned["signatures"][bot["user_id"]]["ed25519:OTHER"] = "extra"
+        self.upload(bot, {"device_keys": resigned})
+        stored = self.fake_devices(bot)["BOTDEV"]
+        self.assertEqual(stored["device_keys"], resigned)
+        self.assertEqual(stored["one_time_key_counts"], {"signed_curve25519": 3,
+                                                         "curve25519": 1})
+        self.assertEqual(list(stored["one_time_keys"]), list(otks))
+        self.assertEqual(stored["fallback_keys"], {"signed_curve25519": {
+            "key_id": "signed_curve25519:FB01", "key": fallback["signed_curve25519:FB01"],
+            "used": False}})
+        self.assertEqual(stored["unused_fallback_key_types"], ["signed_curve25519"])
+
+        # Malformed requests.
+        alice = self.make_user("alice")
+        for body, status, errcode in (
+                ({"device_keys": dict(device_keys(bot))}, 400, "M_INVALID_PARAM"),  # not mine
+                ({"device_keys": {"user_id": alice["user_id"]}}, 400, "M_BAD_JSON"),
+                ({"one_time_keys": ["x"]}, 400, "M_BAD_JSON"),
+                ({"one_time_keys": {"nocolon": "x"}}, 400, "M_INVALID_PARAM"),
+                ({"one_time_keys": {"signed_curve25519:X": {"nokey": 1}}}, 400, "M_BAD_JSON"),
+                ({"fallback_keys": {"signed_curve25519:F1": "a", "signed_curve25519:F2": "b"}},
+                 400, "M_INVALID_PARAM")):
+            self.assertError(self.call("POST", V3 + "/keys/upload", body, alice["token"]),
+                             status, errcode)
+        self.assertError(self.call("POST", V3 + "/keys/upload", raw=b"{nope",
+                                   token=alice["token"]), 400, "M_NOT_JSON")
+
+        # /sync reports this device's counts and unused fallback key types.
+        synced = self.sync(bot)
+        self.assertEqual(synced["device_one_time_keys_count"],
+                         {"signed_curve25519": 3, "curve25519": 1})
+        self.assertEqual(synced["device_unused_fallback_key_types"], ["signed_curve25519"])
+        self.assertEqual(synced["device_lists"], {"changed": [], "left": []})
+        self.assertEqual(self.sync(alice)["device_unused_fallback_key_types"], [])
+
+    # ---- /keys/query -------------------------------------------------------------------------
+
+    def test_keys_query_devices_filters_failures_and_cross_signing(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        laptop = self.login("alice", device_id="LAPTOP")
+        keyless = self.login("alice", device_id="KEYLESS")
+        bob = self.make_user("bob")
+        self.upload(alice, {"device_keys": device_keys(alice)})
+        self.upload(laptop, {"device_keys": device_keys(laptop)})
+        self.assertEqual(self.fake_devices(keyless)["KEYLESS"]["device_keys"], None)
+
+        everything = self.query(bob, {alice["user_id"]: [], "@nobody:example.org": [],
+                                      "@carol:elsewhere.org": []})
+        self.assertEqual(set(everything), {"device_keys", "failures", "master_keys",
+                                           "self_signing_keys", "user_signing_keys"})
+        self.assertEqual(list(everything["device_keys"]), [alice["user_id"]])   # nobody: left out
+        devices = everything["device_keys"][alice["user_id"]]
+        self.assertEqual(sorted(devices), ["LAPTOP", "PHONE"])           # KEYLESS has no keys
+        self.assertEqual(devices["PHONE"], dict(device_keys(alice), unsigned={}))
+        self.assertEqual(list(everything["failures"]), ["elsewhere.org"])
+        self.assertEqual(everything["master_keys"], {})
+
+        only = self.query(bob, {alice["user_id"]: ["LAPTOP", "NOSUCH"]})
+        self.assertEqual(list(only["device_keys"][alice["user_id"]]), ["LAPTOP"])
+        self.assertEqual(self.query(bob, {bob["user_id"]: []})["device_keys"],
+                         {bob["user_id"]: {}})
+
+        # The display name set at login appears as unsigned.device_display_name.
+        named = self.ok("POST", V3 + "/login", {
+            "type": "m.login.password", "identifier": {"type": "m.id.user", "user": "bob"},
+            "password": "pw-bob", "initial_device_display_name": "Bob's tablet"})
+        tablet = {"user_id": named["user_id"], "token": named["access_token"],
+                  "device_id": named["device_id"]}
+        self.upload(tablet, {"device_keys": device_keys(tablet)})
+        shown = self.query(alice, {bob["user_id"]: []})["device_keys"][bob["user_id"]]
+        self.assertEqual(shown[tablet["device_id"]]["unsigned"],
+                         {"device_display_name": "Bob's tablet"})
+
+        # Cross-signing keys: master and self-signing for all, user-signing only for oneself.
+        keys = cross_signing_set(alice, "A")
+        self.assertEqual(self.signing_upload(alice, keys).status, 200)
+        by_bob = self.query(bob, {alice["user_id"]: []})
+        self.assertEqual(by_bob["master_keys"], {alice["user_id"]: keys["master_key"]})
+        self.assertEqual(by_bob["self_signing_keys"],
+                         {alice["user_id"]: keys["self_signing_key"]})
+        self.assertEqual(by_bob["user_signing_keys"], {})
+        by_alice = self.query(alice, {alice["user_id"]: [], bob["user_id"]: []})
+        self.assertEqual(by_alice["user_signing_keys"],
+                         {alice["user_id"]: keys["user_signing_key"]})
+
+        for body, errcode in (({}, "M_MISSING_PARAM"), ({"device_keys": []}, "M_BAD_JSON"),
+                              ({"device_keys": {alice["user_id"]: "PHONE"}}, "M_BAD_JSON"),
+                              ({"device_keys": {"alice": []}}, "M_INVALID_PARAM")):
+            self.assertError(self.call("POST", V3 + "/keys/query", body, bob["token"]),
+                             400, errcode)
+
+    # ---- /keys/claim -------------------------------------------------------------------------
+
+    def test_claim_drains_one_time_keys_then_gives_the_fallback(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob = self.make_user("bob")
+        otks = one_time_keys(alice, ["AAAA", "AAAB"])
+        fallback = signed_key(alice, "fb-1", fallback=True)
+        self.upload(alice, {"device_keys": device_keys(alice), "one_time_keys": otks,
+                            "fallback_keys": {"signed_curve25519:FB01": fallback}})
+        since = self.sync(alice)["next_batch"]
+        ask = {alice["user_id"]: {"PHONE": "signed_curve25519"}}
+        got = [self.claim(bob, ask) for _ in range(4)]
+        self.assertEqual(got[0], {"one_time_keys": {alice["user_id"]: {"PHONE": {
+            "signed_curve25519:AAAA": otks["signed_curve25519:AAAA"]}}}, "failures": {}})
+        self.assertEqual(got[1]["one_time_keys"][alice["user_id"]]["PHONE"],
+                         {"signed_curve25519:AAAB": otks["signed_curve25519:AAAB"]})
+        for claimed in got[2:]:                  # the fallback key is given out again and again
+            self.assertEqual(claimed["one_time_keys"][alice["user_id"]]["PHONE"],
+                             {"signed_curve25519:FB01": fallback})
+        after = self.sync(alice, since=since, timeout=0)
+        self.assertEqual(after["device_one_time_keys_count"], {"signed_curve25519": 0})
+        self.assertEqual(after["device_unused_fallback_key_types"], [])
+        # Uploading the same fallback key again keeps it used; a new one is unused.
+        same = {"fallback_keys": {"signed_curve25519:FB01": fallback}}
+        self.upload(alice, same)
+        self.assertEqual(self.fake_devices(alice)["PHONE"]["unused_fallback_key_types"], [])
+        self.upload(alice, {"fallback_keys": {
+            "signed_curve25519:FB02": signed_key(alice, "fb-2", fallback=True)}})
+        self.assertEqual(self.sync(alice)["device_unused_fallback_key_types"],
+                         ["signed_curve25519"])
+
+        # Unknown users and devices and unknown algorithms are left out; other servers fail.
+        odd = self.claim(bob, {alice["user_id"]: {"NOSUCH": "signed_curve25519",
+                                                  "PHONE": "curve25519"},
+                               "@nobody:example.org": {"X": "signed_curve25519"},
+                               "@carol:elsewhere.org": {"X": "signed_curve25519"}})
+        self.assertEqual(odd["one_time_keys"], {})
+        self.assertEqual(list(odd["failures"]), ["elsewhere.org"])
+        for body, errcode in (({}, "M_MISSING_PARAM"),
+                              ({"one_time_keys": {alice["user_id"]: ["PHONE"]}}, "M_BAD_JSON"),
+                              ({"one_time_keys": {"bad": {}}}, "M_INVALID_PARAM")):
+            self.assertError(self.call("POST", V3 + "/keys/claim", body, bob["token"]),
+                             400, errcode)
+
+    def test_claim_wakes_the_owner_long_poll(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob = self.make_user("bob")
+        self.upload(alice, {"device_keys": device_keys(alice),
+                            "one_time_keys": one_time_keys(alice, ["AAAA", "AAAB"])})
+        since = self.sync(alice)["next_batch"]
+        result = self.poll_in_background(alice, since)
+        self.claim(bob, {alice["user_id"]: {"PHONE": "signed_curve25519"}})
+        response = self.finish_poll(result)
+        self.assertEqual(response["device_one_time_keys_count"], {"signed_curve25519": 1})
+
+    def poll_in_background(self, user, since):
+        """Start a 10 s long-poll; check it is still waiting 0.2 s later."""
+        result = {}
+
+        def poll():
+            result["response"] = self.sync(user, since=since, timeout=10000)
+            result["returned"] = time.monotonic()
+        result["thread"] = threading.Thread(target=poll)
+        result["thread"].start()
+        time.sleep(0.2)
+        self.assertTrue(result["thread"].is_alive(), "the long-poll returned before any news")
+        result["woken"] = time.monotonic()
+        return result
+
+    def finish_poll(self, result):
+        result["thread"].join(5)
+        self.assertLess(result["returned"] - result["woken"], 1.0)
+        return result["response"]
+
+    # ---- send-to-device ----------------------------------------------------------------------
+
+    def test_send_to_device_delivery_dedup_and_acknowledgement(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        laptop = self.login("alice", device_id="LAPTOP")
+        bob = self.make_user("bob", device_id="BOBDEV")
+        since = self.sync(alice)["next_batch"]
+        laptop_since = self.sync(laptop)["next_batch"]
+        content = {"action": "request", "request_id": "r1"}
+        for _ in range(2):                               # a retransmission: no second message
+            resp = self.to_device(bob, {alice["user_id"]: {"PHONE": content}}, "txn-1")
+            self.assertEqual((resp.status, resp.json), (200, {}))
+        self.ok("PUT", f"{V3}/sendToDevice/m.dummy/txn-1",                 # another path
+                {"messages": {alice["user_id"]: {"PHONE": {}}}}, bob["token"])
+        bob2 = self.login("bob", device_id="BOBDEV2")
+        self.to_device(bob2, {alice["user_id"]: {"PHONE": {"n": 2}}}, "txn-1")  # other device
+        pending = self.pending(alice)
+        self.assertEqual([(m["type"], m["content"], m["fake"]["sent_in"]) for m in pending],
+                         [("m.room_key_request", content, None), ("m.dummy", {}, None),
+                          ("m.room_key_request", {"n": 2}, None)])
+
+        first = self.sync(alice, since=since)
+        expected = [{"sender": bob["user_id"], "type": "m.room_key_request", "content": content},
+                    {"sender": bob["user_id"], "type": "m.dummy", "content": {}},
+                    {"sender": bob["user_id"], "type": "m.room_key_request",
+                     "content": {"n": 2}}]
+        self.assertEqual(first["to_device"]["events"], expected)
+        self.assertEqual(self.sync(laptop, since=laptop_since, timeout=0)["to_device"],
+                         {"events": []})
+        # A retry with the same `since` (the answer was lost) gets the messages again ...
+        self.assertEqual(self.sync(alice, since=since)["to_device"]["events"], expected)
+        self.assertEqual(len(self.pending(alice)), 3)
+        # ... and a sync with the next_batch that carried them acknowledges and deletes them.
+        latest = self.sync(alice, since=first["next_batch"], timeout=0)
+        self.assertEqual(latest["to_device"]["events"], [])
+        self.assertEqual(self.pending(alice), [])
+        self.assertEqual(self.sync(alice, since=since, timeout=0)["to_device"]["events"], [])
+
+    def test_send_to_device_wildcard_unknown_targets_and_errors(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        laptop = self.login("alice", device_id="LAPTOP")
+        bob = self.make_user("bob")
+        self.ok("PUT", f"{V3}/sendToDevice/m.dummy/t1", {"messages": {
+            alice["user_id"]: {"*": {"all": True}},
+            "@nobody:example.org": {"X": {}}, "@carol:elsewhere.org": {"*": {}}}},
+            bob["token"])
+        self.ok("PUT", f"{V3}/sendToDevice/m.dummy/t2",
+                {"messages": {alice["user_id"]: {"NOSUCH": {}}}}, bob["token"])
+        for user in (alice, laptop):
+            self.assertEqual([m["content"] for m in self.pending(user)], [{"all": True}])
+            self.assertEqual(self.sync(user)["to_device"]["events"],
+                             [{"sender": bob["user_id"], "type": "m.dummy",
+                               "content": {"all": True}}])
+        self.assertEqual(self.fake_devices(alice)["PHONE"]["pending_to_device"], 1)
+        for body, status, errcode in (
+                ({}, 400, "M_MISSING_PARAM"), ({"messages": []}, 400, "M_BAD_JSON"),
+                ({"messages": {alice["user_id"]: {"PHONE": "text"}}}, 400, "M_BAD_JSON"),
+                ({"messages": {"alice": {"PHONE": {}}}}, 400, "M_INVALID_PARAM"),
+                ({"messages": {alice["user_id"]: {"PHONE": {"x": "y" * 65536}}}},
+                 413, "M_TOO_LARGE")):
+            self.assertError(self.call("PUT", f"{V3}/sendToDevice/m.dummy/bad", body,
+                                       bob["token"]), status, errcode)
+        self.assertError(self.call("GET", f"/_fake/to_device/{q(alice['user_id'])}/NOSUCH"),
+                         404, "M_NOT_FOUND")
+        self.assertError(self.call("GET", f"/_fake/devices/{q('@nobody:example.org')}"),
+                         404, "M_NOT_FOUND")
+
+    def test_long_poll_woken_by_to_device_message(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob = self.make_user("bob")
+        since = self.sync(alice)["next_batch"]
+        result = self.poll_in_background(alice, since)
+        self.to_device(bob, {alice["user_id"]: {"PHONE": {"hello": 1}}}, "t1")
+        response = self.finish_poll(result)
+        self.assertEqual(response["to_device"]["events"],
+                         [{"sender": bob["user_id"], "type": "m.room_key_request",
+                           "content": {"hello": 1}}])
+
+    def test_to_device_limit_of_100_loses_nothing(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob = self.make_user("bob")
+        since = self.sync(alice)["next_batch"]
+        for i in range(120):
+            self.to_device(bob, {alice["user_id"]: {"PHONE": {"i": i}}}, f"t{i}")
+        first = self.sync(alice, since=since)
+        self.assertEqual([e["content"]["i"] for e in first["to_device"]["events"]],
+                         list(range(100)))
+        second = self.sync(alice, since=first["next_batch"])
+        self.assertEqual([e["content"]["i"] for e in second["to_device"]["events"]],
+                         list(range(100, 120)))
+        # Nothing else happened, yet the answer moved on: a retry of it (same since) must not
+        # count as having received the last 20.
+        self.assertNotEqual(second["next_batch"], first["next_batch"])
+        retry = self.sync(alice, since=first["next_batch"])
+        self.assertEqual(len(retry["to_device"]["events"]), 20)
+        done = self.sync(alice, since=retry["next_batch"], timeout=0)
+        self.assertEqual(done["to_device"]["events"], [])
+
+    # ---- device lists ------------------------------------------------------------------------
+
+    def test_device_lists_follow_key_changes_and_membership(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob, carol = self.make_user("bob"), self.make_user("carol")
+        room_id = self.room_with(alice, bob, preset="public_chat")
+        bob_since = self.sync(bob)["next_batch"]
+        carol_since = self.sync(carol)["next_batch"]
+        start = bob_since
+
+        self.upload(alice, {"device_keys": device_keys(alice)})
+        news = self.sync(bob, since=bob_since)
+        self.assertEqual(news["device_lists"], {"changed": [alice["user_id"]], "left": []})
+        self.assertEqual(self.sync(carol, since=carol_since, timeout=0)["device_lists"],
+                         {"changed": [], "left": []})        # carol shares no room with alice
+        self.assertEqual(self.sync(alice, since=bob_since, timeout=0)["device_lists"]["changed"],
+                         [alice["user_id"]])                 # one's own changes are reported
+        self.upload(alice, {"one_time_keys": one_time_keys(alice, ["AAAA"])})  # no key change
+        self.assertEqual(self.sync(bob, since=news["next_batch"], timeout=0)["device_lists"],
+                         {"changed": [], "left": []})
+        bob_since = news["next_batch"]
+
+        # carol joins: bob and carol now share a room, so each sees the other as changed.
+        self.join(carol, room_id)
+        joined = self.sync(bob, since=bob_since)
+        self.assertEqual(joined["device_lists"], {"changed": [carol["user_id"]], "left": []})
+        carol_view = self.sync(carol, since=carol_since)["device_lists"]
+        self.assertEqual(carol_view, {"changed": sorted([alice["user_id"], bob["user_id"]]),
+                                      "left": []})
+
+        # carol leaves, then changes keys: bob hears she left, and nothing about her keys.
+        self.ok("POST", f"{V3}/rooms/{q(room_id)}/leave", {}, carol["token"])
+        self.upload(carol, {"device_keys": device_keys(carol)})
+        left = self.sync(bob, since=joined["next_batch"])
+        self.assertEqual(left["device_lists"], {"changed": [], "left": [carol["user_id"]]})
+
+        # A device logging out is a change too; its keys are gone from /keys/query.
+        self.ok("POST", V3 + "/logout", {}, alice["token"])
+        gone = self.sync(bob, since=left["next_batch"])
+        self.assertEqual(gone["device_lists"]["changed"], [alice["user_id"]])
+        self.assertEqual(self.query(bob, {alice["user_id"]: []})["device_keys"],
+                         {alice["user_id"]: {}})
+
+        # GET /keys/changes between two tokens.
+        changes = f"{V3}/keys/changes"
+        everything = self.ok("GET", changes, token=bob["token"],
+                             query={"from": start, "to": gone["next_batch"]})
+        # carol came and went within the window: in neither list.
+        self.assertEqual(everything, {"changed": [alice["user_id"]], "left": []})
+        leaving = self.ok("GET", changes, token=bob["token"],
+                          query={"from": joined["next_batch"], "to": left["next_batch"]})
+        self.assertEqual(leaving, {"changed": [], "left": [carol["user_id"]]})
+        early = self.ok("GET", changes, token=bob["token"],
+                        query={"from": start, "to": news["next_batch"]})
+        self.assertEqual(early, {"changed": [alice["user_id"]], "left": []})
+        middle = self.ok("GET", changes, token=bob["token"],
+                         query={"from": bob_since, "to": joined["next_batch"]})
+        self.assertEqual(middle, {"changed": [carol["user_id"]], "left": []})
+        self.assertError(self.call("GET", changes, token=bob["token"],
+                                   query={"to": start}), 400, "M_MISSING_PARAM")
+        self.assertError(self.call("GET", changes, token=bob["token"],
+                                   query={"from": "garbage"}), 400, "M_UNKNOWN")
+
+    def test_long_poll_woken_by_key_change(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob = self.make_user("bob")
+        self.room_with(alice, bob)
+        since = self.sync(bob)["next_batch"]
+        result = self.poll_in_background(bob, since)
+        self.upload(alice, {"device_keys": device_keys(alice)})
+        response = self.finish_poll(result)
+        self.assertEqual(response["device_lists"]["changed"], [alice["user_id"]])
+
+    # ---- cross-signing -----------------------------------------------------------------------
+
+    def test_cross_signing_upload_with_user_interactive_auth(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob = self.make_user("bob")
+        self.room_with(alice, bob)
+        bob_since = self.sync(bob)["next_batch"]
+        first = cross_signing_set(alice, "A")
+        # The first upload needs no auth (no master key yet); the same keys again neither.
+        resp = self.signing_upload(alice, first)
+        self.assertEqual((resp.status, resp.json), (200, {}))
+        self.assertEqual(self.signing_upload(alice, first).status, 200)
+        self.assertEqual(self.signing_upload(alice, {"master_key": first["master_key"]}).status,
+                         200)
+        seen = self.sync(bob, since=bob_since)
+        self.assertEqual(seen["device_lists"]["changed"], [alice["user_id"]])
+
+        # Replacing them needs auth: 401 with the flows and a session ...
+        second = cross_signing_set(alice, "B")
+        challenge = self.signing_upload(alice, second)
+        self.assertEqual(challenge.status, 401)
+        self.assertEqual(challenge.json["flows"], [{"stages": ["m.login.password"]}])
+        self.assertEqual(challenge.json["params"], {})
+        self.assertNotIn("errcode", challenge.json)
+        session = challenge.json["session"]
+        # ... a wrong password gets 401 M_FORBIDDEN and the flows again ...
+        wrong = self.signing_upload(alice, dict(second, auth=self.password_auth(
+            alice, session, "nope")))
+        self.assertError(wrong, 401, "M_FORBIDDEN")
+        self.assertEqual((wrong.json["flows"], wrong.json["session"]),
+                         ([{"stages": ["m.login.password"]}], session))
+        self.assertEqual(self.query(alice, {alice["user_id"]: []})["master_keys"],
+                         {alice["user_id"]: first["master_key"]})
+        # ... another user's password is no better ...
+        bobs = self.signing_upload(alice, dict(second, auth=dict(
+            self.password_auth(bob, session), password="pw-bob")))
+        self.assertError(bobs, 401, "M_FORBIDDEN")
+        # ... and the right one stores the keys.  The session is then used up.
+        done = self.signing_upload(alice, dict(second, auth=self.password_auth(alice, session)))
+        self.assertEqual((done.status, done.json), (200, {}))
+        mine = self.query(alice, {alice["user_id"]: []})
+        self.assertEqual((mine["master_keys"][alice["user_id"]],
+                          mine["self_signing_keys"][alice["user_id"]],
+                          mine["user_signing_keys"][alice["user_id"]]),
+                         (second["master_key"], second["self_signing_key"],
+                          second["user_signing_key"]))
+        self.assertError(self.signing_upload(alice, dict(
+            cross_signing_set(alice, "C"), auth=self.password_auth(alice, session))),
+            400, "M_UNKNOWN")
+        self.assertError(self.signing_upload(alice, dict(
+            cross_signing_set(alice, "C"), auth=dict(self.password_auth(alice, None),
+                                                     type="m.login.magic"))),
+            400, "M_UNRECOGNIZED")
+        # Auth with no session starts one and can succeed at once.
+        self.assertEqual(self.signing_upload(alice, dict(cross_signing_set(alice, "D"),
+                                                         auth=self.password_auth(alice, None))
+                                             ).status, 200)
+
+    def test_cross_signing_key_checks(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        keys = cross_signing_set(alice, "A")
+        bad_usage = dict(keys["master_key"], usage=["self_signing"])
+        unsigned_ssk = dict(keys["self_signing_key"])
+        del unsigned_ssk["signatures"]
+        two_keys = dict(keys["master_key"], keys={"ed25519:X": "X", "ed25519:Y": "Y"})
+        others = dict(keys["master_key"], user_id="@bob:example.org")
+        for body, status, errcode in (
+                ({"master_key": bad_usage}, 400, "M_INVALID_PARAM"),
+                ({"master_key": two_keys}, 400, "M_INVALID_PARAM"),
+                ({"master_key": others}, 400, "M_INVALID_PARAM"),
+                ({"self_signing_key": keys["self_signing_key"]}, 400, "M_MISSING_PARAM"),
+                ({"master_key": keys["master_key"], "self_signing_key": unsigned_ssk},
+                 400, "M_INVALID_SIGNATURE"),
+                ({"master_key": cross_signing_key(alice, "master", "PHONE")},
+                 403, "M_FORBIDDEN")):                   # a key ID that is a device ID
+            self.assertError(self.signing_upload(alice, body), status, errcode)
+        self.assertEqual(self.fake_devices(alice)["PHONE"]["device_keys"], None)
+        self.assertEqual(self.ok("GET", f"/_fake/devices/{q(alice['user_id'])}")
+                         ["cross_signing"], {})
+
+    # ---- signatures --------------------------------------------------------------------------
+
+    def test_signatures_upload_merged_into_query(self):
+        alice = self.make_user("alice", device_id="PHONE")
+        bob, carol = self.make_user("bob", device_id="BOBDEV"), self.make_user("carol")
+        self.room_with(alice, bob, carol)
+        self.upload(alice, {"device_keys": device_keys(alice)})
+        self.upload(bob, {"device_keys": device_keys(bob)})
+        alice_keys, bob_keys = cross_signing_set(alice, "A"), cross_signing_set(bob, "B")
+        self.signing_upload(alice, alice_keys)
+        self.signing_upload(bob, bob_keys)
+        bob_since = self.sync(bob)["next_batch"]
+        carol_since = self.sync(carol)["next_batch"]
+        upload = V3 + "/keys/signatures/upload"
+
+        # alice's self-signing key signs her device; her device signs her master key.
+        signed_device = device_keys(alice)
+        signed_device["signatures"][alice["user_id"]] = {"ed25519:ASSK": "ssk-sig-of-PHONE"}
+        signed_master = dict(alice_keys["master_key"], signatures={
+            alice["user_id"]: {"ed25519:PHONE": "phone-sig-of-master"}})
+        result = self.ok("POST", upload, {alice["user_id"]: {
+            "PHONE": signed_device, "AMASTER": signed_master}}, alice["token"])
+        self.assertEqual(result, {"failures": {}})
+        # bob's user-signing key signs alice's master key.
+        bob_signed = dict(alice_keys["master_key"], signatures={
+            bob["user_id"]: {"ed25519:BUSK": "busk-sig-of-AMASTER"}})
+        self.assertEqual(self.ok("POST", upload, {alice["user_id"]: {"AMASTER": bob_signed}},
+                                 bob["token"]), {"failures": {}})
+
+        by_bob = self.query(bob, {alice["user_id"]: []})
+        device_sigs = by_bob["device_keys"][alice["user_id"]]["PHONE"]["signatures"]
+        self.assertEqual(device_sigs, {alice["user_id"]: {
+            "ed25519:PHONE": "sig-PHONE-1", "ed25519:ASSK": "ssk-sig-of-PHONE"}})
+        self.assertEqual(by_bob["master_keys"][alice["user_id"]]["signatures"], {
+            alice["user_id"]: {"ed25519:PHONE": "phone-sig-of-master"},
+            bob["user_id"]: {"ed25519:BUSK": "busk-sig-of-AMASTER"}})
+        # carol does not see bob's signature of alice's key.
+        by_carol = self.query(carol, {alice["user_id"]: []})
+        self.assertEqual(by_carol["master_keys"][alice["user_id"]]["signatures"],
+                         {alice["user_id"]: {"ed25519:PHONE": "phone-sig-of-master"}})
+        # Re-uploading the device keys keeps the cross-signing signature.
+        self.upload(alice, {"device_keys": device_keys(alice)})
+        again = self.query(carol, {alice["user_id"]: ["PHONE"]})
+        self.assertIn("ed25519:ASSK", again["device_keys"][alice["user_id"]]["PHONE"]
+                      ["signatures"][alice["user_id"]])
+        # Everyone sharing a room hears of alice's signed keys; only bob of his signature.
+        self.assertEqual(self.sync(carol, since=carol_since)["device_lists"]["changed"],
+                         [alice["user_id"]])
+        self.assertEqual(self.sync(bob, since=bob_since)["device_lists"]["changed"],
+                         [alice["user_id"]])
+        carol_view = self.ok("GET", f"/_fake/devices/{q(alice['user_id'])}")
+        self.assertEqual(set(carol_view["signatures"]), {"PHONE", "AMASTER"})
+
+        # Failures, per user and key.
+        wrong_content = dict(signed_device, algorithms=["other"])
+        result = self.ok("POST", upload, {
+            alice["user_id"]: {"NOSUCH": signed_device, "PHONE": wrong_content,
+                               "AMASTER": dict(signed_master, signatures={})},
+        }, alice["token"])["failures"][alice["user_id"]]
+        self.assertEqual({k: v["errcode"] for k, v in result.items()},
+                         {"NOSUCH": "M_NOT_FOUND", "PHONE": "M_UNKNOWN",
+                          "AMASTER": "M_INVALID_SIGNATURE"})
+        no_usk = self.ok("POST", upload, {bob["user_id"]: {"BMASTER": dict(
+            bob_keys["master_key"], signatures={carol["user_id"]: {"ed25519:C": "x"}})}},
+            carol["token"])
+        self.assertEqual(no_usk["failures"][bob["user_id"]]["BMASTER"]["errcode"], "M_NOT_FOUND")
+        not_master = self.ok("POST", upload, {bob["user_id"]: {"BOBDEV": dict(
+            device_keys(bob), signatures={alice["user_id"]: {"ed25519:AUSK": "x"}})}},
+            alice["token"])
+        self.assertEqual(not_master["failures"][bob["user_id"]]["BOBDEV"]["errcode"],
+                         "M_NOT_FOUND")
+        self.assertError(self.call("POST", upload, {alice["user_id"]: ["x"]}, alice["token"]),
+                         400, "M_INVALID_PARAM")
+
+
+class E2EERestartTest(E2EECase):
+    """Keys, one-time and fallback keys, cross-signing keys and signatures, pending to-device
+    messages, device-list changes, a UIA session and to-device txn ids survive a SIGKILL."""
+
+    def test_restart_keeps_all_e2ee_state(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            state = os.path.join(tmp, "hs.json")
+            proc, self.port = start_server(state=state)
+            try:
+                alice = self.make_user("alice", device_id="PHONE")
+                bob = self.make_user("bob", device_id="BOBDEV")
+                self.room_with(alice, bob)
+                bob_since = self.sync(bob)["next_batch"]
+                alice_since = self.sync(alice)["next_batch"]
+                fallback = signed_key(alice, "fb", fallback=True)
+                self.upload(alice, {"device_keys": device_keys(alice),
+                                    "one_time_keys": one_time_keys(alice, ["A1", "A2"]),
+                                    "fallback_keys": {"signed_curve25519:F": fallback}})
+                keys = cross_signing_set(alice, "A")
+                self.signing_upload(alice, keys)
+                signed = device_keys(alice)
+                signed["signatures"][alice["user_id"]] = {"ed25519:ASSK": "ssk-sig"}
+                self.ok("POST", V3 + "/keys/signatures/upload",
+                        {alice["user_id"]: {"PHONE": signed}}, alice["token"])
+                self.claim(bob, {alice["user_id"]: {"PHONE": "signed_curve25519"}})
+                self.to_device(bob, {alice["user_id"]: {"PHONE": {"n": 1}}}, "t1")
+                carried = self.sync(alice, since=alice_since)      # carries n=1, not yet acked
+                self.assertEqual(len(carried["to_device"]["events"]), 1)
+                self.to_device(bob, {alice["user_id"]: {"PHONE": {"n": 2}}}, "t2")
+                session = self.signing_upload(alice, cross_signing_set(alice, "B")
+                                              ).json["session"]
+                before = self.ok("GET", f"/_fake/devices/{q(alice['user_id'])}")
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                proc.stdout.close()
+            proc, _ = start_server(port=self.port, state=state)
+            try:
+                self.assertEqual(self.ok("GET", f"/_fake/devices/{q(alice['user_id'])}"),
+                                 before)
+                mine = self.query(alice, {alice["user_id"]: []})
+                self.assertEqual(mine["user_signing_keys"][alice["user_id"]],
+                                 keys["user_signing_key"])
+                self.assertIn("ed25519:ASSK", mine["device_keys"][alice["user_id"]]["PHONE"]
+                              ["signatures"][alice["user_id"]])
+                claimed = [self.claim(bob, {alice["user_id"]: {"PHONE": "signed_curve25519"}})
+                           ["one_time_keys"][alice["user_id"]]["PHONE"] for _ in range(2)]
+                self.assertEqual([list(c) for c in claimed],
+                                 [["signed_curve25519:A2"], ["signed_curve25519:F"]])
+                # The txn id is remembered; the acknowledged message goes, the other stays.
+                self.to_device(bob, {alice["user_id"]: {"PHONE": {"n": 1}}}, "t1")
+                after = self.sync(alice, since=carried["next_batch"])
+                self.assertEqual([e["content"] for e in after["to_device"]["events"]],
+                                 [{"n": 2}])
+                self.assertEqual(after["device_unused_fallback_key_types"], [])
+                self.assertEqual(self.sync(bob, since=bob_since)["device_lists"]["changed"],
+                                 [alice["user_id"]])
+                done = self.signing_upload(alice, dict(cross_signing_set(alice, "B"),
+                                                       auth=self.password_auth(alice, session)))
+                self.assertEqual(done.status, 200)
             finally:
                 stop_server(proc)
 
