@@ -93,6 +93,13 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     "  adapter  TEXT PRIMARY KEY,"
     "  position TEXT NOT NULL"
     ") WITHOUT ROWID;",
+    /* 1 -> 2: keyed values of the adapters (the Matrix adapter's encryption state). */
+    "CREATE TABLE kv ("
+    "  ns    TEXT NOT NULL,"
+    "  key   TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  PRIMARY KEY (ns, key)"
+    ") WITHOUT ROWID;",
 };
 
 /* ---- Statements, prepared once at open ---- */
@@ -105,6 +112,10 @@ enum store_stmt_id {
     ST_POSITION_GET,
     ST_POSITION_SET,
     ST_POSITION_EACH,
+    ST_KV_GET,
+    ST_KV_PUT,
+    ST_KV_DEL,
+    ST_KV_EACH,
     ST_TABLE_CREATE,
     ST_TABLE_CLOSE,
     ST_TABLE_TOUCH,
@@ -132,6 +143,11 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_VERSION] = "PRAGMA user_version",
     [ST_POSITION_GET] = "SELECT position FROM positions WHERE adapter = ?1",
+    [ST_KV_GET] = "SELECT value FROM kv WHERE ns = ?1 AND key = ?2",
+    [ST_KV_PUT] = "INSERT INTO kv(ns, key, value) VALUES (?1, ?2, ?3) "
+                  "ON CONFLICT(ns, key) DO UPDATE SET value = excluded.value",
+    [ST_KV_DEL] = "DELETE FROM kv WHERE ns = ?1 AND key = ?2",
+    [ST_KV_EACH] = "SELECT key, value FROM kv WHERE ns = ?1 ORDER BY key",
     [ST_POSITION_EACH] = "SELECT adapter, position FROM positions WHERE substr(adapter, 1, length(?1)) = ?1 "
                          "ORDER BY adapter",
     [ST_POSITION_SET] = "INSERT INTO positions(adapter, position) VALUES (?1, ?2) "
@@ -472,6 +488,62 @@ int store_position_each(store *s, const char *prefix, int (*fn)(void *ctx, const
         if (fn(ctx, name ? name : "", pos ? pos : "") != 0) break;
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_fail(s, st, "position each");
+    store_reset(st);
+    return 0;
+}
+
+/* ---- Keyed values ---- */
+
+int store_kv_get(store *s, const char *ns, const char *key, char **value)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_KV_GET, "kv get");
+    *value = NULL;
+    if (!st) return -1;
+    if (store_bind_text(st, 1, ns) || store_bind_text(st, 2, key)) return store_fail(s, st, "kv get");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        store_reset(st);
+        return 1;
+    }
+    if (rc != SQLITE_ROW) return store_fail(s, st, "kv get");
+    const char *v = (const char *)sqlite3_column_text(st, 0);
+    *value = strdup(v ? v : "");
+    store_reset(st);
+    return *value ? 0 : store_say(s, "kv get: out of memory");
+}
+
+int store_kv_put(store *s, const char *ns, const char *key, const char *value)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_KV_PUT, "kv put");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, ns) || store_bind_text(st, 2, key) || store_bind_text(st, 3, value) ||
+        store_step_done(st))
+        return store_fail(s, st, "kv put (%s)", ns);
+    store_reset(st);
+    return 0;
+}
+
+int store_kv_del(store *s, const char *ns, const char *key)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_KV_DEL, "kv del");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, ns) || store_bind_text(st, 2, key) || store_step_done(st))
+        return store_fail(s, st, "kv del (%s)", ns);
+    store_reset(st);
+    return 0;
+}
+
+int store_kv_each(store *s, const char *ns, int (*fn)(void *ctx, const char *key, const char *value), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_KV_EACH, "kv each");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, ns)) return store_fail(s, st, "kv each");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0), *v = (const char *)sqlite3_column_text(st, 1);
+        if (fn(ctx, k ? k : "", v ? v : "") != 0) break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_fail(s, st, "kv each");
     store_reset(st);
     return 0;
 }

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_SEED_BYTES 32
 
 typedef struct store store;
@@ -28,6 +28,14 @@ int store_schema_version(store *s);
 int store_begin(store *s);    /* BEGIN IMMEDIATE */
 int store_commit(store *s);
 int store_rollback(store *s);
+
+/* ---- Keyed values: an adapter's own durable state (namespaces like "olm.session") ----
+ * Values are text; the caller encodes. Iteration is in key order; fn must not call the store
+ * and returns non-zero to stop. */
+int store_kv_get(store *s, const char *ns, const char *key, char **value); /* 0 (malloc'd), 1 none, -1 */
+int store_kv_put(store *s, const char *ns, const char *key, const char *value);
+int store_kv_del(store *s, const char *ns, const char *key);
+int store_kv_each(store *s, const char *ns, int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 
 /* ---- Adapter positions (e.g. Matrix next_batch, console line number) ---- */
 /* Copies the position into buf; returns 1 if there is none yet, 0 if found, -1 on error. */

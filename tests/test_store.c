@@ -184,7 +184,7 @@ Test(store, memory_opens_at_current_schema)
 {
     store *s = open_ok(":memory:");
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
-    cr_expect_eq(store_schema_version(s), 1);
+    cr_expect_eq(store_schema_version(s), 2);
     cr_expect_str_eq(store_error(s), "");
     store_close(s);
 }
@@ -207,12 +207,12 @@ Test(store_file, file_is_wal_and_versioned)
     char path[PATH_MAX], buf[64];
     tmp_path(path, sizeof path, "state.db");
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 1);
+    cr_expect_eq(store_schema_version(s), 2);
     store_close(s);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     cr_expect_str_eq(buf, "wal");
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
-    cr_expect_str_eq(buf, "1");
+    cr_expect_str_eq(buf, "2");
 }
 
 Test(store_file, reopen_keeps_data)
@@ -235,7 +235,7 @@ Test(store_file, reopen_keeps_data)
     store_close(s);
 
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 1);
+    cr_expect_eq(store_schema_version(s), 2);
     journal_seen j = {0};
     OK(store_journal_each(s, t, collect_journal, &j));
     cr_assert_eq(j.n, 2);
@@ -266,7 +266,7 @@ Test(store_file, newer_schema_refused)
     cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
     cr_expect_null(s);
     snprintf(want, sizeof want,
-             "%s was written by a newer cardroom (schema 99; this one knows up to 1)", path);
+             "%s was written by a newer cardroom (schema 99; this one knows up to 2)", path);
     cr_expect_str_eq(err, want);
     char buf[16];
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
@@ -850,4 +850,63 @@ Test(store_file, commits_are_atomic_under_sigkill)
         store_close(s);
         before = n;
     }
+}
+
+/* ---- Keyed values and the migration that brought them ---- */
+
+static int collect_kv(void *ctx, const char *key, const char *value)
+{
+    char *out = ctx;
+    strcat(out, key);
+    strcat(out, "=");
+    strcat(out, value);
+    strcat(out, ";");
+    return 0;
+}
+
+Test(store, kv_put_get_del_each)
+{
+    store *s = open_ok(":memory:");
+    char *v = (char *)1, seen[256] = "";
+    cr_expect_eq(store_kv_get(s, "olm", "account", &v), 1);
+    cr_expect_null(v);
+    OK(store_kv_put(s, "olm", "account", "pickle-1"));
+    OK(store_kv_put(s, "olm", "account", "pickle-2"));
+    OK(store_kv_put(s, "olm.session", "b", "2"));
+    OK(store_kv_put(s, "olm.session", "a", "1"));
+    OK(store_kv_put(s, "olm.sessionx", "c", "3"));
+    cr_expect_eq(store_kv_get(s, "olm", "account", &v), 0);
+    cr_expect_str_eq(v, "pickle-2");
+    free(v);
+    OK(store_kv_each(s, "olm.session", collect_kv, seen));
+    cr_expect_str_eq(seen, "a=1;b=2;", "one namespace, in key order");
+    OK(store_kv_del(s, "olm.session", "a"));
+    OK(store_kv_del(s, "olm.session", "nothing"));
+    seen[0] = 0;
+    OK(store_kv_each(s, "olm.session", collect_kv, seen));
+    cr_expect_str_eq(seen, "b=2;");
+    /* inside a transaction, rolled back */
+    OK(store_begin(s));
+    OK(store_kv_put(s, "olm", "account", "lost"));
+    OK(store_rollback(s));
+    cr_expect_eq(store_kv_get(s, "olm", "account", &v), 0);
+    cr_expect_str_eq(v, "pickle-2");
+    free(v);
+    store_close(s);
+}
+
+Test(store_file, schema_1_migrates_to_2)
+{
+    char path[PATH_MAX], pos[64];
+    tmp_path(path, sizeof path, "old.db");
+    store *s = open_ok(path);
+    OK(store_position_set(s, "matrix", "s42_1"));
+    store_close(s);
+    raw_exec(path, "DROP TABLE kv; PRAGMA user_version = 1"); /* what cardroom 0.1 left */
+    s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
+    cr_expect_str_eq(pos, "s42_1", "the data of schema 1 is kept");
+    OK(store_kv_put(s, "olm", "account", "x"));
+    store_close(s);
 }
