@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 30
 # Debian 12 packages the build and the tests need.
 PACKAGES := build-essential meson ninja-build pkg-config clang libclang-rt-14-dev \
             libsodium-dev libjansson-dev libcriterion-dev \
-            libsqlite3-dev libinih-dev libcurl4-openssl-dev libssl-dev python3
+            libsqlite3-dev libinih-dev libcurl4-openssl-dev libssl-dev libolm-dev python3
 
 .PHONY: run test deps build build-san check check-san fuzz bench clean
 

@@ -1,0 +1,16 @@
+/* olm_vectors.h — made by tests/olm/gen_vectors.c with libolm 3.2.13; do not edit. */
+#define V_BOB_CURVE "oCmRYwQWRRFfWPpquDAiEA3yRbur6emb4fF7lRgB6m8"
+#define V_BOB_ED "ewBGvl0kEcP/+7XjqHfcZGHts+y6QIoosz0YTrBwKCk"
+#define V_ALICE_CURVE "3i6dF5tK4UMB+RSgHR1g6Hi9hSKpp0z8alUrYyn9dUw"
+#define V_ALICE_ED "OfRjBf2SJfVkaURpFX6Iltf3Kozh2qcL636eF2VoQ54"
+/* Bob's one-time keys as libolm lists them (newest first) */
+#define V_BOB_OTKS "{\"curve25519\":{\"AAAAAg\":\"PDe04vwtjPdqibhJmdhLU2x92yXL0Y4k9JxJxkzywhc\",\"AAAAAQ\":\"0KMaE9yn/zqHIr1kWnnzhLk2teXbHT8uuxG88drKH00\"}}"
+#define V_BOB_OTK1 "0KMaE9yn/zqHIr1kWnnzhLk2teXbHT8uuxG88drKH00"
+#define V_BOB_FALLBACK "{\"curve25519\":{\"AAAAAw\":\"EwKAn4sK0Zv3eXQU+H+oVT25JnMQScNj9tvibzh/910\"}}"
+#define V_ALICE_SIG_CARDROOM "zubM6pE1jRtxzwUL20WI5o/ozJz2Zahz/RXVKgB/pMptbjL1Ml445HgKipNdEU77JsXBnWN0XZW9enLjaoy5AQ"
+#define V_PREKEY1 "Awog0KMaE9yn/zqHIr1kWnnzhLk2teXbHT8uuxG88drKH00SINYOTS62+NyFNdCWiK40cfpR2B34x8jFVwS6p1HiTd0SGiDeLp0Xm0rhQwH5FKAdHWDoeL2FIqmnTPxqVStjKf11TCI/AwogOBjoHjQEaAQZYxFn9ejjSjiIDwgR4o1z0hhQrghwQh8QACIQvKVnvtVtK7UJP1Br4SuvtGD8rB/v7qh6"
+#define V_PREKEY2 "Awog0KMaE9yn/zqHIr1kWnnzhLk2teXbHT8uuxG88drKH00SINYOTS62+NyFNdCWiK40cfpR2B34x8jFVwS6p1HiTd0SGiDeLp0Xm0rhQwH5FKAdHWDoeL2FIqmnTPxqVStjKf11TCI/AwogOBjoHjQEaAQZYxFn9ejjSjiIDwgR4o1z0hhQrghwQh8QASIQQM61A/RQ8Pg8KbwiHrhvJBH1C0pkgY/1"
+#define V_SESSION_ID "Yl3ga0z/2U3xxIurG379R01BEvTpHGUEqWKzitrm2Zw"
+#define V_REPLY1 "Awogrswj1hhfhSqXfSziK/h001A/2ZZJRXQxzYMiuzzpS3UQACIQow3XUZmuOYmMslQmzcwAlH3p+ymgp3AF"
+#define V_MSG1 "AwogsM3TXClv3beVzpoF038fVCLF0j4GNXKF3T3BaQZp7ggQACIQd+RCi67jdRmhO+xAChotNSR/mnC6jBbZ"
+#define V_MSG2 "AwogsM3TXClv3beVzpoF038fVCLF0j4GNXKF3T3BaQZp7ggQASJw1YjTenYdo4ZXDDz6VWeSukoa3mn2U3uxIp8aLrrHW929sgZaTD9raeXjXvIxAjN3Xxkb+7cM8HrWEfFzjRmTHDPxjoodXeV0DmsISf5/62ofZ0dZS/SxLpw9qC9LBb6uenHYGQ+TGZJ5VD9u9/G66sLtKXbpmA6L"
