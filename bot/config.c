@@ -89,6 +89,8 @@ static const cfg_key cfg_keys[] = {
              "the bot account's password, up to 255 characters"),
     CFG_TEXT(CFG_SEC_MATRIX, "access_token", matrix_access_token, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
              "an access token of the bot account, up to 255 characters without blanks"),
+    CFG_TEXT(CFG_SEC_MATRIX, "store_key", matrix_store_key, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "a secret of up to 255 characters"),
     CFG_TEXT(CFG_SEC_MATRIX, "device_name", matrix_device_name, 1, 63, CFG_CHARS_PRINTABLE,
              "1 to 63 characters"),
     CFG_TEXT(CFG_SEC_MATRIX, "invites", matrix_invites, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,

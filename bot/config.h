@@ -34,6 +34,7 @@ typedef struct {
     char matrix_user[CFG_STR];         /* the bot's user id, "@cardroom:example.org" */
     char matrix_password[CFG_STR];     /* secret: better CARDROOM_MATRIX_PASSWORD */
     char matrix_access_token[CFG_STR]; /* secret: better CARDROOM_MATRIX_ACCESS_TOKEN */
+    char matrix_store_key[CFG_STR];    /* secret: encrypts the encryption keys in the store */
     char matrix_device_name[64];       /* shown in the account's device list, default "cardroom" */
     char matrix_invites[CFG_STR];      /* whose invites are accepted: user ids, server names, "*" */
     int matrix_sync_timeout;           /* long-poll seconds, default 30 */

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "mx_crypto.h"
+#include "mx_e2ee.h"
 #include "mx_html.h"
 #include "mx_http.h"
 #include "mx_sync.h"
@@ -52,6 +54,7 @@ typedef struct {
     core *core;
     mx_http *http;
     mx_state *st;
+    mx_e2ee *e2ee;
     char me[256], device[256], token[512], filter[128];
     char since[1100];
     int first;               /* the database's very first sync: learn the rooms, replay nothing */
@@ -334,6 +337,32 @@ static int whoami(mx *m)
     return rc;
 }
 
+static void e2ee_log(void *ctx, int level, const char *line)
+{
+    mlog(ctx, (core_log_level)level, "%s", line);
+}
+
+static void hook_answer(void *ctx, void *root)
+{
+    mx *m = ctx;
+    mx_e2ee_sync(m->e2ee, root);
+}
+
+static void *hook_decrypt(void *ctx, const char *room, void *event)
+{
+    mx *m = ctx;
+    char err[300];
+    json_t *dec = mx_e2ee_decrypt(m->e2ee, room, event, err, sizeof err);
+    if (!dec) mlog(m, CORE_LOG_WARN, "matrix: an encrypted message in %s was not read: %s", room, err);
+    return dec;
+}
+
+static void hook_members(void *ctx, const char *room)
+{
+    mx *m = ctx;
+    mx_e2ee_members_changed(m->e2ee, room);
+}
+
 static int load_dm(void *ctx, const char *name, const char *room)
 {
     mx *m = ctx;
@@ -370,6 +399,21 @@ static int start_up(mx *m)
     if (!stored_user[0] && store_put(m, KEY_USER, m->me) != 0) return -1;
     m->st = mx_state_new(m->me, m->config->matrix_invites);
     if (!m->st) return -1;
+
+    /* End-to-end encryption: the device's keys, from the store or new. */
+    uint8_t skey[32];
+    const char *secret = m->config->matrix_store_key[0] ? m->config->matrix_store_key : "cardroom";
+    mx_sha256((const uint8_t *)secret, strlen(secret), skey);
+    char eerr[512];
+    m->e2ee = mx_e2ee_new(m->db, m->me, m->device, skey, eerr, sizeof eerr);
+    mx_wipe(skey, sizeof skey);
+    if (!m->e2ee) {
+        mlog(m, CORE_LOG_ERROR, "matrix: %s", eerr);
+        return -1;
+    }
+    mx_e2ee_set_log(m->e2ee, e2ee_log, m);
+    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .members = hook_members, .ctx = m};
+    mx_state_set_hooks(m->st, &hooks);
 
     /* The filter (Client-Server API §"Filtering"): room events we read, nothing we do not. */
     char esc[800], path[1024];
@@ -450,6 +494,7 @@ static void dm_created(void *ctx, const mx_response *r)
     if (room && strlen(room) < 256) {
         json_object_del(m->creating, d->id);
         set_dm(m, d->id, room);
+        mx_state_made_dm(m->st, room, d->id, strcmp(m->config->matrix_encrypt_dms, "true") == 0);
         mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->id);
     } else if (cancelled(r)) {
         json_object_del(m->creating, d->id);
@@ -567,10 +612,33 @@ static void start_job(mx *m, send_job *j)
         }
         snprintf(j->room, sizeof j->room, "%s", room);
     }
-    char esc[800], path[1024];
-    snprintf(path, sizeof path, API "/rooms/%s/send/m.room.message/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc),
-             j->id);
-    if (mx_http_request(m->http, "PUT", path, j->content, SEND_TIMEOUT_MS, job_done, j) == 0) {
+    char esc[800], path[1024], err[300];
+    const char *type = "m.room.message", *body = j->content;
+    char *enc = NULL;
+    if (mx_state_encrypted(m->st, j->room)) {
+        /* an encrypted room gets nothing in the clear (E2EE §"Messaging Algorithms") */
+        int n = 0;
+        const char **users = mx_state_members(m->st, j->room, &n);
+        int rc = mx_e2ee_encrypt(m->e2ee, j->room, users, n, "m.room.message", j->content, &enc, err, sizeof err);
+        free(users);
+        if (rc == 0) {
+            j->not_before = mono_ms() + 50; /* keys are being fetched or shared */
+            return;
+        }
+        if (rc < 0) {
+            mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " cannot be encrypted for %s (%s); dropped", j->id, j->room,
+                 err);
+            mark_sent(m, j->id);
+            job_remove(m, j);
+            return;
+        }
+        type = "m.room.encrypted";
+        body = enc;
+    }
+    snprintf(path, sizeof path, API "/rooms/%s/send/%s/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc), type, j->id);
+    int started = mx_http_request(m->http, "PUT", path, body, SEND_TIMEOUT_MS, job_done, j) == 0;
+    free(enc);
+    if (started) {
         j->running = 1;
         m->sends_started++;
     }
@@ -856,12 +924,55 @@ static void start_sync(mx *m)
 
 /* ---- the loop ---- */
 
+typedef struct {
+    mx *m;
+    int id;
+} e2ee_req;
+
+static void e2ee_done(void *ctx, const mx_response *r)
+{
+    e2ee_req *q = ctx;
+    char buf[300];
+    if (!cancelled(r)) {
+        if (r->status != 200) mlog(q->m, CORE_LOG_WARN, "matrix: encryption request failed: %s", why(r, buf, sizeof buf));
+        mx_e2ee_answer(q->m->e2ee, q->id, r->status, r->body, r->len);
+    }
+    free(q);
+}
+
+/* The requests the encryption wants made (keys, devices, room keys). */
+static void e2ee_requests(mx *m)
+{
+    mx_e2ee_request r;
+    while (m->e2ee && mx_e2ee_next_request(m->e2ee, &r)) {
+        e2ee_req *q = calloc(1, sizeof *q);
+        if (!q) abort();
+        q->m = m;
+        q->id = r.id;
+        mlog(m, CORE_LOG_DEBUG, "matrix: %s", r.what);
+        if (mx_http_request(m->http, r.method, r.path, r.body, SEND_TIMEOUT_MS, e2ee_done, q) != 0) {
+            mx_e2ee_answer(m->e2ee, r.id, 0, "", 0);
+            free(q);
+        }
+        free(r.body);
+    }
+    const char *problem = m->e2ee ? mx_e2ee_error(m->e2ee) : NULL;
+    if (problem) {
+        mlog(m, CORE_LOG_ERROR, "matrix: %s", problem);
+        m->fatal = 1;
+    }
+}
+
 static void start_due(mx *m)
 {
     int64_t now = mono_ms();
-    for (send_job *j = m->jobs; j; j = j->next)
+    e2ee_requests(m);
+    for (send_job *j = m->jobs, *next; j; j = next) {
+        next = j->next; /* start_job may remove j */
         if (!j->running && j->not_before <= now) start_job(m, j);
+    }
     save_direct(m);
+    e2ee_requests(m); /* what the sends just asked for */
 }
 
 static int64_t next_due(mx *m)
@@ -1008,6 +1119,7 @@ done:
     while (m.jobs) job_remove(&m, m.jobs);
     core_free(m.core);
     mx_state_free(m.st);
+    mx_e2ee_free(m.e2ee);
     json_decref(m.creating);
     json_decref(m.joining);
     json_decref(m.gaps);

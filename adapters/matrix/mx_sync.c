@@ -14,6 +14,7 @@
 #define MX_BATCH_MAX 1024  /* a next_batch token longer than this is refused */
 
 struct mx_state {
+    mx_sync_hooks hooks;
     char *me;
     char *server;       /* the part of me after the first ':' */
     char *invites;
@@ -95,6 +96,14 @@ static int level_of(json_t *v, long long *out)
 }
 
 static int id_ok(const char *id) { return id && *id && strlen(id) <= MX_ID_MAX; }
+
+void mx_state_set_hooks(mx_state *s, const mx_sync_hooks *h) { s->hooks = *h; }
+
+int mx_state_encrypted(const mx_state *s, const char *room)
+{
+    json_t *r = obj_of(s->rooms, room ? room : "");
+    return json_is_true(json_object_get(r, "enc"));
+}
 
 /* ---- invites ---- */
 
@@ -226,11 +235,39 @@ const char *mx_state_room_name(const mx_state *s, const char *room, char *buf, s
     return buf;
 }
 
+const char **mx_state_members(const mx_state *s, const char *room, int *n)
+{
+    json_t *members = obj_of(obj_of(s->rooms, room ? room : ""), "members");
+    const char **v = malloc((json_object_size(members) + 1) * sizeof *v);
+    const char *user;
+    json_t *m;
+    *n = 0;
+    if (!v) return NULL;
+    json_object_foreach(members, user, m) {
+        const char *ms = str_of(m, "ms");
+        if (ms && (strcmp(ms, "join") == 0 || strcmp(ms, "invite") == 0)) v[(*n)++] = user;
+    }
+    return v;
+}
+
 int mx_state_joined(const mx_state *s, const char *room) { return obj_of(s->rooms, room ? room : "") != NULL; }
 
 int mx_state_room_count(const mx_state *s) { return (int)json_object_size(s->rooms); }
 
 /* ---- reading an answer ---- */
+
+static json_t *room_of(mx_state *s, const char *id);
+
+void mx_state_made_dm(mx_state *s, const char *room_id, const char *user, int encrypted)
+{
+    if (!id_ok(room_id) || !id_ok(user)) return;
+    json_t *room = room_of(s, room_id);
+    json_t *members = obj_of(room, "members");
+    if (!obj_of(members, s->me)) json_object_set_new(members, s->me, json_pack("{s:s}", "ms", "join"));
+    if (!obj_of(members, user)) json_object_set_new(members, user, json_pack("{s:s}", "ms", "invite"));
+    if (encrypted) json_object_set_new(room, "enc", json_true());
+    mx_state_set_dm(s, user, room_id);
+}
 
 static json_t *room_of(mx_state *s, const char *id)
 {
@@ -288,6 +325,9 @@ static void apply_state(json_t *room, json_t *e)
     } else if (strcmp(type, "m.room.name") == 0 && !*key) {
         const char *name = str_of(content, "name");
         json_object_set_new(room, "name", json_string(name && strlen(name) < 256 ? name : ""));
+    } else if (strcmp(type, "m.room.encryption") == 0 && !*key) {
+        /* once encrypted, always: E2EE §"Enabling end-to-end encryption" */
+        if (str_of(content, "algorithm")) json_object_set_new(room, "enc", json_true());
     } else if (strcmp(type, "m.room.canonical_alias") == 0 && !*key) {
         const char *alias = str_of(content, "alias");
         json_object_set_new(room, "alias", json_string(alias && strlen(alias) < 256 ? alias : ""));
@@ -352,6 +392,10 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
         char was[16] = "";
         if (before) snprintf(was, sizeof was, "%s", before);
         apply_state(room, e);
+        if (strcmp(type, "m.room.member") == 0 && s->hooks.members) {
+            const char *now = str_of(content, "membership");
+            if (!now || strcmp(was, now) != 0) s->hooks.members(s->hooks.ctx, room_id);
+        }
         if (!keep || strcmp(type, "m.room.member") != 0 || !id_ok(key) || strcmp(key, s->me) == 0) return;
         const char *ms = str_of(content, "membership");
         if (!ms) return;
@@ -363,6 +407,22 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
             if (dm && strcmp(dm, key) == 0) forget_dm_room(s, room_id); /* a new chat is made when needed */
             else if (!dm) add_event(o, (adapter_event){ADAPTER_LEAVE, room_id, key, NULL, 0, 0});
         }
+        return;
+    }
+    if (keep && strcmp(type, "m.room.encrypted") == 0 && strcmp(sender, s->me) != 0 && s->hooks.decrypt) {
+        json_t *dec = s->hooks.decrypt(s->hooks.ctx, room_id, e);
+        const char *dtype = str_of(dec, "type");
+        json_t *dcontent = obj_of(dec, "content");
+        if (dtype && dcontent) {
+            json_t *plain = json_copy(e); /* the same event, with the decrypted type and content */
+            json_object_set(plain, "type", json_object_get(dec, "type"));
+            json_object_set(plain, "content", dcontent);
+            if (!o->keep) o->keep = json_array();
+            json_array_append_new(o->keep, plain);
+            o->events_seen--;
+            read_timeline_event(s, room_id, room, plain, keep, o);
+        }
+        json_decref(dec);
         return;
     }
     if (!keep || strcmp(type, "m.room.message") != 0 || strcmp(sender, s->me) == 0) return;
@@ -477,6 +537,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps_jso
     }
     o->root = root;
     o->next_batch = next;
+    if (s->hooks.answer) s->hooks.answer(s->hooks.ctx, root);
     json_t *gaps = gaps_json ? json_loads(gaps_json, 0, NULL) : NULL;
     json_t *ad = arr_of(obj_of(root, "account_data"), "events");
     for (size_t i = 0; i < json_array_size(ad); i++) {
@@ -519,5 +580,6 @@ void mx_sync_done(mx_sync_out *o)
     free(o->decline);
     json_decref(o->root);
     json_decref(o->gaps);
+    json_decref(o->keep);
     memset(o, 0, sizeof *o);
 }

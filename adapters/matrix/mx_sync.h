@@ -41,6 +41,26 @@ void mx_state_read_direct(mx_state *s, const char *json, size_t len);
 /* The m.direct content for the direct chats known now, as JSON (malloc'd). */
 char *mx_state_direct_json(const mx_state *s);
 
+/* Hooks into the reading of answers (all optional): answer(ctx, root) sees each accepted answer
+ * (a json_t *) before its rooms are read; decrypt(ctx, room, event) turns an m.room.encrypted
+ * timeline event into {"type", "content"} (a new json_t * reference) or NULL; members(ctx, room)
+ * hears that room's members changed. */
+typedef struct {
+    void (*answer)(void *ctx, void *root);
+    void *(*decrypt)(void *ctx, const char *room, void *event);
+    void (*members)(void *ctx, const char *room);
+    void *ctx;
+} mx_sync_hooks;
+void mx_state_set_hooks(mx_state *s, const mx_sync_hooks *h);
+
+/* Whether room has m.room.encryption (its messages must be encrypted). */
+int mx_state_encrypted(const mx_state *s, const char *room);
+/* Records what the bot knows of a direct chat it just made: user invited, encryption asked. */
+void mx_state_made_dm(mx_state *s, const char *room, const char *user, int encrypted);
+/* The users joined or invited in room, the bot included: a malloc'd array of n pointers into
+ * the state (valid until the next answer is read). */
+const char **mx_state_members(const mx_state *s, const char *room, int *n);
+
 /* A member's name for people: the display name, with the user id after it when another
  * member has the same one (Client-Server API §"Calculating the display name for a user"). */
 const char *mx_state_display_name(const mx_state *s, const char *room, const char *user, char *buf, size_t len);
@@ -65,6 +85,7 @@ typedef struct {
     int events_seen;         /* timeline events read, kept or not */
     void *root;              /* the parsed answer */
     void *gaps;              /* the parsed gap events */
+    void *keep;              /* decrypted events the events point into */
 } mx_sync_out;
 
 /* Reads one /sync answer. skip_timeline: take state but no messages (the first sync of a new

@@ -553,7 +553,9 @@ class Harness:
     # ---- the bot -------------------------------------------------------------------------------
 
     def write_config(self, invites="@alice:example.org", sync_timeout=30, extra="",
-                     name="cardroom.ini"):
+                     name="cardroom.ini", encrypt_direct_chats=False):
+        """The bot's configuration. The transport tests read the direct chats in the clear, so
+        the bot's direct chats are unencrypted unless encrypt_direct_chats is set."""
         path = os.path.join(self.dir, name)
         with open(path, "w", encoding="utf-8") as f:
             f.write("[bot]\nthreads = 1\n" + TIMERS +
@@ -561,7 +563,8 @@ class Harness:
                     f"homeserver = http://127.0.0.1:{self.server.port}\n"
                     f"user = {BOT_ID}\n"
                     f"invites = {invites}\n"
-                    f"sync_timeout = {sync_timeout}\n" + extra)
+                    f"sync_timeout = {sync_timeout}\n"
+                    f"encrypt_direct_chats = {'true' if encrypt_direct_chats else 'false'}\n" + extra)
         return path
 
     def bot_env(self, password=BOT_PASSWORD, token=None):
