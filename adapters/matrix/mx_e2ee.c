@@ -68,6 +68,8 @@ struct mx_e2ee {
     json_t *claim;          /* {user: {device: true}} devices to claim a key for */
     json_t *unreachable;    /* {user: {device: true}} devices without keys to claim */
     int inflight[5];        /* request kind → its id (0 none) */
+    int64_t retry_at[5];    /* after a failure: not before then (ms) */
+    int failures[5];
     json_t *req_users;      /* the users of the query in flight */
     char share_room[256];   /* the room whose key is being shared */
     int next_id;
@@ -590,15 +592,18 @@ static int make_share(mx_e2ee *e, mx_e2ee_request *r)
     return 0;
 }
 
+/* Whether a request of kind may start now: none running, and no failure to wait out. */
+static int may(mx_e2ee *e, int kind) { return !e->inflight[kind] && now_ms() >= e->retry_at[kind]; }
+
 int mx_e2ee_next_request(mx_e2ee *e, mx_e2ee_request *r)
 {
     memset(r, 0, sizeof *r);
     if (e->error[0]) return 0;
-    if (!e->inflight[REQ_UPLOAD] && make_upload(e, r)) return 1;
+    if (may(e, REQ_UPLOAD) && make_upload(e, r)) return 1;
     if (!e->uploaded) return 0; /* nothing else before our keys are known */
-    if (!e->inflight[REQ_QUERY] && make_query(e, r)) return 1;
-    if (!e->inflight[REQ_CLAIM] && !e->inflight[REQ_QUERY] && make_claim(e, r)) return 1;
-    if (!e->inflight[REQ_SHARE] && !e->inflight[REQ_CLAIM] && make_share(e, r)) return 1;
+    if (may(e, REQ_QUERY) && make_query(e, r)) return 1;
+    if (may(e, REQ_CLAIM) && !e->inflight[REQ_QUERY] && make_claim(e, r)) return 1;
+    if (may(e, REQ_SHARE) && !e->inflight[REQ_CLAIM] && make_share(e, r)) return 1;
     return 0;
 }
 
@@ -730,6 +735,15 @@ void mx_e2ee_answer(mx_e2ee *e, int id, long status, const char *body, size_t le
     e->inflight[kind] = 0;
     json_t *a = status ? json_loadb(body, len, 0, NULL) : NULL;
     if (status == 200 && !json_is_object(a)) status = 0; /* unreadable: as if no answer */
+    if (status == 200) {
+        e->failures[kind] = 0;
+    } else if (status != 400 || kind != REQ_UPLOAD) {
+        /* wait before asking again: 1 s doubling to 5 min */
+        int64_t wait = 1000;
+        for (int i = 0; i < e->failures[kind] && wait < 300000; i++) wait *= 2;
+        e->failures[kind]++;
+        e->retry_at[kind] = now_ms() + (wait > 300000 ? 300000 : wait);
+    }
     switch (kind) {
     case REQ_UPLOAD: answer_upload(e, status, a); break;
     case REQ_QUERY: answer_query(e, status, a); break;
