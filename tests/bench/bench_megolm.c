@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "mx_megolm.h"
+#include "mx_olm.h"
 
 #define ROUNDS 5
 #define TARGET_RATIO 1.0
@@ -150,7 +151,157 @@ static double dec_libolm(const char *key, char **msgs, const int *order, int n, 
 /* Olm session setup time, ours (mx_olm) beside libolm: account creation, one-time key claim,
  * outbound session + first pre-key message, inbound session from it; ratio ours/libolm.
  * PLACEHOLDER: to be written with mx_olm. */
-static void bench_olm_session_setup(void) { printf("olm: see bench\n"); }
+/* ---- Olm session setup: what sharing a room key with a new device costs ----
+ * outbound: create the session from the device's identity and one-time key, encrypt the first
+ * (pre-key) message; inbound: create the session from that pre-key message and decrypt it.
+ * Both sides use the same kind of accounts; key generation is not timed. */
+#define OLM_ROUNDS 10
+#define OLM_PER_ROUND 100
+
+static void *lo_account(void)
+{
+    void *a = olm_account(malloc(olm_account_size()));
+    size_t n = olm_create_account_random_length(a);
+    uint8_t *r = malloc(n);
+    mx_random(r, n);
+    if (olm_create_account(a, r, n) == olm_error()) die("libolm account");
+    free(r);
+    return a;
+}
+
+static void lo_keys(void *a, uint8_t curve[32], char otk_b64[OLM_PER_ROUND][44])
+{
+    char ids[200];
+    size_t n = olm_account_identity_keys_length(a);
+    char *j = malloc(n + 1);
+    olm_account_identity_keys(a, j, n);
+    j[n] = 0;
+    const char *c = strstr(j, "\"curve25519\":\"");
+    if (!c || mx_b64_decode(c + 14, 43, curve, 32) != 32) die("libolm identity");
+    free(j);
+    size_t rn = olm_account_generate_one_time_keys_random_length(a, OLM_PER_ROUND);
+    uint8_t *r = malloc(rn);
+    mx_random(r, rn);
+    olm_account_generate_one_time_keys(a, OLM_PER_ROUND, r, rn);
+    free(r);
+    n = olm_account_one_time_keys_length(a);
+    j = malloc(n + 1);
+    olm_account_one_time_keys(a, j, n);
+    j[n] = 0;
+    const char *p = j;
+    for (int i = 0; i < OLM_PER_ROUND; i++) {
+        p = strstr(p, "\":\"");
+        if (!p) die("libolm one-time keys");
+        memcpy(otk_b64[i], p + 3, 43);
+        otk_b64[i][43] = 0;
+        p += 3;
+    }
+    (void)ids;
+    free(j);
+}
+
+static void bench_olm_session_setup(void)
+{
+    static const char msg[] = "{\"type\":\"m.room_key\",\"content\":{\"algorithm\":\"m.megolm.v1.aes-sha2\"}}";
+    double t_out_ours = 0, t_in_ours = 0, t_out_lo = 0, t_in_lo = 0;
+    static char otk[OLM_PER_ROUND][44];
+    for (int round = 0; round < OLM_ROUNDS; round++) {
+        /* ours: alice (the bot) to bob (a device) */
+        mx_olm_account *alice = mx_olm_account_new(), *bob = mx_olm_account_new();
+        char curve[44], ed[44];
+        uint8_t bob_curve[32], k[32];
+        mx_olm_account_identity(bob, curve, ed);
+        mx_b64_decode(curve, 43, bob_curve, 32);
+        mx_olm_account_generate_otks(bob, OLM_PER_ROUND);
+        char *js = mx_olm_account_otks_json(bob);
+        const char *p = js;
+        for (int i = 0; i < OLM_PER_ROUND; i++) {
+            p = strstr(p, "\":\"");
+            memcpy(otk[i], p + 3, 43);
+            otk[i][43] = 0;
+            p += 3;
+        }
+        free(js);
+        char *bodies[OLM_PER_ROUND];
+        double t0 = now();
+        for (int i = 0; i < OLM_PER_ROUND; i++) {
+            mx_b64_decode(otk[i], 43, k, 32);
+            mx_olm_session *s = mx_olm_outbound(alice, bob_curve, k);
+            int type;
+            if (!s || mx_olm_encrypt(s, (const uint8_t *)msg, sizeof msg - 1, &type, &bodies[i]) != 0) die("ours outbound");
+            mx_olm_session_free(s);
+        }
+        double t1 = now();
+        for (int i = 0; i < OLM_PER_ROUND; i++) {
+            uint8_t *plain;
+            size_t plen;
+            mx_olm_session *s = mx_olm_inbound(bob, NULL, bodies[i], &plain, &plen);
+            if (!s || plen != sizeof msg - 1) die("ours inbound");
+            free(plain);
+            mx_olm_session_free(s);
+            free(bodies[i]);
+        }
+        double t2 = now();
+        t_out_ours += t1 - t0;
+        t_in_ours += t2 - t1;
+        mx_olm_account_free(alice);
+        mx_olm_account_free(bob);
+
+        /* libolm, the same steps */
+        void *la = lo_account(), *lb = lo_account();
+        uint8_t lb_curve[32];
+        lo_keys(lb, lb_curve, otk);
+        char lcurve[44];
+        mx_b64_encode(lb_curve, 32, lcurve, sizeof lcurve);
+        char *lbodies[OLM_PER_ROUND];
+        size_t llen[OLM_PER_ROUND];
+        t0 = now();
+        for (int i = 0; i < OLM_PER_ROUND; i++) {
+            void *s = olm_session(malloc(olm_session_size()));
+            size_t rn = olm_create_outbound_session_random_length(s);
+            uint8_t r[128];
+            mx_random(r, rn);
+            if (olm_create_outbound_session(s, la, lcurve, 43, otk[i], 43, r, rn) == olm_error()) die("libolm outbound");
+            size_t ern = olm_encrypt_random_length(s);
+            mx_random(r, ern);
+            llen[i] = olm_encrypt_message_length(s, sizeof msg - 1);
+            lbodies[i] = malloc(llen[i]);
+            if (olm_encrypt(s, msg, sizeof msg - 1, r, ern, lbodies[i], llen[i]) == olm_error()) die("libolm encrypt");
+            olm_clear_session(s);
+            free(s);
+        }
+        t1 = now();
+        for (int i = 0; i < OLM_PER_ROUND; i++) {
+            void *s = olm_session(malloc(olm_session_size()));
+            char *copy = malloc(llen[i]);
+            memcpy(copy, lbodies[i], llen[i]);
+            if (olm_create_inbound_session(s, lb, copy, llen[i]) == olm_error()) die("libolm inbound");
+            memcpy(copy, lbodies[i], llen[i]);
+            size_t max = olm_decrypt_max_plaintext_length(s, 0, copy, llen[i]);
+            char *plain = malloc(max);
+            memcpy(copy, lbodies[i], llen[i]);
+            if (olm_decrypt(s, 0, copy, llen[i], plain, max) != sizeof msg - 1) die("libolm decrypt");
+            free(plain);
+            free(copy);
+            olm_clear_session(s);
+            free(s);
+            free(lbodies[i]);
+        }
+        t2 = now();
+        t_out_lo += t1 - t0;
+        t_in_lo += t2 - t1;
+        olm_clear_account(la);
+        olm_clear_account(lb);
+        free(la);
+        free(lb);
+    }
+    int n = OLM_ROUNDS * OLM_PER_ROUND;
+    printf("olm session setup, %d sessions each\n", n);
+    printf("olm outbound + first message  ours %8.1f us  libolm %8.1f us  libolm/ours %.2f (ours faster above 1)\n",
+           t_out_ours / n * 1e6, t_out_lo / n * 1e6, t_out_lo / t_out_ours);
+    printf("olm inbound + decrypt         ours %8.1f us  libolm %8.1f us  libolm/ours %.2f\n", t_in_ours / n * 1e6,
+           t_in_lo / n * 1e6, t_in_lo / t_in_ours);
+}
 
 int main(int argc, char **argv)
 {
