@@ -412,6 +412,7 @@ static int start_up(mx *m)
         return -1;
     }
     mx_e2ee_set_log(m->e2ee, e2ee_log, m);
+    mx_e2ee_set_password(m->e2ee, m->config->matrix_password);
     mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .members = hook_members, .ctx = m};
     mx_state_set_hooks(m->st, &hooks);
 

@@ -22,7 +22,7 @@
 #define ROTATE_MS (7LL * 24 * 3600 * 1000)  /* rotation_period_ms: a week */
 #define API "/_matrix/client/v3"
 
-enum { REQ_NONE, REQ_UPLOAD, REQ_QUERY, REQ_CLAIM, REQ_SHARE };
+enum { REQ_NONE, REQ_UPLOAD, REQ_QUERY, REQ_CLAIM, REQ_SHARE, REQ_XSIGN, REQ_SIGS, REQ_KINDS };
 
 typedef struct {
     char curve[44];     /* the other device's identity key */
@@ -67,9 +67,15 @@ struct mx_e2ee {
     json_t *tracked;        /* {user: true (outdated) / false} */
     json_t *claim;          /* {user: {device: true}} devices to claim a key for */
     json_t *unreachable;    /* {user: {device: true}} devices without keys to claim */
-    int inflight[5];        /* request kind → its id (0 none) */
-    int64_t retry_at[5];    /* after a failure: not before then (ms) */
-    int failures[5];
+    int inflight[REQ_KINDS]; /* request kind → its id (0 none) */
+    int64_t retry_at[REQ_KINDS]; /* after a failure: not before then (ms) */
+    int failures[REQ_KINDS];
+    /* cross-signing (E2EE §"Cross-signing"): master, self-signing, user-signing seeds */
+    uint8_t xseed[3][32];
+    char xpub[3][44];
+    int xstate;             /* 0 not uploaded, 1 keys uploaded, 2 our device signed too */
+    char *password;         /* for the interactive auth of the upload (NULL: no cross-signing) */
+    char uia_session[256];
     json_t *req_users;      /* the users of the query in flight */
     char share_room[256];   /* the room whose key is being shared */
     int next_id;
@@ -256,6 +262,8 @@ static int load_devices(void *ctx, const char *user, const char *value)
     return 0;
 }
 
+static int load_cross(mx_e2ee *e);
+
 /* ---- life ---- */
 
 mx_e2ee *mx_e2ee_new(store *db, const char *user, const char *device, const uint8_t store_key[32], char *err,
@@ -304,6 +312,10 @@ mx_e2ee *mx_e2ee_new(store *db, const char *user, const char *device, const uint
     store_kv_get(db, "e2ee", "uploaded", &up);
     e->uploaded = up && strcmp(up, "1") == 0;
     mx_olm_account_identity(e->acc, e->curve, e->ed);
+    if (load_cross(e) != 0) {
+        snprintf(err, errlen, "the cross-signing keys in the store cannot be read or made");
+        goto fail;
+    }
     if (store_kv_each(db, "olm", load_olm, e) != 0 || store_kv_each(db, "megolm.in", load_in, e) != 0 ||
         store_kv_each(db, "megolm.out", load_out, e) != 0 || store_kv_each(db, "devices", load_devices, e) != 0) {
         snprintf(err, errlen, "store: %s", store_error(db));
@@ -343,6 +355,8 @@ void mx_e2ee_free(mx_e2ee *e)
     json_decref(e->unreachable);
     json_decref(e->req_users);
     mx_wipe(e->key, sizeof e->key);
+    mx_wipe(e->xseed, sizeof e->xseed);
+    mx_e2ee_set_password(e, NULL);
     free(e);
 }
 
@@ -411,6 +425,191 @@ static int start_req(mx_e2ee *e, int kind, mx_e2ee_request *r, const char *metho
     return 1;
 }
 
+/* The device's keys as uploaded, without signatures. */
+static json_t *device_keys(mx_e2ee *e)
+{
+    char kid[300];
+    json_t *dk = json_pack("{s:s, s:s, s:[s, s], s:{}}", "user_id", e->user, "device_id", e->device, "algorithms", OLM_ALG,
+                           MEGOLM_ALG, "keys");
+    snprintf(kid, sizeof kid, "curve25519:%s", e->device);
+    json_object_set_new(json_object_get(dk, "keys"), kid, json_string(e->curve));
+    snprintf(kid, sizeof kid, "ed25519:%s", e->device);
+    json_object_set_new(json_object_get(dk, "keys"), kid, json_string(e->ed));
+    return dk;
+}
+
+/* ---- cross-signing (E2EE §"Cross-signing") ----
+ * The three seeds are sealed in the store: base64(nonce || AES-256-CBC || HMAC-SHA-256), keys
+ * from HKDF(salt = nonce, the store key, "cardroom-cross-signing-v1"). */
+enum { X_MASTER, X_SELF, X_USER };
+static const char *const x_usage[3] = {"master", "self_signing", "user_signing"};
+static const char *const x_field[3] = {"master_key", "self_signing_key", "user_signing_key"};
+
+static char *seal(const mx_e2ee *e, const uint8_t *plain, size_t len)
+{
+    uint8_t k[80], nonce[16], buf[16 + 128 + 16 + 32];
+    if (len > 128) return NULL;
+    mx_random(nonce, sizeof nonce);
+    mx_hkdf_sha256(nonce, 16, e->key, 32, (const uint8_t *)"cardroom-cross-signing-v1", 25, k, sizeof k);
+    memcpy(buf, nonce, 16);
+    long n = mx_aes256_cbc_encrypt(k, k + 64, plain, len, buf + 16);
+    mx_hmac_sha256(k + 32, 32, buf, 16 + (size_t)n, buf + 16 + n);
+    mx_wipe(k, sizeof k);
+    char *out = malloc(mx_b64_len(16 + (size_t)n + 32) + 1);
+    if (out) mx_b64_encode(buf, 16 + (size_t)n + 32, out, mx_b64_len(16 + (size_t)n + 32) + 1);
+    return out;
+}
+
+static long unseal(const mx_e2ee *e, const char *text, uint8_t *plain, size_t cap)
+{
+    uint8_t k[80], buf[16 + 144 + 32], mac[32];
+    long n = mx_b64_decode(text, strlen(text), buf, sizeof buf);
+    if (n < 16 + 16 + 32) return -1;
+    mx_hkdf_sha256(buf, 16, e->key, 32, (const uint8_t *)"cardroom-cross-signing-v1", 25, k, sizeof k);
+    mx_hmac_sha256(k + 32, 32, buf, (size_t)n - 32, mac);
+    long got = -1;
+    uint8_t tmp[160];
+    if (mx_equal(mac, buf + n - 32, 32)) got = mx_aes256_cbc_decrypt(k, k + 64, buf + 16, (size_t)n - 48, tmp);
+    if (got >= 0 && (size_t)got <= cap) memcpy(plain, tmp, (size_t)got);
+    else got = -1;
+    mx_wipe(tmp, sizeof tmp);
+    mx_wipe(k, sizeof k);
+    return got;
+}
+
+static void x_sign(const mx_e2ee *e, int which, json_t *obj)
+{
+    uint8_t pub[32], sec[64], sig[64];
+    mx_ed25519_from_seed(e->xseed[which], pub, sec);
+    json_t *copy = json_deep_copy(obj);
+    json_object_del(copy, "signatures");
+    json_object_del(copy, "unsigned");
+    char *c = mx_canonical_json(copy), sigb[90], kid[80];
+    mx_ed25519_sign(sec, (const uint8_t *)c, strlen(c), sig);
+    mx_wipe(sec, sizeof sec);
+    mx_b64_encode(sig, 64, sigb, sizeof sigb);
+    snprintf(kid, sizeof kid, "ed25519:%s", e->xpub[which]);
+    json_t *sigs = jobj(obj, "signatures");
+    if (!sigs) json_object_set_new(obj, "signatures", sigs = json_object());
+    set2(sigs, e->user, kid, json_string(sigb));
+    free(c);
+    json_decref(copy);
+}
+
+static int load_cross(mx_e2ee *e)
+{
+    char *v = NULL, *st = NULL;
+    uint8_t seeds[96];
+    int rc = store_kv_get(e->db, "e2ee", "cross", &v);
+    if (rc == 0 && unseal(e, v, seeds, sizeof seeds) == 96) {
+        memcpy(e->xseed, seeds, 96);
+    } else if (rc == 1) {
+        mx_random(e->xseed, sizeof e->xseed);
+        char *sealed = seal(e, &e->xseed[0][0], 96);
+        rc = sealed ? store_kv_put(e->db, "e2ee", "cross", sealed) : -1;
+        free(sealed);
+    } else {
+        rc = -1;
+    }
+    mx_wipe(seeds, sizeof seeds);
+    free(v);
+    if (rc < 0) return -1;
+    for (int i = 0; i < 3; i++) {
+        uint8_t pub[32], sec[64];
+        mx_ed25519_from_seed(e->xseed[i], pub, sec);
+        mx_wipe(sec, sizeof sec);
+        mx_b64_encode(pub, 32, e->xpub[i], sizeof e->xpub[i]);
+    }
+    store_kv_get(e->db, "e2ee", "cross_state", &st);
+    e->xstate = st ? atoi(st) : 0;
+    free(st);
+    return 0;
+}
+
+static void save_xstate(mx_e2ee *e)
+{
+    char v[8];
+    snprintf(v, sizeof v, "%d", e->xstate);
+    store_kv_put(e->db, "e2ee", "cross_state", v);
+}
+
+void mx_e2ee_set_password(mx_e2ee *e, const char *password)
+{
+    if (e->password) mx_wipe(e->password, strlen(e->password));
+    free(e->password);
+    e->password = password && *password ? strdup(password) : NULL;
+}
+
+/* POST /keys/device_signing/upload, with the password as interactive auth once asked. */
+static int make_xsign(mx_e2ee *e, mx_e2ee_request *r)
+{
+    if (e->xstate != 0 || !e->password) return 0;
+    json_t *body = json_object();
+    for (int i = 0; i < 3; i++) {
+        char kid[80];
+        json_t *k = json_pack("{s:s, s:[s], s:{}}", "user_id", e->user, "usage", x_usage[i], "keys");
+        snprintf(kid, sizeof kid, "ed25519:%s", e->xpub[i]);
+        json_object_set_new(json_object_get(k, "keys"), kid, json_string(e->xpub[i]));
+        if (i == X_MASTER) sign_json(e, k);  /* the device vouches for the master key */
+        else x_sign(e, X_MASTER, k);         /* the master key signs the other two */
+        json_object_set_new(body, x_field[i], k);
+    }
+    if (e->uia_session[0])
+        json_object_set_new(body, "auth", json_pack("{s:s, s:{s:s, s:s}, s:s, s:s}", "type", "m.login.password",
+                                                    "identifier", "type", "m.id.user", "user", e->user, "password",
+                                                    e->password, "session", e->uia_session));
+    int rc = start_req(e, REQ_XSIGN, r, "POST", API "/keys/device_signing/upload", body, "uploading cross-signing keys");
+    return rc;
+}
+
+/* POST /keys/signatures/upload: the self-signing key signs our device. */
+static int make_sigs(mx_e2ee *e, mx_e2ee_request *r)
+{
+    if (e->xstate != 1) return 0;
+    json_t *dk = device_keys(e);
+    x_sign(e, X_SELF, dk);
+    json_t *body = json_object();
+    set2(body, e->user, e->device, dk);
+    return start_req(e, REQ_SIGS, r, "POST", API "/keys/signatures/upload", body, "signing the device");
+}
+
+static void answer_xsign(mx_e2ee *e, long status, json_t *a)
+{
+    if (status == 200) {
+        e->xstate = 1;
+        save_xstate(e);
+        e->uia_session[0] = 0;
+        elog(e, 2, "e2ee: cross-signing keys uploaded (master %s)", e->xpub[X_MASTER]);
+        return;
+    }
+    const char *session = jstr(a, "session");
+    if (status == 401 && session && !e->uia_session[0] && strlen(session) < sizeof e->uia_session) {
+        snprintf(e->uia_session, sizeof e->uia_session, "%s", session); /* again, with the password */
+        e->retry_at[REQ_XSIGN] = 0;
+        e->failures[REQ_XSIGN] = 0;
+        return;
+    }
+    if (status == 401 || (status >= 400 && status < 500 && status != 429)) {
+        elog(e, 0, "e2ee: the homeserver refused the cross-signing keys (HTTP %ld%s%s); the bot's device stays "
+                   "unverified", status, jstr(a, "errcode") ? ", " : "", jstr(a, "errcode") ? jstr(a, "errcode") : "");
+        e->xstate = -1; /* not again in this run */
+    }
+    e->uia_session[0] = 0;
+}
+
+static void answer_sigs(mx_e2ee *e, long status, json_t *a)
+{
+    if (status != 200) return;
+    if (json_object_size(jobj(a, "failures"))) {
+        elog(e, 0, "e2ee: the homeserver refused the signature of the bot's device");
+        e->xstate = -1;
+        return;
+    }
+    e->xstate = 2;
+    save_xstate(e);
+    elog(e, 2, "e2ee: the bot's device is signed by its self-signing key");
+}
+
 /* POST /keys/upload (E2EE §"Uploading keys"): device keys once, one-time keys to the target,
  * a fallback key when the server has none unused. */
 static int make_upload(mx_e2ee *e, mx_e2ee_request *r)
@@ -420,12 +619,7 @@ static int make_upload(mx_e2ee *e, mx_e2ee_request *r)
     json_t *body = json_object();
     char kid[300];
     if (!e->uploaded) {
-        json_t *dk = json_pack("{s:s, s:s, s:[s, s], s:{}}", "user_id", e->user, "device_id", e->device, "algorithms",
-                               OLM_ALG, MEGOLM_ALG, "keys");
-        snprintf(kid, sizeof kid, "curve25519:%s", e->device);
-        json_object_set_new(json_object_get(dk, "keys"), kid, json_string(e->curve));
-        snprintf(kid, sizeof kid, "ed25519:%s", e->device);
-        json_object_set_new(json_object_get(dk, "keys"), kid, json_string(e->ed));
+        json_t *dk = device_keys(e);
         sign_json(e, dk);
         json_object_set_new(body, "device_keys", dk);
         if (e->otk_count < 0) want_otks = 1; /* a new device: the server has none */
@@ -604,6 +798,8 @@ int mx_e2ee_next_request(mx_e2ee *e, mx_e2ee_request *r)
     if (may(e, REQ_QUERY) && make_query(e, r)) return 1;
     if (may(e, REQ_CLAIM) && !e->inflight[REQ_QUERY] && make_claim(e, r)) return 1;
     if (may(e, REQ_SHARE) && !e->inflight[REQ_CLAIM] && make_share(e, r)) return 1;
+    if (may(e, REQ_XSIGN) && make_xsign(e, r)) return 1;
+    if (may(e, REQ_SIGS) && !e->inflight[REQ_XSIGN] && make_sigs(e, r)) return 1;
     return 0;
 }
 
@@ -729,7 +925,7 @@ static void answer_share(mx_e2ee *e, long status)
 void mx_e2ee_answer(mx_e2ee *e, int id, long status, const char *body, size_t len)
 {
     int kind = REQ_NONE;
-    for (int k = 1; k < 5; k++)
+    for (int k = 1; k < REQ_KINDS; k++)
         if (e->inflight[k] == id) kind = k;
     if (!kind) return;
     e->inflight[kind] = 0;
@@ -737,7 +933,7 @@ void mx_e2ee_answer(mx_e2ee *e, int id, long status, const char *body, size_t le
     if (status == 200 && !json_is_object(a)) status = 0; /* unreadable: as if no answer */
     if (status == 200) {
         e->failures[kind] = 0;
-    } else if (status != 400 || kind != REQ_UPLOAD) {
+    } else if ((status != 400 || kind != REQ_UPLOAD) && !(kind == REQ_XSIGN && status == 401)) {
         /* wait before asking again: 1 s doubling to 5 min */
         int64_t wait = 1000;
         for (int i = 0; i < e->failures[kind] && wait < 300000; i++) wait *= 2;
@@ -749,6 +945,8 @@ void mx_e2ee_answer(mx_e2ee *e, int id, long status, const char *body, size_t le
     case REQ_QUERY: answer_query(e, status, a); break;
     case REQ_CLAIM: answer_claim(e, status, a); break;
     case REQ_SHARE: answer_share(e, status); break;
+    case REQ_XSIGN: answer_xsign(e, status, a); break;
+    case REQ_SIGS: answer_sigs(e, status, a); break;
     }
     json_decref(a);
 }

@@ -15,6 +15,7 @@
  *   megolm.out/<room>       the room's outbound group session and whom it was shared with
  *   megolm.seen/<id>|<n>    the event that used message index n (replays are refused)
  *   devices/<user>          the user's devices whose signed keys verified
+ *   e2ee/cross              the sealed seeds of the master, self-signing and user-signing keys
  * Losing it is never silent: a device whose keys on the server differ from ours is an error. */
 #ifndef CARDROOM_MX_E2EE_H
 #define CARDROOM_MX_E2EE_H
@@ -70,6 +71,10 @@ int mx_e2ee_encrypt(mx_e2ee *e, const char *room, const char *const *users, int 
                     const char *content, char **out, char *err, size_t errlen);
 /* The members of room changed: its next message uses a new group session. */
 void mx_e2ee_members_changed(mx_e2ee *e, const char *room);
+
+/* The account's password, for the interactive auth that uploading cross-signing keys needs
+ * (E2EE §"Cross-signing"); without it (a token login) the bot's device is not cross-signed. */
+void mx_e2ee_set_password(mx_e2ee *e, const char *password);
 
 /* Log lines (never secrets). */
 typedef void (*mx_e2ee_log_fn)(void *ctx, int level, const char *line);
