@@ -76,7 +76,8 @@ struct mx_e2ee {
     int xstate;             /* 0 not uploaded, 1 keys uploaded, 2 our device signed too */
     char *password;         /* for the interactive auth of the upload (NULL: no cross-signing) */
     char uia_session[256];
-    json_t *req_users;      /* the users of the query in flight */
+    json_t *query_users;    /* the users of the query in flight */
+    json_t *claim_users;    /* the devices of the claim in flight */
     char share_room[256];   /* the room whose key is being shared */
     int next_id;
     mx_e2ee_log_fn log;
@@ -179,8 +180,8 @@ static void save_in(mx_e2ee *e, group_in *g)
 static void save_out(mx_e2ee *e, group_out *g)
 {
     char *p = mx_megolm_out_pickle(g->s, e->key);
-    json_t *v = json_pack("{s:s, s:I, s:i, s:O}", "pickle", p ? p : "", "created", (json_int_t)g->created, "count",
-                          g->count, "shared", g->shared);
+    json_t *v = json_pack("{s:s, s:I, s:i, s:O, s:b}", "pickle", p ? p : "", "created", (json_int_t)g->created, "count",
+                          g->count, "shared", g->shared, "stale", g->stale);
     char *text = json_dumps(v, JSON_COMPACT);
     if (!p || !text || store_kv_put(e->db, "megolm.out", g->room, text) != 0)
         elog(e, 0, "e2ee: cannot save a room's group session");
@@ -244,8 +245,17 @@ static int load_out(void *ctx, const char *room, const char *value)
         g->created = json_integer_value(json_object_get(v, "created"));
         g->count = (int)json_integer_value(json_object_get(v, "count"));
         g->shared = jobj(v, "shared") ? json_incref(jobj(v, "shared")) : json_object();
+        g->stale = json_is_true(json_object_get(v, "stale"));
     }
     json_decref(v);
+    return 0;
+}
+
+static int load_outdated(void *ctx, const char *user, const char *value)
+{
+    mx_e2ee *e = ctx;
+    (void)value;
+    json_object_set_new(e->tracked, user, json_true());
     return 0;
 }
 
@@ -317,7 +327,8 @@ mx_e2ee *mx_e2ee_new(store *db, const char *user, const char *device, const uint
         goto fail;
     }
     if (store_kv_each(db, "olm", load_olm, e) != 0 || store_kv_each(db, "megolm.in", load_in, e) != 0 ||
-        store_kv_each(db, "megolm.out", load_out, e) != 0 || store_kv_each(db, "devices", load_devices, e) != 0) {
+        store_kv_each(db, "megolm.out", load_out, e) != 0 || store_kv_each(db, "devices", load_devices, e) != 0 ||
+        store_kv_each(db, "outdated", load_outdated, e) != 0) {
         snprintf(err, errlen, "store: %s", store_error(db));
         goto fail;
     }
@@ -353,7 +364,8 @@ void mx_e2ee_free(mx_e2ee *e)
     json_decref(e->tracked);
     json_decref(e->claim);
     json_decref(e->unreachable);
-    json_decref(e->req_users);
+    json_decref(e->query_users);
+    json_decref(e->claim_users);
     mx_wipe(e->key, sizeof e->key);
     mx_wipe(e->xseed, sizeof e->xseed);
     mx_e2ee_set_password(e, NULL);
@@ -688,8 +700,8 @@ static int make_query(mx_e2ee *e, mx_e2ee_request *r)
         json_decref(users);
         return 0;
     }
-    json_decref(e->req_users);
-    e->req_users = json_incref(users);
+    json_decref(e->query_users);
+    e->query_users = json_incref(users);
     return start_req(e, REQ_QUERY, r, "POST", API "/keys/query", json_pack("{s:o, s:i}", "device_keys", users, "timeout", 10000),
                      "asking for devices");
 }
@@ -703,8 +715,8 @@ static int make_claim(mx_e2ee *e, mx_e2ee_request *r)
     json_object_foreach(e->claim, u, devs) {
         json_object_foreach(devs, d, x) { set2(otk, u, d, json_string("signed_curve25519")); }
     }
-    json_decref(e->req_users);
-    e->req_users = json_deep_copy(e->claim);
+    json_decref(e->claim_users);
+    e->claim_users = json_deep_copy(e->claim);
     return start_req(e, REQ_CLAIM, r, "POST", API "/keys/claim", json_pack("{s:o, s:i}", "one_time_keys", otk, "timeout", 10000),
                      "claiming one-time keys");
 }
@@ -795,7 +807,7 @@ int mx_e2ee_next_request(mx_e2ee *e, mx_e2ee_request *r)
     if (e->error[0]) return 0;
     if (may(e, REQ_UPLOAD) && make_upload(e, r)) return 1;
     if (!e->uploaded) return 0; /* nothing else before our keys are known */
-    if (may(e, REQ_QUERY) && make_query(e, r)) return 1;
+    if (may(e, REQ_QUERY) && !e->inflight[REQ_CLAIM] && make_query(e, r)) return 1;
     if (may(e, REQ_CLAIM) && !e->inflight[REQ_QUERY] && make_claim(e, r)) return 1;
     if (may(e, REQ_SHARE) && !e->inflight[REQ_CLAIM] && make_share(e, r)) return 1;
     if (may(e, REQ_XSIGN) && make_xsign(e, r)) return 1;
@@ -834,7 +846,7 @@ static void answer_query(mx_e2ee *e, long status, json_t *a)
     if (status != 200) return;
     const char *u;
     json_t *x;
-    json_object_foreach(e->req_users, u, x) {
+    json_object_foreach(e->query_users, u, x) {
         json_t *devs = jobj(jobj(a, "device_keys"), u), *known = jobj(e->devices, u), *now = json_object();
         const char *d;
         json_t *k;
@@ -858,7 +870,9 @@ static void answer_query(mx_e2ee *e, long status, json_t *a)
         }
         json_object_set_new(e->devices, u, now);
         json_object_set_new(e->tracked, u, json_false());
+        json_object_del(e->unreachable, u); /* new devices, new chances */
         save_devices(e, u);
+        store_kv_del(e->db, "outdated", u);
     }
 }
 
@@ -867,7 +881,7 @@ static void answer_claim(mx_e2ee *e, long status, json_t *a)
     if (status != 200) return;
     const char *u, *d;
     json_t *devs, *x;
-    json_object_foreach(e->req_users, u, devs) {
+    json_object_foreach(e->claim_users, u, devs) {
         json_object_foreach(devs, d, x) {
             json_t *keys = jobj(jobj(jobj(a, "one_time_keys"), u), d), *dev = jobj(jobj(e->devices, u), d);
             const char *kid;
@@ -898,7 +912,13 @@ static void answer_claim(mx_e2ee *e, long status, json_t *a)
             }
         }
     }
-    json_object_clear(e->claim);
+    json_object_foreach(e->claim_users, u, devs) {
+        json_object_foreach(devs, d, x) {
+            json_t *mine = jobj(e->claim, u);
+            if (mine) json_object_del(mine, d);
+            if (mine && json_object_size(mine) == 0) json_object_del(e->claim, u);
+        }
+    }
 }
 
 static void answer_share(mx_e2ee *e, long status)
@@ -1066,8 +1086,12 @@ void mx_e2ee_sync(mx_e2ee *e, json_t *root)
         const char *u = json_string_value(json_array_get(changed, i));
         if (u && json_object_get(e->tracked, u)) {
             json_object_set_new(e->tracked, u, json_true());
+            store_kv_put(e->db, "outdated", u, "1"); /* kept: the sync position moves on */
             for (int k = 0; k < e->nout; k++) /* a new device must not read what was before */
-                if (json_object_get(e->out[k].shared, u)) e->out[k].stale = 1;
+                if (json_object_get(e->out[k].shared, u)) {
+                    e->out[k].stale = 1;
+                    save_out(e, &e->out[k]);
+                }
         }
     }
     json_t *n = json_object_get(jobj(root, "device_one_time_keys_count"), "signed_curve25519");
