@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 30
 # Debian 12 packages the build and the tests need.
 PACKAGES := build-essential meson ninja-build pkg-config clang libclang-rt-14-dev \
             libsodium-dev libjansson-dev libcriterion-dev \
-            libsqlite3-dev libinih-dev libcurl4-openssl-dev libssl-dev libolm-dev python3
+            libsqlite3-dev libinih-dev libcurl4-openssl-dev libssl-dev libolm-dev python3-olm python3
 
 .PHONY: run test deps build build-san check check-san fuzz bench clean
 
@@ -43,7 +43,7 @@ check: build
 
 # Under the sanitizers the random simulation plays fewer hands (it is ~10x slower there).
 check-san: build-san
-	CARDROOM_SIM_HANDS=20000 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	CARDROOM_SIM_HANDS=20000 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  meson test -C $(SAN_BUILD) --print-errorlogs
 
 fuzz: $(FUZZ_BUILD)/build.ninja
