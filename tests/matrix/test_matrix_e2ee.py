@@ -1,0 +1,697 @@
+"""End-to-end encryption tests of cardroom's Matrix adapter: the real bot (`cardroom run`)
+against the fake homeserver, with people who are real E2EE clients (olm_client.py, on libolm).
+
+What the bot must do (Client-Server API, "End-to-End Encryption"): upload signed device keys,
+signed one-time keys and a fallback key, keep its identity across restarts and its one-time
+keys topped up; create its direct chats encrypted and send only m.room.encrypted (Megolm) in
+encrypted rooms, sharing the room key by Olm with every verified device of the members and
+with no device whose self-signature fails; decrypt what people send it once they shared their
+key; refuse replayed messages and sessions used under another sender's name; keep all of it
+over a restart.  test_00 checks the test client itself (two clients through the fake, no bot).
+
+Run (the olm bindings are Debian's python3-olm, so use the system Python):
+      /usr/bin/python3 -m unittest tests/matrix/test_matrix_e2ee.py -v
+      CARDROOM_BIN=/path/to/cardroom   another binary (default build/cardroom)
+      CARDROOM_MX_VERBOSE=1            progress on stderr;  CARDROOM_MX_KEEP=1  keep temp dirs
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import (BOT_ID, BOT_LOCALPART, BOT_PASSWORD, HEAD_RE, ROOM_NAME,  # noqa: E402
+                     Harness, Transcript, bot_binary, console_reference, normalize_head,
+                     parse_script, q)
+
+try:
+    import olm  # noqa: F401
+    from olm_client import (MARK, MEGOLM, OLM, DecryptError, OlmClient,  # noqa: F401
+                            check_signature, encrypted_room_state)
+    OLM_MISSING = None
+except ImportError as exc:        # not Debian's /usr/bin/python3, or no python3-olm
+    OLM_MISSING = exc
+
+STORE_KEY = "cardroom e2ee test store key"
+ALGORITHM = "signed_curve25519"
+LOW_OTK = 50                      # "at least about half of 100" one-time keys on the server
+SETUP = ("alice> !new 304\nalice> !join\nalice> !bot\nalice> !bot\nalice> !bot\n"
+         "alice> !start\n")
+
+
+def setUpModule():
+    if OLM_MISSING is not None:
+        raise unittest.SkipTest(f"python3-olm is not importable ({OLM_MISSING}); run with "
+                                f"/usr/bin/python3")
+
+
+class E2EEHarness(Harness):
+    """The harness, with the test clients' own requests (marked x_olm_client=...) left out of
+    the bot's activity: their /sync must not count as the bot having handled something."""
+
+    def since_pos(self, entry):
+        return None if MARK in entry["path"] else super().since_pos(entry)
+
+    def requests(self, method=None, path_regex=None):
+        return [e for e in super().requests(method, path_regex) if MARK not in e["path"]]
+
+    def bot_env(self, password=BOT_PASSWORD, token=None):
+        env = super().bot_env(password, token)
+        env["CARDROOM_MATRIX_STORE_KEY"] = STORE_KEY
+        return env
+
+    def base_url(self):
+        return f"http://127.0.0.1:{self.server.port}"
+
+    def olm_user(self, name, device_id, keys=True, **upload):
+        """A person who is an E2EE client (logged in on device_id, keys uploaded); the harness
+        then acts as them with the same token (h.send, h.join, h.dm_room)."""
+        self.make_user(name, login=False)
+        client = OlmClient(self.base_url(), name, "pw-" + name, device_id)
+        if keys:
+            client.upload_keys(**upload)
+        self.users[name] = client.login_info()
+        return client
+
+    def bot_account(self):
+        self.server.ok("POST", "/_fake/users", {"user_id": BOT_LOCALPART,
+                                                "password": BOT_PASSWORD,
+                                                "displayname": "cardroom"})
+
+    def bot_devices(self):
+        return self.server.ok("GET", f"/_fake/devices/{q(BOT_ID)}")["devices"]
+
+    def bot_device(self, timeout=20):
+        """(device_id, record) of the bot's device once its keys, one-time keys and fallback
+        key are on the server."""
+        def ready():
+            for device_id, record in self.bot_devices().items():
+                if record["device_keys"] and record["one_time_keys"] and \
+                        record["fallback_keys"]:
+                    return device_id, record
+            return None
+        return self.wait_for(ready, timeout, "the bot's device keys, one-time keys and "
+                                             "fallback key on the server")
+
+    def e2ee_log(self):
+        """The bot's E2EE requests and sends so far, for failure messages."""
+        wanted = r"/keys/|/sendToDevice/|/send/|/createRoom|/login"
+        return "\n".join(f"  {e['method']} {e['path'][:110]} -> {e['status']}"
+                         for e in self.requests(None, wanted)[-40:]) or "  (none)"
+
+
+class E2EETestBase(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.started = time.monotonic()
+
+    def tearDown(self):
+        if os.environ.get("CARDROOM_MX_VERBOSE"):
+            sys.stderr.write(f"\n{self.id()}: {time.monotonic() - self.started:.1f} s\n")
+
+
+class ClientSelfTest(E2EETestBase):
+    """The test client against itself through the fake (no bot): keys, Olm and Megolm both
+    ways, a second device, a device with a bad self-signature, replays, forged senders and
+    the fallback key."""
+
+    def test_00_client_self_check(self):
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        bob = h.olm_user("bob", "BOB1")
+        room = alice.create_room(preset="private_chat", invite=[bob.user_id], name="E2EE",
+                                 initial_state=encrypted_room_state())
+        self.assertTrue(bob.sync_until(lambda: room in bob.invites, 5))
+        self.assertEqual(bob.accept_invites(), [room])
+
+        first = alice.send_encrypted(room, "hello bob")
+        event = self.event(h, room, first)
+        self.assertEqual(event["type"], "m.room.encrypted")
+        self.assertNotIn("hello", str(event["content"]))
+        bob.sync()
+        got = bob.decrypt(event)
+        self.assertEqual((got.type, got.content["body"], got.index), ("m.room.message",
+                                                                      "hello bob", 0))
+        self.assertEqual(alice.decrypt(event).content["body"], "hello bob")   # our own
+        answer = bob.send_encrypted(room, "hello alice")
+        alice.sync()
+        self.assertEqual(alice.decrypt(self.event(h, room, answer)).content["body"],
+                         "hello alice")
+        self.assertEqual([k["room_id"] for k in alice.room_keys(bob.user_id)], [room])
+
+        # Replays and forged senders are refused.
+        again = alice.replay(room, event)
+        with self.assertRaisesRegex(DecryptError, "replay"):
+            bob.decrypt(self.event(h, room, again))
+        forged = bob.send_event(room, "m.room.encrypted", event["content"])
+        with self.assertRaisesRegex(DecryptError, "used by"):
+            alice.decrypt(self.event(h, room, forged))
+
+        # A second device of alice gets the key for later messages only; a device with a
+        # bad self-signature gets nothing; bob's second device has only a fallback key.
+        alice2 = alice.second_device("ALICE2")
+        alice2.upload_keys()
+        bad = alice.second_device("ALICEBAD")
+        bad.upload_keys(bad_signature=True)
+        bob2 = bob.second_device("BOB2")
+        bob2.upload_keys(one_time=0)
+        later = alice.send_encrypted(room, "later")
+        for client in (alice2, bad, bob, bob2):
+            client.sync()
+        self.assertIsNone(alice2.try_decrypt(self.event(h, room, first)))
+        self.assertEqual(alice2.decrypt(self.event(h, room, later)).content["body"], "later")
+        self.assertEqual(bob2.decrypt(self.event(h, room, later)).index, 1)
+        self.assertEqual(bad.to_device_raw, [])
+        self.assertIn("ALICEBAD", alice.rejected[alice.user_id])
+        self.assertRegex(alice.rejected[alice.user_id]["ALICEBAD"], "bad signature")
+        self.assertEqual(set(alice.devices[alice.user_id]), {"ALICE1", "ALICE2"})
+        fallback = h.server.ok("GET", f"/_fake/devices/{q(bob.user_id)}")["devices"]["BOB2"]
+        self.assertTrue(fallback["fallback_keys"][ALGORITHM]["used"])
+
+        # New sessions after a rotation reach everyone.  Olm: alice's first message to bob
+        # was a pre-key message, bob answered on the session it made (normal messages), so
+        # alice's next one is a normal message too.
+        alice.rotate(room)
+        bob.rotate(room)
+        last = bob.send_encrypted(room, "rotated")
+        for client in (alice, alice2):
+            client.sync()
+            self.assertEqual(client.decrypt(self.event(h, room, last)).content["body"],
+                             "rotated")
+        again = alice.send_encrypted(room, "rotated too")
+        bob.sync()
+        self.assertEqual(bob.decrypt(self.event(h, room, again)).content["body"], "rotated too")
+
+        def olm_types(sender, receiver):
+            return [m["content"]["ciphertext"][receiver.curve25519]["type"]
+                    for m in receiver.to_device_raw if m["sender"] == sender.user_id
+                    and receiver.curve25519 in m["content"]["ciphertext"]]
+        self.assertEqual(olm_types(alice, bob), [0, 1])
+        self.assertEqual(olm_types(bob, alice), [1, 1])
+        for client in (alice, alice2, bad, bob, bob2):
+            self.assertEqual(client.problems, [], client.device_id)
+
+    @staticmethod
+    def event(h, room, event_id):
+        return next(e for e in h.server.events(room) if e["event_id"] == event_id)
+
+
+class MatrixE2EETest(E2EETestBase):
+
+    @classmethod
+    def setUpClass(cls):
+        binary = bot_binary()
+        if not os.access(binary, os.X_OK):
+            raise unittest.SkipTest(f"{binary} is not built (ninja -C build)")
+        helptext = subprocess.run([binary, "help"], capture_output=True, text=True).stdout
+        if not re.search(r"^\s+run\b", helptext, re.M):
+            raise unittest.SkipTest(f"{binary} has no 'run' command (no Matrix adapter)")
+
+    # ---- shared set-ups and checks ---------------------------------------------------------
+
+    def start_bot(self, h):
+        """The bot (its direct chats encrypted, as by default; harness.py turns that off for
+        the transport tests), started and its keys on the server: (device_id, record)."""
+        h.bot_account()
+        h.reset_log()
+        h.start_bot(h.write_config(encrypt_direct_chats=True))
+        return h.bot_device()
+
+    def encrypted_room(self, h, alice, invite=()):
+        """alice's room "Card night" with m.room.encryption in its initial state, the bot
+        invited (and joined) along with `invite`."""
+        room = h.create_room("alice", ROOM_NAME, invite=[BOT_ID, *invite],
+                             initial_state=encrypted_room_state())
+        h.wait_bot_membership(room)
+        return room
+
+    def say(self, h, client, name, room, text, timeout=30):
+        """name says text in room, encrypted by client (sharing its key first); waits until
+        the bot has handled it.  Returns (event_id, pos, encrypted content)."""
+        content = client.encrypt(room, {"msgtype": "m.text", "body": text})
+        event_id, pos = h.send(name, room, content, kind="m.room.encrypted")
+        h.wait_handled(pos, f"{name}: {text!r} (encrypted)", timeout)
+        return event_id, pos, content
+
+    @staticmethod
+    def bot_events(h, room):
+        """The bot's events in room apart from state (its membership, a DM's set-up)."""
+        return [e for e in h.server.events(room) if e["sender"] == BOT_ID
+                and "state_key" not in e]
+
+    def decrypted(self, h, client, room, count, timeout=30, what=None):
+        """Waits until the bot has sent at least count events in room and client (syncing)
+        decrypts them all; returns [(event, Decrypted)]."""
+        deadline = time.monotonic() + timeout
+        while True:
+            client.sync()
+            events = self.bot_events(h, room)
+            pairs = [(e, client.try_decrypt(e, room)) for e in events]
+            if len(pairs) >= count and all(d for _, d in pairs):
+                return pairs
+            h.check_bot()
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        report = []
+        for event in events:
+            try:
+                got = client.decrypt(event, room)
+                report.append(f"  {event['type']}: {got.content.get('body', '')[:70]!r}")
+            except DecryptError as err:
+                report.append(f"  {event['type']} {str(event['content'])[:90]}: {err}")
+        h.fail(f"{client.device_id} expected {count} decryptable bot events in {room} "
+               f"({what or ''}) within {timeout} s; the bot sent {len(events)}:\n"
+               + "\n".join(report) +
+               f"\nroom keys {client.device_id} got from the bot: "
+               f"{[(k.get('room_id'), k.get('session_id')) for k in client.room_keys(BOT_ID)]}"
+               f"\nclient problems: {client.problems}"
+               f"\nthe bot's E2EE requests:\n{h.e2ee_log()}")
+
+    @staticmethod
+    def bodies(pairs):
+        return [d.content.get("body", "") for _, d in pairs]
+
+    def assert_only_encrypted(self, h, room, client):
+        """No bot event in the room is in plaintext, each decrypts to an m.notice
+        m.room.message of this room, and the bot's to-device messages are all Olm."""
+        for event in self.bot_events(h, room):
+            self.assertEqual(event["type"], "m.room.encrypted",
+                             f"a plaintext bot event in an encrypted room: {event}")
+            self.assertEqual(event["content"].get("algorithm"), MEGOLM)
+            got = client.decrypt(event, room)
+            self.assertEqual(got.type, "m.room.message")
+            self.assertEqual(got.content.get("msgtype"), "m.notice", got.content)
+        from_bot = [m for m in client.to_device_raw if m["sender"] == BOT_ID]
+        self.assertTrue(from_bot, "no to-device message from the bot")
+        for message in from_bot:
+            self.assertEqual((message["type"], message["content"].get("algorithm")),
+                             ("m.room.encrypted", OLM), f"to-device message {message}")
+        self.assertEqual(client.problems, [], "what the bot sent broke the rules")
+
+    def assert_key_sharing_order(self, h, claim):
+        """Before its first m.room.encrypted event the bot queried the devices, claimed a
+        one-time key (when it had no Olm session yet) and sent the room key by Olm; it never
+        sent an m.room_key in the clear."""
+        log = h.requests()
+        paths = [e["path"] for e in log]
+
+        def first(regex):
+            return next((i for i, p in enumerate(paths) if re.search(regex, p)), None)
+        send = first(r"/send/m\.room\.encrypted/cr")
+        steps = {"/keys/query": first(r"^/_matrix/client/v3/keys/query"),
+                 "/sendToDevice/m.room.encrypted": first(r"/sendToDevice/m\.room\.encrypted/")}
+        if claim:
+            steps["/keys/claim"] = first(r"^/_matrix/client/v3/keys/claim")
+        self.assertIsNotNone(send, "no m.room.encrypted event sent by the bot")
+        for what, at in steps.items():
+            self.assertTrue(at is not None and at < send,
+                            f"no {what} before the bot's first m.room.encrypted event:\n"
+                            f"{h.e2ee_log()}")
+        self.assertEqual([p for p in paths if re.search(r"/sendToDevice/m\.room_key/", p)], [])
+
+    def warnings_after(self, h, mark):
+        lines = h.bot.stderr().splitlines()[mark:]
+        return [line for line in lines if re.search(r"cardroom: (warn|error): ", line)]
+
+    # ---- 1 -----------------------------------------------------------------------------------
+
+    def test_01_keys_uploaded(self):
+        """Signed device keys (olm + megolm, curve25519/ed25519, a valid self-signature), at
+        least 50 signed one-time keys and a signed fallback key; a low count is topped up;
+        after a restart the same identity and no conflicting upload."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        device, record = self.start_bot(h)
+        keys = record["device_keys"]
+        self.assertEqual(len(h.bot_devices()), 1)
+        self.assertEqual((keys["user_id"], keys["device_id"]), (BOT_ID, device))
+        self.assertEqual(set(keys["algorithms"]), {OLM, MEGOLM})
+        self.assertEqual(set(keys["keys"]), {f"curve25519:{device}", f"ed25519:{device}"})
+        ed25519 = keys["keys"][f"ed25519:{device}"]
+        self.assertIsNone(check_signature(keys, BOT_ID, f"ed25519:{device}", ed25519))
+        queried = alice.query_devices([BOT_ID])[BOT_ID]
+        self.assertEqual(alice.rejected[BOT_ID], {}, "the bot's keys do not verify")
+        self.assertEqual(queried, {device: {"curve25519": keys["keys"][f"curve25519:{device}"],
+                                            "ed25519": ed25519}})
+
+        def check_otks(rec):
+            for key_id, obj in rec["one_time_keys"].items():
+                self.assertTrue(key_id.startswith(ALGORITHM + ":"), key_id)
+                self.assertIsInstance(obj, dict, f"{key_id} is not a signed key")
+                self.assertIsNone(check_signature(obj, BOT_ID, f"ed25519:{device}", ed25519),
+                                  key_id)
+            fallback = rec["fallback_keys"].get(ALGORITHM)
+            self.assertIsNotNone(fallback, "no signed_curve25519 fallback key")
+            self.assertIs(fallback["key"].get("fallback"), True, fallback)
+            self.assertIsNone(check_signature(fallback["key"], BOT_ID, f"ed25519:{device}",
+                                              ed25519))
+        check_otks(record)
+        self.assertGreaterEqual(record["one_time_key_counts"][ALGORITHM], LOW_OTK)
+        self.assertIn(ALGORITHM, record["unused_fallback_key_types"])
+
+        # Others claim 45 one-time keys (the count goes low): the bot uploads more.
+        claimed = set()
+
+        def drain():
+            uploads = len(h.requests("POST", r"/keys/upload"))
+            for _ in range(45):
+                claimed.add(alice.claim_keys([(BOT_ID, device)])[(BOT_ID, device)])
+            self.assertEqual(alice.problems, [])
+            h.wait_for(lambda: len(h.requests("POST", r"/keys/upload")) > uploads and
+                       h.bot_devices()[device]["one_time_key_counts"][ALGORITHM] >= LOW_OTK,
+                       20, f"the bot to top its one-time keys up to {LOW_OTK}")
+        drain()
+        topped = h.bot_devices()[device]
+        check_otks(topped)
+        fresh = {o["key"] for o in topped["one_time_keys"].values()}
+        self.assertEqual(fresh & claimed, set(), "claimed one-time keys uploaded again")
+
+        # Restart (SIGTERM): same device, same keys, no refused upload; still topping up.
+        whoami = len(h.requests("GET", r"/account/whoami"))
+        h.stop_bot()
+        h.bot.expected_down = False
+        h.bot.start()
+        h.wait_for(lambda: len(h.requests("GET", r"/account/whoami")) > whoami, 20,
+                   "the restarted bot's whoami")
+        drain()
+        after = h.bot_devices()
+        self.assertEqual(list(after), [device], "the bot made another device")
+        self.assertEqual(after[device]["device_keys"], keys, "the device keys changed")
+        check_otks(after[device])
+        fresh = {o["key"] for o in after[device]["one_time_keys"].values()}
+        self.assertEqual(fresh & claimed, set(), "claimed one-time keys uploaded again")
+        bad = [e for e in h.requests("POST", r"/keys/upload") if e["status"] != 200]
+        self.assertEqual(bad, [], "refused key uploads (different keys for the same device?)")
+        self.assertEqual(len(h.requests("POST", r"^/_matrix/client/v3/login")), 1)
+        self.assertTrue(h.bot.alive())
+        h.stop_bot()
+
+    # ---- 2 -----------------------------------------------------------------------------------
+
+    def test_02_encrypted_dm_hand(self):
+        """alice starts a table with three computer players in a plain room: the bot's DM to
+        her is encrypted from its first state, every bot event in it is m.room.encrypted,
+        and she decrypts exactly the console's private lines; her encrypted !hand there is
+        answered, encrypted, with her cards."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        room = h.create_room("alice", ROOM_NAME, invite=[BOT_ID])
+        self.start_bot(h)
+        h.wait_bot_membership(room)
+        lines = parse_script(SETUP)
+        ref = console_reference(parse_script(SETUP + "alice>> !hand\n"))
+        before_hand = console_reference(lines).private["alice"]
+        self.assertTrue(before_hand and len(ref.private["alice"]) > len(before_hand))
+        for line in lines:
+            h.say_and_wait(line.user, room, line.text)
+        h.assert_transcript(room, Transcript(room=ref.room))     # the plain room stays plain
+
+        dm = h.dm_room("alice")
+        state = [e for e in h.server.events(dm) if e["type"] == "m.room.encryption"]
+        self.assertTrue(state, "the bot's DM has no m.room.encryption state; its events: "
+                        + ", ".join(f"{e['type']}/{e['sender']}" for e in h.server.events(dm)))
+        self.assertEqual(state[0]["content"].get("algorithm"), MEGOLM)
+        invite = next(e for e in h.server.events(dm) if e["type"] == "m.room.member"
+                      and e["state_key"] == alice.user_id)
+        self.assertLess(state[0]["fake"]["pos"], invite["fake"]["pos"],
+                        "m.room.encryption is not in the DM's initial state")
+
+        def dm_lines(pairs):
+            return [normalize_head(line) for b in self.bodies(pairs) for line in b.split("\n")]
+
+        self.decrypted(h, alice, dm, 1, what="the first DM lines")
+        h.wait_for(lambda: len(dm_lines(self.decrypted(h, alice, dm, 1))) >= len(before_hand),
+                   20, "all of alice's private lines")
+        pairs = self.decrypted(h, alice, dm, 1)
+        self.assertEqual(dm_lines(pairs), before_hand)
+        for body in self.bodies(pairs):
+            self.assertTrue(body.startswith(f"[{ROOM_NAME} · table 1] "), body)
+        self.assertTrue(any("Your first four cards" in b for b in self.bodies(pairs)))
+
+        shown = len(pairs)
+        self.say(h, alice, "alice", dm, "!hand")
+        self.decrypted(h, alice, dm, shown + 1, what="the answer to !hand")
+        h.wait_for(lambda: len(dm_lines(self.decrypted(h, alice, dm, 1))) >=
+                   len(ref.private["alice"]), 20, "the whole answer to !hand")
+        time.sleep(0.5)
+        pairs = self.decrypted(h, alice, dm, shown + 1)
+        self.assertEqual(dm_lines(pairs), ref.private["alice"])
+        self.assertTrue(all(HEAD_RE.match(b) for b in self.bodies(pairs)))
+        self.assert_only_encrypted(h, dm, alice)
+        keys = alice.room_keys(BOT_ID)
+        self.assertTrue(keys and all(k["room_id"] == dm for k in keys), keys)
+        self.assert_key_sharing_order(h, claim=True)     # alice's first contact with the bot
+        self.assertEqual([e["content"].get("body") for e in h.bot_events(dm)], [])
+
+    # ---- 3 -----------------------------------------------------------------------------------
+
+    def test_03_encrypted_room(self):
+        """In a room alice created with m.room.encryption, her encrypted !new 304 is
+        understood and the bot's answer is encrypted: she decrypts the console's line."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice)
+        self.say(h, alice, "alice", room, "!new 304")
+        ref = console_reference(parse_script("alice> !new 304\n")).room
+        self.decrypted(h, alice, room, 1, what="the answer to !new 304")
+        time.sleep(0.5)
+        pairs = self.decrypted(h, alice, room, 1)
+        self.assertEqual(self.bodies(pairs), ref)
+        self.assertTrue(ref[0].startswith("Table 1 is open for 304"))
+        self.assert_only_encrypted(h, room, alice)
+        self.assertEqual(h.bot_events(room), [], "plaintext m.room.message from the bot")
+        self.assert_key_sharing_order(h, claim=False)    # alice's Olm session may be reused
+        keys = alice.room_keys(BOT_ID)
+        self.assertEqual({(k["room_id"], k["session_id"]) for k in keys},
+                         {(room, d.session_id) for _, d in pairs})
+
+    # ---- 4 -----------------------------------------------------------------------------------
+
+    def test_04_new_device(self):
+        """alice logs in a second device: once the bot has seen the device-list change, its
+        next message in the encrypted room reaches the new device too, the earlier one does
+        not (a new session, or the old one from a later index)."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice)
+        self.say(h, alice, "alice", room, "!new 304")
+        earlier = self.decrypted(h, alice, room, 1, what="the answer to !new 304")
+        alice2 = alice.second_device("ALICE2")
+        alice2.upload_keys()
+        h.wait_handled(h.stream_position(), "alice's second device (a device-list change)")
+        self.say(h, alice, "alice", room, "!join")
+        ref = console_reference(parse_script("alice> !new 304\nalice> !join\n")).room
+        deadline = time.monotonic() + 30
+        while True:
+            alice2.sync()
+            events = self.bot_events(h, room)
+            later = [alice2.try_decrypt(e, room) for e in events[len(earlier):]]
+            if later and all(later):
+                break
+            if time.monotonic() > deadline:
+                errors = []
+                for e in events:
+                    try:
+                        alice2.decrypt(e, room)
+                        errors.append("ok")
+                    except DecryptError as err:
+                        errors.append(str(err))
+                h.fail(f"ALICE2 cannot decrypt the bot's message after it joined: {errors}; "
+                       f"room keys it got from the bot: {alice2.room_keys(BOT_ID)}; problems "
+                       f"{alice2.problems}\nthe bot's E2EE requests:\n{h.e2ee_log()}")
+            time.sleep(0.1)
+        self.assertEqual([d.content["body"] for d in later], ref[1:])
+        for event, _ in earlier:
+            with self.assertRaises(DecryptError, msg="ALICE2 read a message sent before it "
+                                                      "existed"):
+                alice2.decrypt(event, room)
+        self.decrypted(h, alice, room, 2)          # the first device still reads everything
+        self.assert_only_encrypted(h, room, alice)
+        self.assertEqual(alice2.problems, [])
+        self.assertEqual({k["room_id"] for k in alice2.room_keys(BOT_ID)}, {room})
+
+    # ---- 5 -----------------------------------------------------------------------------------
+
+    def test_05_bad_device_not_trusted(self):
+        """A device of alice's whose keys carry a wrong self-signature (one there before the
+        room, one added later) gets no room key from the bot; her good device does."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        bad = alice.second_device("ALICEBAD1")
+        bad.upload_keys(bad_signature=True)
+        self.assertIsNotNone(check_signature(bad.device_keys(bad_signature=True), alice.user_id,
+                                             "ed25519:ALICEBAD1", bad.ed25519))
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice)
+        self.say(h, alice, "alice", room, "!new 304")
+        self.decrypted(h, alice, room, 1, what="the answer to !new 304 (good device)")
+        bad2 = alice.second_device("ALICEBAD2")
+        bad2.upload_keys(bad_signature=True)
+        h.wait_handled(h.stream_position(), "alice's second bad device (a device-list change)")
+        self.say(h, alice, "alice", room, "!join")
+        self.decrypted(h, alice, room, 2, what="the answer to !join (good device)")
+        time.sleep(0.5)
+        for client in (bad, bad2):
+            client.sync()
+            from_bot = [m for m in client.to_device_raw if m["sender"] == BOT_ID]
+            self.assertEqual(client.room_keys(BOT_ID), [], f"{client.device_id} got a room key")
+            self.assertEqual(from_bot, [], f"the bot sent to-device messages to the untrusted "
+                                           f"{client.device_id}")
+            for event in self.bot_events(h, room):
+                self.assertIsNone(client.try_decrypt(event, room))
+        self.assert_only_encrypted(h, room, alice)
+        self.assertTrue(alice.room_keys(BOT_ID))
+
+    # ---- 6 -----------------------------------------------------------------------------------
+
+    def test_06_replay_refused(self):
+        """alice's encrypted command sent again as a new event (same ciphertext) gets no
+        second answer and a warning; the same ciphertext sent by bob (claiming alice's
+        session as his) gets none either; a fresh command is still answered."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        h.make_user("bob")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice, invite=["bob"])
+        h.join("bob", room)
+        _, _, content = self.say(h, alice, "alice", room, "!new 304")
+        self.decrypted(h, alice, room, 1, what="the answer to !new 304")
+        time.sleep(0.5)
+        answered = len(self.bot_events(h, room))
+
+        mark = len(h.bot.stderr().splitlines())
+        _, pos = h.send("alice", room, content, kind="m.room.encrypted")
+        h.wait_handled(pos, "the replayed !new 304")
+        time.sleep(1.0)
+        self.assertEqual(len(self.bot_events(h, room)), answered,
+                         f"the bot answered a replayed event: "
+                         f"{self.bodies(self.decrypted(h, alice, room, answered))}")
+        self.assertTrue(self.warnings_after(h, mark), "no warning about the replay:\n"
+                        + "\n".join(h.bot.stderr().splitlines()[mark:][-20:]))
+
+        _, pos = h.send("bob", room, content, kind="m.room.encrypted")
+        h.wait_handled(pos, "bob's event with alice's session")
+        time.sleep(1.0)
+        self.assertEqual(len(self.bot_events(h, room)), answered,
+                         "the bot acted on alice's session under bob's name")
+
+        self.say(h, alice, "alice", room, "!table")
+        pairs = self.decrypted(h, alice, room, answered + 1, what="the answer to !table")
+        self.assertRegex(pairs[-1][1].content["body"], r"^Table 1 \(not started\)")
+        self.assert_only_encrypted(h, room, alice)
+
+    # ---- 7 -----------------------------------------------------------------------------------
+
+    def test_07_restart_keeps_decrypting(self):
+        """The bot stopped (SIGTERM) and started again between two encrypted commands of the
+        same Megolm session keeps its Olm/Megolm state: the second is answered, and its
+        identity keys are unchanged."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        device, record = self.start_bot(h)
+        room = self.encrypted_room(h, alice)
+        self.say(h, alice, "alice", room, "!new 304")
+        self.decrypted(h, alice, room, 1, what="the answer to !new 304")
+        h.stop_bot()
+        h.bot.expected_down = False
+        h.bot.start()
+        self.say(h, alice, "alice", room, "!join")
+        pairs = self.decrypted(h, alice, room, 2, what="the answer to !join after the restart")
+        ref = console_reference(parse_script("alice> !new 304\nalice> !join\n")).room
+        self.assertEqual(self.bodies(pairs), ref)
+        after = h.bot_devices()
+        self.assertEqual(list(after), [device])
+        self.assertEqual(after[device]["device_keys"], record["device_keys"])
+        self.assertEqual(alice.query_devices([BOT_ID])[BOT_ID][device]["ed25519"],
+                         record["device_keys"]["keys"][f"ed25519:{device}"])
+        self.assert_only_encrypted(h, room, alice)
+        self.assertEqual(len(h.requests("POST", r"^/_matrix/client/v3/login")), 1)
+        h.stop_bot()
+
+    # ---- 8 -----------------------------------------------------------------------------------
+
+    def test_08_rotation_after_100_messages(self):
+        """The bot's group session in a room carries 100 messages (indexes 0-99); the 101st
+        starts a new session, which alice receives by Olm too."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice)
+        self.say(h, alice, "alice", room, "!new 304")
+        for _ in range(100):
+            self.say(h, alice, "alice", room, "!table")
+        pairs = self.decrypted(h, alice, room, 101, what="101 answers")
+        time.sleep(0.5)
+        pairs = self.decrypted(h, alice, room, 101)
+        self.assertEqual(len(pairs), 101)
+        sessions = [d.session_id for _, d in pairs]
+        self.assertEqual(len(set(sessions[:100])), 1, "the session changed within 100 messages")
+        self.assertEqual([d.index for _, d in pairs[:100]], list(range(100)))
+        self.assertNotEqual(sessions[100], sessions[0], "no new session after 100 messages")
+        self.assertEqual(pairs[100][1].index, 0)
+        self.assertEqual({k["session_id"] for k in alice.room_keys(BOT_ID)}, set(sessions))
+        self.assert_only_encrypted(h, room, alice)
+
+    # ---- 9 -----------------------------------------------------------------------------------
+
+    def test_09_cross_signing(self):
+        """With a password login the bot uploads master, self-signing and user-signing keys
+        (after the interactive-auth round: 401, then the password), the master key signed by
+        its device and the other two by the master key, and signs its device with the
+        self-signing key; all checked with libolm."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        # an older master key is on the account already, so replacing it needs the password
+        h.bot_account()
+        old = olm.Account().identity_keys["ed25519"]
+        h.server.as_user(BOT_LOCALPART, "POST", "/_matrix/client/v3/keys/device_signing/upload",
+                         {"master_key": {"user_id": BOT_ID, "usage": ["master"],
+                                         "keys": {f"ed25519:{old}": old}}})
+        device, record = self.start_bot(h)
+        ed = record["device_keys"]["keys"][f"ed25519:{device}"]
+
+        def answer():
+            return alice.call("POST", "/_matrix/client/v3/keys/query",
+                              {"device_keys": {BOT_ID: []}})
+
+        h.wait_for(lambda: any(k.startswith("ed25519:") and k != f"ed25519:{device}"
+                               for k in answer()["device_keys"][BOT_ID][device]
+                               .get("signatures", {}).get(BOT_ID, {})),
+                   20, "the bot to sign its device with its self-signing key")
+        q = answer()
+        master = q["master_keys"][BOT_ID]
+        ssk = q["self_signing_keys"][BOT_ID]
+        self.assertEqual(master["usage"], ["master"])
+        self.assertEqual(ssk["usage"], ["self_signing"])
+        (mk_id, mk), = master["keys"].items()
+        (sk_id, sk), = ssk["keys"].items()
+        self.assertIsNone(check_signature(master, BOT_ID, f"ed25519:{device}", ed))
+        self.assertIsNone(check_signature(ssk, BOT_ID, mk_id, mk))
+        self.assertIsNone(check_signature(q["device_keys"][BOT_ID][device], BOT_ID, sk_id, sk))
+        uploads = h.requests("POST", r"/keys/device_signing/upload")
+        self.assertEqual([r["status"] for r in uploads], [401, 200],
+                         "the first upload is asked for the password, the second carries it")
+        # the owner's own view has the user-signing key, signed by the master key
+        bot_view = h.server.as_user(BOT_LOCALPART, "POST", "/_matrix/client/v3/keys/query",
+                                    {"device_keys": {BOT_ID: []}})
+        usk = bot_view["user_signing_keys"][BOT_ID]
+        self.assertEqual(usk["usage"], ["user_signing"])
+        self.assertIsNone(check_signature(usk, BOT_ID, mk_id, mk))
+        # after a restart nothing is uploaded again (start_bot clears the request log)
+        h.stop_bot()
+        self.start_bot(h)
+        time.sleep(1.0)
+        self.assertEqual(h.requests("POST", r"/keys/device_signing/upload"), [])
+        self.assertEqual(answer()["master_keys"][BOT_ID], master, "the master key changed")
+
+
+if __name__ == "__main__":
+    unittest.main()
