@@ -785,10 +785,17 @@ static int make_share(mx_e2ee *e, mx_e2ee_request *r)
             }
         }
         json_decref(content);
-        char path[700], txn[80];
-        uint8_t rnd[12];
-        mx_random(rnd, sizeof rnd);
-        mx_b64_encode(rnd, sizeof rnd, txn, sizeof txn);
+        /* a stable txn id: the same session for the same devices is the same request, so a
+         * retry after a lost answer is not delivered twice (Send-to-Device §"Protocol") */
+        char path[700], txn[80], *what = mx_canonical_json(g->sharing);
+        uint8_t h[32];
+        size_t wl = what ? strlen(what) : 0;
+        char *seed = malloc(wl + 64);
+        snprintf(seed, wl + 64, "%s|%s", sid, what ? what : "");
+        mx_sha256((const uint8_t *)seed, strlen(seed), h);
+        free(seed);
+        free(what);
+        mx_b64_encode(h, 18, txn, sizeof txn);
         for (char *p = txn; *p; p++)
             if (*p == '/' || *p == '+') *p = '_';
         snprintf(path, sizeof path, API "/sendToDevice/m.room.encrypted/crk%s", txn);
