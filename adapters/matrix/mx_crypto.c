@@ -151,6 +151,26 @@ long mx_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen)
     return (long)got;
 }
 
+size_t mx_varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+uint8_t *mx_varint_put(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
 char *mx_canonical_json(const json_t *v)
 {
     return v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;

@@ -60,6 +60,11 @@ size_t mx_b64_encode(const uint8_t *in, size_t len, char *out, size_t outlen);
  * if the text is not base64 or out is too small. */
 long mx_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen);
 
+/* Protobuf-style varints (the Olm and Megolm message formats): the length of v, and v written
+ * at p (returns the byte after it). */
+size_t mx_varint_len(uint64_t v);
+uint8_t *mx_varint_put(uint8_t *p, uint64_t v);
+
 /* The canonical JSON of v (Matrix appendices, "Canonical JSON": keys sorted, no blanks, UTF-8
  * unescaped), malloc'd; NULL on failure. */
 char *mx_canonical_json(const json_t *v);

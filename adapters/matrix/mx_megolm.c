@@ -119,26 +119,6 @@ static void message_keys(const mx_megolm_ratchet *r, uint8_t keys[80])
 
 /* ---- small helpers ---- */
 
-static size_t varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 /* A varint of at most 32 bits (at most 5 bytes, the fifth at most 0x0F) from [*p, end);
  * -1 if it runs off the end or is too large. */
 static int varint_get32(const uint8_t **p, const uint8_t *end, uint32_t *out)
@@ -269,7 +249,7 @@ char *mx_megolm_encrypt(mx_megolm_out *o, const uint8_t *plain, size_t len)
 {
     if (!o || (!plain && len) || len > MAX_PLAIN) return NULL;
     size_t ct_len = len / 16 * 16 + 16;
-    size_t head = 1 + 1 + varint_len(o->r.counter) + 1 + varint_len(ct_len);
+    size_t head = 1 + 1 + mx_varint_len(o->r.counter) + 1 + mx_varint_len(ct_len);
     size_t raw_len = head + ct_len + MAC_BYTES + MX_SIG_BYTES;
     uint8_t *raw = malloc(raw_len);
     char *text = malloc(mx_b64_len(raw_len) + 1);
@@ -281,9 +261,9 @@ char *mx_megolm_encrypt(mx_megolm_out *o, const uint8_t *plain, size_t len)
     uint8_t *p = raw;
     *p++ = VERSION_MESSAGE;
     *p++ = TAG_INDEX;
-    p = varint_put(p, o->r.counter);
+    p = mx_varint_put(p, o->r.counter);
     *p++ = TAG_CIPHERTEXT;
-    p = varint_put(p, ct_len);
+    p = mx_varint_put(p, ct_len);
 
     uint8_t keys[80], mac[32];
     message_keys(&o->r, keys);

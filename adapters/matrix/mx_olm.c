@@ -59,26 +59,6 @@ static void curve_generate(uint8_t priv[KEY], uint8_t pub[KEY])
 
 /* ---- the message codec ------------------------------------------------------------------ */
 
-static size_t varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v & 0x7F) | 0x80;
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 /* Reads a varint of at most 10 bytes at in[*pos]; -1 if it runs off the end or is too long. */
 static int varint_get(const uint8_t *in, size_t len, size_t *pos, uint64_t *v)
 {
@@ -156,7 +136,7 @@ int mx_olm_test_decode_message(const uint8_t *in, size_t len, size_t mac_len, mx
 
 static size_t message_len(uint32_t counter, size_t rk_len, size_t ct_len)
 {
-    return 1 + 1 + varint_len(rk_len) + rk_len + 1 + varint_len(counter) + 1 + varint_len(ct_len) + ct_len;
+    return 1 + 1 + mx_varint_len(rk_len) + rk_len + 1 + mx_varint_len(counter) + 1 + mx_varint_len(ct_len) + ct_len;
 }
 
 /* Writes version, ratchet key, counter and the ciphertext's header; returns where the ciphertext goes. */
@@ -164,13 +144,13 @@ static uint8_t *message_put(uint8_t *p, const uint8_t *rk, size_t rk_len, uint32
 {
     *p++ = OLM_VERSION;
     *p++ = TAG_RATCHET_KEY;
-    p = varint_put(p, rk_len);
+    p = mx_varint_put(p, rk_len);
     memcpy(p, rk, rk_len);
     p += rk_len;
     *p++ = TAG_COUNTER;
-    p = varint_put(p, counter);
+    p = mx_varint_put(p, counter);
     *p++ = TAG_CIPHERTEXT;
-    p = varint_put(p, ct_len);
+    p = mx_varint_put(p, ct_len);
     return p;
 }
 
@@ -717,7 +697,7 @@ int mx_olm_encrypt(mx_olm_session *s, const uint8_t *plain, size_t len, int *typ
 
     size_t ct_len = len / 16 * 16 + 16;
     size_t mlen = message_len(counter, KEY, ct_len) + MAC_LEN;
-    size_t total = t->received ? mlen : 1 + 3 * (2 + KEY) + 1 + varint_len(mlen) + mlen;
+    size_t total = t->received ? mlen : 1 + 3 * (2 + KEY) + 1 + mx_varint_len(mlen) + mlen;
     if (!(buf = malloc(total))) goto done;
     uint8_t *p = buf;
     if (!t->received) {
@@ -731,7 +711,7 @@ int mx_olm_encrypt(mx_olm_session *s, const uint8_t *plain, size_t len, int *typ
             p += KEY;
         }
         *p++ = TAG_MESSAGE;
-        p = varint_put(p, mlen);
+        p = mx_varint_put(p, mlen);
     }
     uint8_t *msg = p;
     uint8_t *ct = message_put(msg, t->sender.pub, KEY, counter, ct_len);
