@@ -48,8 +48,8 @@ check-san: build-san
 
 fuzz: $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay tests/fuzz_command tests/fuzz_config tests/fuzz_console \
-	  tests/fuzz_sync tests/fuzz_olm tests/fuzz_megolm tests/fuzz_e2ee
-	@for t in card replay command config console sync olm megolm e2ee; do \
+	  tests/fuzz_sync tests/fuzz_olm tests/fuzz_megolm tests/fuzz_e2ee tests/fuzz_irc_line
+	@for t in card replay command config console sync olm megolm e2ee irc_line; do \
 	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
 	  ./$(FUZZ_BUILD)/tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
