@@ -71,7 +71,7 @@ typedef struct {
     size_t gap_len;
     json_t *gaps;            /* room → the skipped events fetched so far */
     int gap_pending, gap_failed;
-    int fatal;               /* stop with status 1 */
+    int fatal;               /* stop: the exit status (1 a failure, 2 the operator must act) */
     int relogin;             /* the token was refused: log in again */
     /* figures */
     int64_t syncs, events;
@@ -960,7 +960,7 @@ static void e2ee_requests(mx *m)
     const char *problem = m->e2ee ? mx_e2ee_error(m->e2ee) : NULL;
     if (problem) {
         mlog(m, CORE_LOG_ERROR, "matrix: %s", problem);
-        m->fatal = 1;
+        m->fatal = 2; /* restarting cannot mend it (the service unit does not restart on 2) */
     }
 }
 
@@ -1061,7 +1061,7 @@ static int loop(mx *m)
         mx_http_work(m->http);
         if (after_work(m) != 0) return 1;
     }
-    return m->fatal ? 1 : 0;
+    return m->fatal;
 }
 
 int matrix_run(const cfg *config, const matrix_options *o)

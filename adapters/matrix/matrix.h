@@ -37,7 +37,8 @@ typedef struct {
 } matrix_options;
 
 /* Runs the bot on the configured homeserver until SIGTERM or SIGINT. Returns the exit status:
- * 0 stopped, 1 a failure (store, login refused, wrong account), 2 a bad setting. */
+ * 0 stopped, 1 a failure (store, login refused, wrong account), 2 a bad setting or a state only
+ * the operator can mend (the homeserver holds other encryption keys for the bot's device). */
 int matrix_run(const cfg *config, const matrix_options *o);
 
 #endif

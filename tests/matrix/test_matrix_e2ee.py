@@ -692,6 +692,33 @@ class MatrixE2EETest(E2EETestBase):
         self.assertEqual(h.requests("POST", r"/keys/device_signing/upload"), [])
         self.assertEqual(answer()["master_keys"][BOT_ID], master, "the master key changed")
 
+    # ---- 10 ----------------------------------------------------------------------------------
+
+    def test_10_lost_encryption_state_is_never_silent(self):
+        """The bot's encryption keys vanish from its database while its device and token stay:
+        it must not upload new keys for the same device, but stop with a clear error and exit
+        status 2 (which the systemd unit does not restart)."""
+        import sqlite3
+        h = E2EEHarness(self)
+        device, record = self.start_bot(h)
+        h.stop_bot()
+        db = sqlite3.connect(h.bot.db)
+        with db:
+            db.execute("DELETE FROM kv WHERE ns IN ('e2ee', 'olm', 'megolm.in', 'megolm.out')")
+        db.close()
+        h.bot.expected_down = True
+        h.bot.start()
+        deadline = time.monotonic() + 15
+        while h.bot.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(h.bot.alive(), "the bot went on without its encryption keys")
+        self.assertEqual(h.bot.proc.returncode, 2)
+        with open(h.bot.stderr_path, encoding="utf-8") as f:
+            err = f.read()
+        self.assertIn("other encryption keys for device", err)
+        keys = h.bot_devices()[device]
+        self.assertEqual(keys["device_keys"], record["device_keys"], "the device keys were replaced")
+
 
 if __name__ == "__main__":
     unittest.main()
