@@ -105,6 +105,13 @@ static const cfg_key cfg_keys[] = {
 /* How much of a bad value an error message quotes. */
 #define CFG_QUOTE 48
 
+int cfg_log_rank(const cfg *c)
+{
+    for (int i = 0; cfg_log_levels[i]; i++)
+        if (strcmp(c->log_level, cfg_log_levels[i]) == 0) return i;
+    return 2;
+}
+
 void cfg_defaults(cfg *c)
 {
     memset(c, 0, sizeof *c);

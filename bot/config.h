@@ -44,6 +44,10 @@ typedef struct {
     char console_room[64];    /* the room's name, default "room" */
 } cfg;
 
+/* The log level as a rank: 0 error, 1 warn, 2 info, 3 debug (the order of core_log_level);
+ * a line of rank r is logged when r <= cfg_log_rank(c). */
+int cfg_log_rank(const cfg *c);
+
 /* Fills every default. */
 void cfg_defaults(cfg *c);
 

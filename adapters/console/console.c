@@ -47,11 +47,7 @@ static void console_log(void *ctx, core_log_level level, const char *line)
 {
     console *k = ctx;
     static const char *const names[] = {"error", "warn", "info", "debug"};
-    int want = 2;
-    if (strcmp(k->config->log_level, "error") == 0) want = 0;
-    else if (strcmp(k->config->log_level, "warn") == 0) want = 1;
-    else if (strcmp(k->config->log_level, "debug") == 0) want = 3;
-    if ((int)level <= want && (level <= CORE_LOG_WARN || !k->o->script))
+    if ((int)level <= cfg_log_rank(k->config) && (level <= CORE_LOG_WARN || !k->o->script))
         fprintf(k->o->err, "cardroom: %s: %s\n", names[level], line);
 }
 

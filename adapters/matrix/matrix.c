@@ -110,12 +110,7 @@ static int64_t mono_us(void)
 
 /* ---- logging (never a token, password or message body) ---- */
 
-static int log_wanted(const mx *m, core_log_level level)
-{
-    const char *l = m->config->log_level;
-    int want = strcmp(l, "error") == 0 ? 0 : strcmp(l, "warn") == 0 ? 1 : strcmp(l, "debug") == 0 ? 3 : 2;
-    return (int)level <= want;
-}
+static int log_wanted(const mx *m, core_log_level level) { return (int)level <= cfg_log_rank(m->config); }
 
 static void mlog(mx *m, core_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void mlog(mx *m, core_log_level level, const char *fmt, ...)

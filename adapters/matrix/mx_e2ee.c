@@ -387,21 +387,28 @@ void mx_e2ee_track(mx_e2ee *e, const char *user)
 
 /* ---- signing (E2EE §"Signing JSON") ---- */
 
-/* Adds signatures[user]["ed25519:DEVICE"] to obj, signed over its canonical form without
- * signatures and unsigned. */
-static void sign_json(mx_e2ee *e, json_t *obj)
+/* What a signature of obj covers: its canonical JSON without signatures and unsigned
+ * (E2EE §"Signing JSON"); malloc'd. */
+static char *signing_text(json_t *obj)
 {
     json_t *copy = json_deep_copy(obj);
     json_object_del(copy, "signatures");
     json_object_del(copy, "unsigned");
-    char *c = mx_canonical_json(copy), sig[87], kid[300];
+    char *c = mx_canonical_json(copy);
+    json_decref(copy);
+    return c;
+}
+
+/* Adds signatures[user]["ed25519:DEVICE"] to obj. */
+static void sign_json(mx_e2ee *e, json_t *obj)
+{
+    char *c = signing_text(obj), sig[87], kid[300];
     mx_olm_account_sign(e->acc, (const uint8_t *)c, strlen(c), sig);
     snprintf(kid, sizeof kid, "ed25519:%s", e->device);
     json_t *sigs = jobj(obj, "signatures");
     if (!sigs) json_object_set_new(obj, "signatures", sigs = json_object());
     set2(sigs, e->user, kid, json_string(sig));
     free(c);
-    json_decref(copy);
 }
 
 /* Whether obj carries a valid signature by user's key "ed25519:KEYID" = ed (base64). */
@@ -412,13 +419,9 @@ static int signed_by(json_t *obj, const char *user, const char *key_id, const ch
     if (!s || !ed || mx_b64_decode(ed, strlen(ed), pub, sizeof pub) != 32 ||
         mx_b64_decode(s, strlen(s), sig, sizeof sig) != 64)
         return 0;
-    json_t *copy = json_deep_copy(obj);
-    json_object_del(copy, "signatures");
-    json_object_del(copy, "unsigned");
-    char *c = mx_canonical_json(copy);
+    char *c = signing_text(obj);
     int ok = c && mx_ed25519_verify(pub, (const uint8_t *)c, strlen(c), sig);
     free(c);
-    json_decref(copy);
     return ok;
 }
 
@@ -493,10 +496,7 @@ static void x_sign(const mx_e2ee *e, int which, json_t *obj)
 {
     uint8_t pub[32], sec[64], sig[64];
     mx_ed25519_from_seed(e->xseed[which], pub, sec);
-    json_t *copy = json_deep_copy(obj);
-    json_object_del(copy, "signatures");
-    json_object_del(copy, "unsigned");
-    char *c = mx_canonical_json(copy), sigb[90], kid[80];
+    char *c = signing_text(obj), sigb[90], kid[80];
     mx_ed25519_sign(sec, (const uint8_t *)c, strlen(c), sig);
     mx_wipe(sec, sizeof sec);
     mx_b64_encode(sig, 64, sigb, sizeof sigb);
@@ -505,7 +505,6 @@ static void x_sign(const mx_e2ee *e, int which, json_t *obj)
     if (!sigs) json_object_set_new(obj, "signatures", sigs = json_object());
     set2(sigs, e->user, kid, json_string(sigb));
     free(c);
-    json_decref(copy);
 }
 
 static int load_cross(mx_e2ee *e)

@@ -13,56 +13,18 @@
 
 #include "fuzz_init.h"
 #include "irc_line.h"
+#include "irc_model.h"
 
 #define CHECK(x)             \
     do {                     \
         if (!(x)) abort();   \
     } while (0)
 
-/* ---- independent model (same as tests/test_irc_line.c) ---- */
+/* ---- the independent model: tests/irc_model.h ---- */
 
 static bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
-static size_t model_unit(const unsigned char *s, char *out)
-{
-    unsigned c = s[0];
-    if (c == 3) {
-        size_t n = 1, d = 0;
-        while (d < 2 && digit(s[n])) n++, d++;
-        if (d > 0 && s[n] == ',' && digit(s[n + 1])) {
-            n += 2;
-            if (digit(s[n])) n++;
-        }
-        memcpy(out, s, n);
-        return n;
-    }
-    if (c == '\n' || c == 2 || c == 0x0F || c == 0x1D || c == 0x1F) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x20 || c == 0x7F) {
-        out[0] = ' ';
-        return 1;
-    }
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    size_t n = c >= 0xF8 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-    unsigned long cp = n == 4 ? c & 7 : n == 3 ? c & 15 : c & 31;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) n = 0;
-        if (!n) break;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    static const unsigned long lowest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (n == 0 || n > 4 || cp < lowest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        out[0] = '?';
-        return 1;
-    }
-    memcpy(out, s, n);
-    return n;
-}
+
 
 static bool valid_command(const char *c)
 {
