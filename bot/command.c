@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "g304.h"
+#include "grid.h"
 
 #define CMD_MAX_CAPS 8      /* a caps order lists the caller's remaining cards: at most 8 */
 #define CMD_QUOTE_MAX 24    /* bytes of the player's text quoted back in a message */
@@ -54,14 +55,17 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                  "seats with ~join and someone says ~start."},
     [CMD_JOIN] = {"join", NULL, CMD_ARGS_SEAT, " [SEAT]", "take a seat at the table",
                   "Seats are 1-4 or south, east, north, west (s, e, n, w), in playing order; South "
-                  "and North play against East and West. Without a seat you get the first free one."},
+                  "and North play against East and West. At a ContractGrid table the seats are 1-3. "
+                  "Without a seat you get the first free one."},
     [CMD_LEAVE] = {"leave", NULL, CMD_ARGS_NONE, "", "give up your seat",
                    "Leaves your seat at this table; you can ~join again later."},
     [CMD_BOT] = {"bot", NULL, CMD_ARGS_SEAT, " [SEAT]", "put a computer player in a seat",
-                 "Seats are 1-4 or south, east, north, west; without a seat the first free one is "
-                 "taken. Example: ~bot west."},
+                 "Seats are 1-4 or south, east, north, west (1-3 at ContractGrid); without a seat "
+                 "the first free one is taken. Example: ~bot west."},
     [CMD_START] = {"start", NULL, CMD_ARGS_NONE, "", "deal the first hand",
-                   "Starts the game once every seat is taken (by people or by ~bot)."},
+                   "Starts the game once every seat is taken (by people or by ~bot). At a ContractGrid "
+                   "table every player must also have arranged a grid (~grid); computer players arrange "
+                   "their own."},
     [CMD_ABORT] = {"abort", NULL, CMD_ARGS_NONE, "", "stop the game at this table",
                    "Ends the game at this table; a hand in progress is not scored."},
     [CMD_BACK] = {"back", NULL, CMD_ARGS_NONE, "", "take your seat back from the computer player",
@@ -73,7 +77,8 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                  "bid N points (60 means 160) or Partner Close Caps",
                  "Bids go from 160 to 300; 60-90 are short for 160-190 and 100-150 for 200-250. "
                  "In the eight-card round ~bid pcc bids Partner Close Caps, the highest bid. "
-                 "Examples: ~bid 170, ~bid 70, ~bid 250."},
+                 "Examples: ~bid 170, ~bid 70, ~bid 250. At a ContractGrid table ~bid a1 b2 c3 d4 "
+                 "is the same as ~mark."},
     [CMD_PASS] = {"pass", NULL, CMD_ARGS_NONE, "", "do not bid",
                   "Passes your turn in the bidding."},
     [CMD_PARTNER] = {"partner", "ask", CMD_ARGS_NONE, "", "ask your partner to bid for you",
@@ -90,8 +95,8 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                   "to everyone and goes back to his hand."},
     [CMD_PLAY] = {"play", NULL, CMD_ARGS_CARD, " CARD", "play a card (the card alone works too)",
                   "On your turn you may also just say the card: JH, 10h, J\xE2\x99\xA5 or jack of "
-                  "hearts. A face-down play (a trump when you cannot follow in a closed game) must be "
-                  "sent privately."},
+                  "hearts; the ContractGrid joker is JK or joker. A face-down play (a trump when you "
+                  "cannot follow in a closed 304 game) must be sent privately."},
     [CMD_CAPS] = {"caps", NULL, CMD_ARGS_CARDS, " CARD...", "call Caps: your side wins every trick left",
                   "List all your remaining cards in the order you will play them, separated by "
                   "spaces or commas, e.g. ~caps JH 9H AH. Your cards are shown to all and played in "
@@ -103,28 +108,36 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
     [CMD_HAND] = {"hand", NULL, CMD_ARGS_NONE, "", "show your cards again (privately)",
                   "Sends you your cards in a private message."},
     [CMD_TABLE] = {"table", NULL, CMD_ARGS_NONE, "", "show the table: seats, bids, trick, score",
-                   "Shows who sits where, the bidding, the trick on the table and the score."},
+                   "Shows who sits where, the bidding, the trick on the table and the score; at "
+                   "ContractGrid also every grid with its marked cells."},
     [CMD_LAST] = {"last", NULL, CMD_ARGS_NONE, "", "show the last trick",
                   "Shows the cards of the trick that was gathered last, and who won it."},
     [CMD_STANDINGS] = {"standings", NULL, CMD_ARGS_USER, " [@USER]", "token standings for the room or one player",
-                       "Without a name it shows this room's standings. Example: ~standings @alice."},
+                       "Without a name it shows this room's standings. Example: ~standings @alice. For "
+                       "ContractGrid a match is a whole game, won means first place, and hands counts the "
+                       "hands played; during a game it also shows the scores and who risks the cap."},
     [CMD_RULES] = {"rules", NULL, CMD_ARGS_NONE, "", "show this table's options and how to check the deal",
                    "Lists the table's rule options (change them with ~set) and explains how to check "
                    "each shuffle against the seed the bot reveals after the hand."},
     [CMD_SET] = {"set", NULL, CMD_ARGS_SET, " OPTION VALUE", "change a table option",
-                 "The options and their values are listed by ~rules. Example: ~set caps strict."},
+                 "The options and their values are listed by ~rules. Examples: ~set caps strict (304), "
+                 "~set cap 300 or ~set small true (ContractGrid)."},
     [CMD_HELP] = {"help", NULL, CMD_ARGS_TOPIC, " [COMMAND]", "this list, or more about one command",
                   "Example: ~help bid. In a private message to the bot the ~ may be left out."},
     [CMD_GRID] = {"grid", NULL, CMD_ARGS_REST, " CONTRACTS...|random", "ContractGrid: arrange your grid",
-                  "Before the first hand, place the 16 contracts on your 4x4 grid (cells a1 to d4), "
-                  "or let ~grid random do it. Grids are public."},
+                  "Before the first hand, place the 16 contracts on your 4x4 grid row by row from a1 "
+                  "(a1 b1 c1 d1, then a2 ... d4), e.g. ~grid zero one two first second third different "
+                  "soloist partner alltrump notrump spades hearts diamonds clubs play, or let ~grid "
+                  "random do it. With the small option the grid is 3x3 with the first nine. Grids are "
+                  "public and shown in the room."},
     [CMD_EXCLUDE] = {"exclude", NULL, CMD_ARGS_SUIT, " SUIT", "ContractGrid: name a suit that is not to be trump",
                      "Suits are S, H, D, C, \xE2\x99\xA0\xE2\x99\xA5\xE2\x99\xA6\xE2\x99\xA3 or names "
                      "like spades; a suit already named cannot be named again, and the one left is "
                      "trump. Example: ~exclude hearts."},
     [CMD_MARK] = {"mark", NULL, CMD_ARGS_REST, " CELL...", "ContractGrid: bid cells of your grid",
-                  "Choose the cells of your grid you bid for this hand (4 by default). Example: "
-                  "~mark a1 b2 c3 d4."},
+                  "Choose the cells of your grid you bid for this hand: exactly the table's bids "
+                  "option (4 by default, 3 with small). Example: ~mark a1 b2 c3 d4 (or ~bid a1 b2 c3 "
+                  "d4). A bid whose contract you make scores 5 and marks its cell."},
 };
 
 static const char *const cmd_seat_names[4] = {"South", "East", "North", "West"};
@@ -353,6 +366,8 @@ static void cmd_read_cut(cmd *out, const char *s, size_t n, const char *prefix)
         out->amount = (uint16_t)v;
 }
 
+static void cmd_read_rest(cmd *out, const char *s, size_t n, const char *prefix);
+
 /* R-B4-AMOUNT and the short forms of the rules: 60..90 mean 160..190, 100..150 mean
  * 200..250. Whether a bid is a legal step (multiples of 10, or of 5 above 200) is the
  * table's business; a number that is no bid in any form (95, 155, 301) is refused here. */
@@ -360,6 +375,11 @@ static void cmd_read_bid(cmd *out, const char *s, size_t n, const char *prefix)
 {
     if (cmd_equals(s, n, "pcc") || cmd_equals(s, n, "partner close caps")) {
         out->amount = G304_PCC;
+        return;
+    }
+    if (n >= 2 && cmd_lower(s[0]) >= 'a' && cmd_lower(s[0]) <= 'z' && s[1] >= '0' && s[1] <= '9') {
+        out->kind = CMD_MARK; /* ContractGrid: "bid a1 b2 c3 d4" bids cells */
+        cmd_read_rest(out, s, n, prefix);
         return;
     }
     long v = cmd_number(s, n, 6);
@@ -374,6 +394,13 @@ static void cmd_read_bid(cmd *out, const char *s, size_t n, const char *prefix)
         out->amount = (uint16_t)v;
 }
 
+/* Whether the text names the ContractGrid joker ("JK", "joker", U+1F0CF). */
+static int cmd_is_joker(const char *s, size_t n)
+{
+    card_t c;
+    return grid_card_parse(s, n, &c, NULL, 0) == 0 && c == GRID_JOKER;
+}
+
 static void cmd_read_card(cmd *out, const char *s, size_t n, const char *prefix)
 {
     if (n == 0) {
@@ -382,6 +409,11 @@ static void cmd_read_card(cmd *out, const char *s, size_t n, const char *prefix)
         return;
     }
     char err[CMD_ERR_MAX];
+    if (out->kind == CMD_PLAY && cmd_is_joker(s, n)) {
+        out->joker = 1;
+        out->card = 0;
+        return;
+    }
     if (card_parse(s, n, &out->card, err, sizeof err) < 0) cmd_bad(out, "%s", err);
 }
 
@@ -537,6 +569,13 @@ static int cmd_try_card(cmd *out, const char *s, size_t n, int bare)
 {
     card_t c;
     if (bare && cmd_is_chat_word(s, n)) return 0;
+    if (cmd_is_joker(s, n) && (unsigned char)s[0] < 0x80) { /* JK or joker: the 🃏 emoji alone is chat */
+        out->kind = CMD_PLAY;
+        out->joker = 1;
+        out->card = 0;
+        out->bare = (uint8_t)bare;
+        return 1;
+    }
     if (card_parse(s, n, &c, NULL, 0) < 0) return 0;
     out->kind = CMD_PLAY;
     out->card = c;

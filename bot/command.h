@@ -48,7 +48,8 @@ typedef enum {
     CMD_HELP,      /* arg = command word asked about (lower case, no prefix), "" for all */
     CMD_GRID,      /* ContractGrid: arg2 = the rest of the line (cells or "random") */
     CMD_EXCLUDE,   /* ContractGrid: suit (0..3) */
-    CMD_MARK,      /* ContractGrid: arg2 = the rest of the line (cells) */
+    CMD_MARK,      /* ContractGrid: arg2 = the rest of the line (cells); "bid CELL..." reads as
+                      this too (word "bid"), since a 304 bid is never a cell name */
     CMD_KIND_COUNT
 } cmd_kind;
 
@@ -59,6 +60,8 @@ typedef struct {
     uint16_t amount;           /* BID, CUT */
     card_t card;               /* TRUMP, PLAY */
     uint8_t bare;              /* PLAY without prefix */
+    uint8_t joker;             /* PLAY: the card named is the joker of ContractGrid ("JK", "joker",
+                                  U+1F0CF); card is then 0 and means nothing (304 has no joker) */
     uint8_t ncards;            /* CAPS */
     card_t cards[CMD_MAX_CARDS];
     char word[CMD_ARG_MAX];    /* the command word as the user typed it, lower case (for BAD too) */
@@ -70,7 +73,8 @@ typedef struct {
 /* Parses text[0..len) (need not be NUL-terminated). prefix is the command prefix ("!").
  * prefix_optional: the message was sent privately to the bot, so "bid 160" works as well as
  * "!bid 160". A message that is only a card ("JH", "j♥", "10 of hearts") without prefix is
- * CMD_PLAY with bare = 1 (the table decides whether to take it or stay quiet). Seats are
+ * CMD_PLAY with bare = 1 (the table decides whether to take it or stay quiet); the joker
+ * ("JK", "joker", U+1F0CF) is such a card too, with joker = 1. Seats are
  * given as 1..4 or south/east/north/west (s/e/n/w), and come out as 0..3. */
 void cmd_parse(const char *text, size_t len, const char *prefix, int prefix_optional, cmd *out);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "ai304.h"
+#include "aigrid.h"
 #include "command.h"
 #include "render.h"
 #include "seed.h"
@@ -239,7 +240,7 @@ static slot *slot_of_player(core *c, const char *net, const char *user)
         slot *s = c->slots[i];
         int seat = table_seat_of(&s->t, user);
         if (s->t.over || seat < 0 || strcmp(s->t.net, net) != 0) continue;
-        if (s->t.st.to_act == seat && s->t.started) return s;
+        if (table_to_act(&s->t) == seat && s->t.started) return s;
         best = s;
     }
     return best;
@@ -325,7 +326,9 @@ static void schedule(core *c, slot *s)
     j->seat = seat;
     j->seed = mix64((uint64_t)t->id * 0x100000001B3ull ^ (uint64_t)t->seq);
     j->not_before = now_ms(c) + c->o.config->bot_delay_ms;
-    ai304_input_of(&t->st, seat, &j->in);
+    j->grid = t->game == TABLE_GAME_GRID;
+    if (j->grid) aigrid_input_of(&t->g.st, seat, &j->gin);
+    else ai304_input_of(&t->st, seat, &j->in);
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
@@ -365,21 +368,30 @@ static int answer(const asker *q, const char *fmt, ...)
 static int do_new(core *c, const asker *q, const cmd *m)
 {
     if (q->is_private || !q->room) return answer(q, "open a table in a room: send %snew 304 there.", c->o.config->prefix);
-    if (strcmp(m->arg, "304") != 0)
-        return answer(q, "only 304 tables can be opened in this version (%snew 304).", c->o.config->prefix);
+    int grid = strcmp(m->arg, "grid") == 0;
+    if (strcmp(m->arg, "304") != 0 && !grid)
+        return answer(q, "the games are 304 and grid (ContractGrid): %snew 304 or %snew grid.", c->o.config->prefix,
+                      c->o.config->prefix);
     slot *s = slot_of_room(c, q->net, q->room);
     if (s) return answer(q, "table %" PRId64 " is already open here: %sjoin it, or %sabort it first.", s->t.id,
                          c->o.config->prefix, c->o.config->prefix);
     int64_t id;
-    if (store_table_create(c->o.db, q->net, q->room, "304", q->user, now_ms(c) / 1000, &id) != 0) return -1;
+    if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0) return -1;
     s = slot_add(c);
     table_init(&s->t, id, q->net, q->room, q->user, &c->o.config->rules);
+    table_set_game(&s->t, m->arg);
     s->t.touched = now_ms(c);
     const char *p = c->o.config->prefix;
-    char line[512];
-    snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to add a "
-             "computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
-             id, p, p, p, p, p);
+    char line[768];
+    if (grid)
+        snprintf(line, sizeof line, "Table %" PRId64 " is open for ContractGrid, three players. %sjoin [1-3] to sit "
+                 "down, %sbot [1-3] to add a computer player, %sgrid CONTRACTS...|random to arrange your grid, %sset "
+                 "OPTION VALUE to change the rules (%srules), %sstart when three are seated and every grid is set.",
+                 id, p, p, p, p, p, p);
+    else
+        snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to "
+                 "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
+                 id, p, p, p, p, p);
     return say(c, q->net, q->room, "", NULL, line);
 }
 
@@ -394,7 +406,8 @@ static int do_help(core *c, const asker *q, const cmd *m)
 static int do_rules(core *c, const asker *q, slot *s)
 {
     char text[RENDER_MAX];
-    render_rules(s ? &s->t.rules : &c->o.config->rules, text, sizeof text);
+    if (s) table_rules_text(&s->t, text, sizeof text);
+    else render_rules(&c->o.config->rules, text, sizeof text);
     return tell(q, text);
 }
 
@@ -469,14 +482,12 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     case CMD_HELP: return do_help(c, &q, &m);
     case CMD_RULES: return do_rules(c, &q, s);
     case CMD_STANDINGS: return do_standings(c, &q, s, &m);
-    case CMD_GRID:
-    case CMD_EXCLUDE:
-    case CMD_MARK: return answer(&q, "ContractGrid tables are not available yet: %snew 304 opens a 304 table.",
-                                 c->o.config->prefix);
     default: break;
     }
     if (!s) {
         if (m.kind == CMD_PLAY && m.bare) return 0;
+        if (!q.is_private && (m.kind == CMD_GRID || m.kind == CMD_EXCLUDE || m.kind == CMD_MARK))
+            return answer(&q, "there is no table here: %snew grid opens a ContractGrid table.", c->o.config->prefix);
         if (q.is_private) return answer(&q, "you are not sitting at a table: join one in its room first.");
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
@@ -568,9 +579,15 @@ static int apply_answer(core *c, const work_job *j)
     if (s->job_pending > 0) s->job_pending--;
     s->dirty = 1; /* re-ask if the answer came too late */
     if (s->t.over) return 0;
+    table_out o = {0};
+    if (j->grid) {
+        grid_action a = j->gaction;
+        if (!j->ok) a.kind = GRID_DO_COUNT; /* the table falls back to a legal move */
+        table_computer_move_grid(&s->t, env_for(c, s->t.net), j->seat, j->seq, &a, &o);
+        return write_and_clear(c, s, &o);
+    }
     g304_action a = j->action;
     if (!j->ok) a.kind = G304_DO_COUNT; /* the table falls back to a legal move */
-    table_out o = {0};
     table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &a, &o);
     return write_and_clear(c, s, &o);
 }
@@ -777,7 +794,13 @@ static int restore_one(core *c, const store_table *row)
     int rc = store_journal_each(c->o.db, row->id, collect_entry, &l);
     slot *s = rc == 0 ? slot_add(c) : NULL;
     if (s) table_init(&s->t, row->id, row->net, row->room, row->creator, &c->o.config->rules);
-    int bad = s ? table_replay(&s->t, env_for(c, row->net), l.entries, l.n, err, sizeof err) : 0;
+    int bad = 0;
+    if (s && table_set_game(&s->t, row->game) != 0) {
+        snprintf(err, sizeof err, "the game \"%s\" is unknown", row->game);
+        bad = 1;
+    } else if (s) {
+        bad = table_replay(&s->t, env_for(c, row->net), l.entries, l.n, err, sizeof err);
+    }
     if (bad) {
         logf_(c, CORE_LOG_ERROR, "table %" PRId64 " cannot be rebuilt at journal entry %d: %s; it stays closed",
               row->id, bad, err);

@@ -1,4 +1,5 @@
-/* replay.h — `cardroom replay`: one hand of 304 as JSON in, the resulting state as JSON out.
+/* replay.h — `cardroom replay`: one hand of 304 or ContractGrid as JSON in, the resulting state
+ * as JSON out.
  *
  * The input and output shapes are fixed (design.md, Fixed interfaces 1); README.md documents
  * every field. Refused moves are reported per action and change nothing; malformed input

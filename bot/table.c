@@ -1,4 +1,5 @@
-/* table.c — one table of 304: seats, options, the match, its journal (see table.h).
+/* table.c — one table: seats, options, the match, its journal (see table.h); 304 itself here,
+ * ContractGrid's own entries and commands in gridtable.c.
  *
  * Every change goes through table_exec() as a journal entry, live or on replay, so a table
  * rebuilt from its journal is the table that was running. The entries are short text lines:
@@ -6,7 +7,9 @@
  *   away SEAT | back SEAT | abort | move SEAT ACTION   (ACTION as table_action_text writes it)
  * Commands from people are checked here first (table_command) so that a refusal says why in
  * words and leaves no entry. Messages are only collected when an out is given: a replay says
- * nothing. */
+ * nothing. A ContractGrid table shares the seat, timer and message code; table.c hands it its
+ * game entries (set, start, deal, move, grid) and game commands (gridtable.h), and lends it
+ * the helpers at the end of this file. */
 #include "table.h"
 
 #include <inttypes.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "deal.h"
+#include "gridtable.h"
 #include "judge.h"
 #include "render.h"
 #include "seed.h"
@@ -124,18 +128,31 @@ static const char *user_name(const table_env *env, const table *t, const char *u
     return buf;
 }
 
-/* "alice (South)", "computer (East)", "alice (South, away)". */
+static int is_grid(const table *t) { return t->game == TABLE_GAME_GRID; }
+
+/* Seats at the table: four for 304, three for ContractGrid. */
+static int nseats(const table *t) { return is_grid(t) ? GRID_SEATS : G304_SEATS; }
+
+/* A seat's name: South, East, North, West (304); seat 1, seat 2, seat 3 (ContractGrid). */
+static const char *seat_word(const table *t, int s)
+{
+    static const char *const grid_words[GRID_SEATS] = {"seat 1", "seat 2", "seat 3"};
+    if (is_grid(t)) return s >= 0 && s < GRID_SEATS ? grid_words[s] : "?";
+    return cmd_seat_name(s);
+}
+
+/* "alice (South)", "computer (East)", "alice (South, away)"; "alice (seat 1)" at ContractGrid. */
 static const char *seat_label(const table *t, const table_env *env, int s, char *buf, size_t len)
 {
     char who[TABLE_USER_MAX];
     const table_seat *p = &t->seat[s];
     if (p->user[0])
-        snprintf(buf, len, "%s (%s%s)", user_name(env, t, p->user, who, sizeof who), cmd_seat_name(s),
+        snprintf(buf, len, "%s (%s%s)", user_name(env, t, p->user, who, sizeof who), seat_word(t, s),
                  p->away ? ", away" : "");
     else if (p->bot)
-        snprintf(buf, len, "computer (%s)", cmd_seat_name(s));
+        snprintf(buf, len, "computer (%s)", seat_word(t, s));
     else
-        snprintf(buf, len, "%s", cmd_seat_name(s));
+        snprintf(buf, len, "%s", seat_word(t, s));
     return buf;
 }
 
@@ -146,12 +163,13 @@ typedef struct {
 
 static void names_of(const table *t, const table_env *env, seat_names *n)
 {
-    for (int s = 0; s < G304_SEATS; s++) n->names[s] = seat_label(t, env, s, n->buf[s], sizeof n->buf[s]);
+    for (int s = 0; s < G304_SEATS; s++)
+        n->names[s] = s < nseats(t) ? seat_label(t, env, s, n->buf[s], sizeof n->buf[s]) : "";
 }
 
 int table_seat_of(const table *t, const char *user)
 {
-    for (int s = 0; s < G304_SEATS; s++)
+    for (int s = 0; s < nseats(t); s++)
         if (t->seat[s].user[0] && strcmp(t->seat[s].user, user) == 0) return s;
     return -1;
 }
@@ -163,8 +181,12 @@ static int computer_plays(const table_seat *p) { return p->bot || p->away || !p-
 /* A hand is being played: someone may be to act. */
 static int hand_in_play(const table *t)
 {
+    if (is_grid(t)) return t->started && !t->over && t->hand_no > 0 && t->g.st.phase != GRID_PHASE_DONE;
     return t->started && !t->over && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE;
 }
+
+/* The engine's seat to act (G304_NO_SEAT = GRID_NO_SEAT when nobody's). */
+static int engine_to_act(const table *t) { return is_grid(t) ? t->g.st.to_act : t->st.to_act; }
 
 void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator,
                 const g304_rules *defaults)
@@ -178,6 +200,20 @@ void table_init(table *t, int64_t id, const char *net, const char *room, const c
     t->st.phase = G304_PHASE_DONE;
     t->st.to_act = G304_NO_SEAT;
     t->turn_seat = G304_NO_SEAT;
+}
+
+int table_set_game(table *t, const char *game)
+{
+    if (strcmp(game, "304") == 0) {
+        t->game = TABLE_GAME_304;
+        return 0;
+    }
+    if (strcmp(game, "grid") != 0) return -1;
+    t->game = TABLE_GAME_GRID;
+    grid_rules_default(&t->g.rules);
+    t->g.st.phase = GRID_PHASE_DONE;
+    t->g.st.to_act = GRID_NO_SEAT;
+    return 0;
 }
 
 /* ---- actions as journal text ---- */
@@ -360,11 +396,11 @@ static int exec_deal(table *t, const table_env *env, const char *args, int skipp
     return 0;
 }
 
-static int parse_seat(const char *s, int *seat)
+static int parse_seat(const table *t, const char *s, int *seat)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (end == s || v < 0 || v >= G304_SEATS) return -1;
+    if (end == s || v < 0 || v >= nseats(t)) return -1;
     *seat = (int)v;
     return 0;
 }
@@ -381,9 +417,10 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
     const char *rest = entry + off;
     while (*rest == ' ') rest++;
     int with_seat = strcmp(word, "join") == 0 || strcmp(word, "bot") == 0 || strcmp(word, "leave") == 0 ||
-                    strcmp(word, "away") == 0 || strcmp(word, "back") == 0 || strcmp(word, "move") == 0;
+                    strcmp(word, "away") == 0 || strcmp(word, "back") == 0 || strcmp(word, "move") == 0 ||
+                    (is_grid(t) && strcmp(word, "grid") == 0);
     if (with_seat) {
-        if (parse_seat(rest, &seat) != 0) {
+        if (parse_seat(t, rest, &seat) != 0) {
             snprintf(err, errlen, "entry \"%.60s\" names no seat", entry);
             return -1;
         }
@@ -391,7 +428,14 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
         while (*rest == ' ') rest++;
     }
     table_seat *p = seat >= 0 ? &t->seat[seat] : NULL;
-    if (strcmp(word, "join") == 0 && *rest) {
+    int grid_own = is_grid(t) ? gridtable_entry(t, env, word, seat, rest, out, err, errlen) : 1;
+    if (grid_own < 0) return -1;
+    if (is_grid(t) && seat >= 0 && !t->started &&
+        (!strcmp(word, "join") || !strcmp(word, "bot") || !strcmp(word, "leave")))
+        t->g.has_grid &= (uint8_t)~(1u << seat); /* ContractGrid: a new player arranges a new grid */
+    if (grid_own == 0) {
+        /* a ContractGrid entry, applied by gridtable_entry() */
+    } else if (strcmp(word, "join") == 0 && *rest) {
         int was_bot = p->bot;
         snprintf(p->user, sizeof p->user, "%s", rest);
         p->bot = p->away = 0;
@@ -401,8 +445,9 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
             else out_room(out, NULL, "%s sits down.", label);
             if (hand_in_play(t)) {
                 char hand[RENDER_MAX + 32], cards[RENDER_MAX];
-                render_hand(&t->st, seat, cards, sizeof cards);
-                snprintf(hand, sizeof hand, "You now play %s. Your hand: %s", cmd_seat_name(seat), cards);
+                if (is_grid(t)) gridtable_hand_text(t, seat, cards, sizeof cards);
+                else render_hand(&t->st, seat, cards, sizeof cards);
+                snprintf(hand, sizeof hand, "You now play %s. Your hand: %s", seat_word(t, seat), cards);
                 out_private(out, env, t, p->user, hand);
             }
         }
@@ -410,7 +455,7 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
         p->user[0] = 0;
         p->bot = 1;
         p->away = 0;
-        if (out) out_room(out, NULL, "A computer player sits down as %s.", cmd_seat_name(seat));
+        if (out) out_room(out, NULL, "A computer player sits down as %s.", seat_word(t, seat));
     } else if (strcmp(word, "leave") == 0) {
         if (out) seat_label(t, env, seat, label, sizeof label);
         p->user[0] = 0;
@@ -475,6 +520,8 @@ int table_replay(table *t, const table_env *env, char *const *entries, int n, ch
     int last_deal = -1;
     for (int i = 0; i < n; i++)
         if (strncmp(entries[i], "deal ", 5) == 0) last_deal = i;
+    if (is_grid(t)) last_deal = -1; /* ContractGrid moves are cheap: every hand is replayed, so the
+                                        match (its history and tie-break too) is rebuilt exactly */
     for (int i = 0; i < n; i++) {
         int finished_hand = i < last_deal;
         if (finished_hand && strncmp(entries[i], "move ", 5) == 0) {
@@ -520,7 +567,7 @@ static void reply(table_out *out, const table *t, const table_env *env, const ch
 
 static int free_seat(const table *t, int want, int for_bot)
 {
-    for (int k = 0; k < G304_SEATS; k++) {
+    for (int k = 0; k < nseats(t); k++) {
         int s = want >= 0 ? want : k;
         const table_seat *p = &t->seat[s];
         int ok = t->started ? (!for_bot && p->bot && !p->user[0]) : (!p->user[0] && (!p->bot || (!for_bot && want >= 0)));
@@ -534,12 +581,17 @@ static int cmd_join(table *t, const table_env *env, const char *user, int is_pri
 {
     int mine = table_seat_of(t, user);
     if (mine >= 0) {
-        reply(out, t, env, user, is_private, "you already sit at %s.", cmd_seat_name(mine));
+        reply(out, t, env, user, is_private, "you already sit at %s.", seat_word(t, mine));
+        return 0;
+    }
+    if (c->seat >= nseats(t)) {
+        reply(out, t, env, user, is_private, "a ContractGrid table has seats 1 to 3: %sjoin 1, %sjoin 2 or %sjoin 3.",
+              env->prefix, env->prefix, env->prefix);
         return 0;
     }
     int s = free_seat(t, c->seat, 0);
     if (s < 0) {
-        if (c->seat >= 0) reply(out, t, env, user, is_private, "%s is taken.", cmd_seat_name(c->seat));
+        if (c->seat >= 0) reply(out, t, env, user, is_private, "%s is taken.", seat_word(t, c->seat));
         else reply(out, t, env, user, is_private, t->started ? "no seat is free: the match is under way." : "the table is full.");
         return 0;
     }
@@ -552,9 +604,14 @@ static int cmd_bot(table *t, const table_env *env, const char *user, int is_priv
         reply(out, t, env, user, is_private, "the match has started; computer players are added before %sstart.", env->prefix);
         return 0;
     }
+    if (c->seat >= nseats(t)) {
+        reply(out, t, env, user, is_private, "a ContractGrid table has seats 1 to 3: %sbot 1, %sbot 2 or %sbot 3.",
+              env->prefix, env->prefix, env->prefix);
+        return 0;
+    }
     int s = free_seat(t, c->seat, 1);
     if (s < 0) {
-        reply(out, t, env, user, is_private, c->seat >= 0 ? "%s is taken." : "the table is full.", cmd_seat_name(c->seat));
+        reply(out, t, env, user, is_private, c->seat >= 0 ? "%s is taken." : "the table is full.", seat_word(t, c->seat));
         return 0;
     }
     return exec_live(t, env, out, "bot %d", s);
@@ -688,6 +745,12 @@ static int cmd_move(table *t, const table_env *env, const char *user, int is_pri
 {
     int seat = table_seat_of(t, user);
     int quiet = c->kind == CMD_PLAY && c->bare;
+    if (c->kind == CMD_PLAY && c->joker) { /* 304 has no joker; "JK" alone in the room is chat, as it always was */
+        if (!c->bare || is_private)
+            reply(out, t, env, user, is_private, "304 has no joker: a card is rank then suit, like JS, 10h, "
+                  "J\xE2\x99\xA0 or jack of spades.");
+        return 0;
+    }
     if (seat < 0 || !t->started || t->hand_no == 0) {
         if (!quiet)
             reply(out, t, env, user, is_private, seat < 0 ? "you are not playing at this table (%sjoin to sit down)."
@@ -762,6 +825,9 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
                   table_out *out)
 {
     int seat = table_seat_of(t, user);
+    int shared = c->kind == CMD_JOIN || c->kind == CMD_BOT || c->kind == CMD_LEAVE || c->kind == CMD_BACK ||
+                 c->kind == CMD_ABORT;
+    if (is_grid(t) && !shared) return gridtable_command(t, env, user, moderator, is_private, c, out);
     switch (c->kind) {
     case CMD_JOIN: return cmd_join(t, env, user, is_private, c, out);
     case CMD_BOT: return cmd_bot(t, env, user, is_private, c, out);
@@ -798,6 +864,17 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
     case CMD_PLAY:
     case CMD_CAPS:
     case CMD_SPOILT: return cmd_move(t, env, user, is_private, c, out);
+    case CMD_MARK:
+        if (strcmp(c->word, "bid") == 0) { /* "bid a1 …": what the parser said of it before ContractGrid */
+            reply(out, t, env, user, is_private, "a bid is a number like 160 (or 60), or pcc: %sbid 160", env->prefix);
+            return 0;
+        }
+        /* fall through */
+    case CMD_GRID:
+    case CMD_EXCLUDE:
+        reply(out, t, env, user, is_private, "%s%s is a ContractGrid command, and this table plays 304 (%shelp lists "
+              "the commands).", env->prefix, c->word, env->prefix);
+        return 0;
     default:
         reply(out, t, env, user, is_private, "%s%s is not a 304 command (%shelp lists them).", env->prefix, c->word,
               env->prefix);
@@ -823,6 +900,7 @@ static int caps_order_for(const table *t, int s, card_t order[G304_TRICKS])
 int table_auto(table *t, const table_env *env, table_out *out)
 {
     int added = 0;
+    if (is_grid(t)) return gridtable_auto(t, env, out);
     for (int guard = 0; guard < 8 && t->started && !t->over; guard++) {
         if (t->hand_no == 0 || t->st.phase == G304_PHASE_DONE) {
             uint8_t seed[STORE_SEED_BYTES];
@@ -857,15 +935,21 @@ int table_auto(table *t, const table_env *env, table_out *out)
 int table_computer_to_act(const table *t)
 {
     if (!hand_in_play(t)) return -1;
-    int s = t->st.to_act;
+    int s = engine_to_act(t);
     if (s == G304_NO_SEAT || !computer_plays(&t->seat[s])) return -1;
     return s;
+}
+
+int table_to_act(const table *t)
+{
+    int s = engine_to_act(t);
+    return s == G304_NO_SEAT ? -1 : s;
 }
 
 int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const g304_action *a, table_out *out)
 {
     char text[LINE_MAX_LEN];
-    if (seq != t->seq || table_computer_to_act(t) != seat) return 0;
+    if (is_grid(t) || seq != t->seq || table_computer_to_act(t) != seat) return 0;
     g304_state copy = t->st;
     g304_action act = *a;
     if (g304_apply(&copy, seat, &act, NULL, NULL) != G304_OK) {
@@ -881,7 +965,7 @@ int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, c
 
 static int human_to_act(const table *t)
 {
-    int s = hand_in_play(t) ? t->st.to_act : G304_NO_SEAT;
+    int s = hand_in_play(t) ? engine_to_act(t) : G304_NO_SEAT;
     return s != G304_NO_SEAT && !computer_plays(&t->seat[s]) ? s : -1;
 }
 
@@ -926,7 +1010,8 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
         char text[RENDER_MAX];
         seat_names n;
         names_of(t, env, &n);
-        if (render_turn(&t->st, n.names, text, sizeof text)) out_room(out, t->seat[s].user, "Reminder — %s", text);
+        size_t said = is_grid(t) ? gridtable_turn_text(t, env, text, sizeof text) : render_turn(&t->st, n.names, text, sizeof text);
+        if (said) out_room(out, t->seat[s].user, "Reminder — %s", text);
         t->reminded = 1;
     }
     return table_next_timer(t, remind_ms, idle_ms, close_ms);
@@ -935,6 +1020,7 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len)
 {
     seat_names n;
+    if (is_grid(t)) return gridtable_match_text(t, env, buf, len);
     names_of(t, env, &n);
     if (!t->started || t->hand_no == 0)
         return (size_t)snprintf(buf, len, "Table %" PRId64 " has not started.", t->id);
@@ -948,6 +1034,10 @@ void table_prompt(table *t, const table_env *env, table_out *out)
 {
     char text[RENDER_MAX + 32], hand[RENDER_MAX];
     seat_names n;
+    if (is_grid(t)) {
+        gridtable_prompt(t, env, out);
+        return;
+    }
     if (t->prompted == t->seq || !hand_in_play(t)) return;
     int s = t->st.to_act;
     if (s == G304_NO_SEAT || computer_plays(&t->seat[s])) return;
@@ -968,3 +1058,64 @@ void table_prompt(table *t, const table_env *env, table_out *out)
             out_private(out, env, t, t->seat[s].user, text);
         }
 }
+
+size_t table_rules_text(const table *t, char *buf, size_t len)
+{
+    if (is_grid(t)) return gridtable_rules_text(&t->g.rules, buf, len);
+    return render_rules(&t->rules, buf, len);
+}
+
+/* ---- helpers lent to gridtable.c (gridtable.h) ---- */
+
+void table_say(table_out *o, const char *mention, const char *fmt, ...)
+{
+    char line[RENDER_MAX];
+    va_list ap;
+    if (!o) return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    out_text(o, "", mention, line);
+}
+
+void table_say_private(table_out *o, const table_env *env, const table *t, const char *user, const char *text)
+{
+    out_private(o, env, t, user, text);
+}
+
+void table_reply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                 const char *fmt, ...)
+{
+    char text[RENDER_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    reply(out, t, env, user, is_private, "%s", text);
+}
+
+void table_refuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                            const char *text)
+{
+    refuse_privately(out, t, env, user, is_private, "%s", text);
+}
+
+int table_exec_live(table *t, const table_env *env, table_out *out, const char *entry)
+{
+    return exec_live(t, env, out, "%s", entry);
+}
+
+const char *table_seat_label(const table *t, const table_env *env, int s, char *buf, size_t len)
+{
+    return seat_label(t, env, s, buf, len);
+}
+
+const char *table_seat_word(const table *t, int s) { return seat_word(t, s); }
+
+void table_add_score(table_out *o, const store_standing *d) { out_score(o, d); }
+
+int table_may_manage(const table *t, const char *user, int moderator) { return may_manage(t, user, moderator); }
+
+int table_computer_plays(const table *t, int s) { return computer_plays(&t->seat[s]); }
+
+int table_seated(const table *t, int s) { return seated(&t->seat[s]); }

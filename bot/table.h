@@ -1,4 +1,4 @@
-/* table.h — one table of 304 in a room: seats, options, the match, and its journal.
+/* table.h — one table in a room (304, or ContractGrid): seats, options, the match, its journal.
  *
  * A table is a deterministic machine over its journal: every change (a seat taken, an option
  * set, a hand dealt, a move) is one text entry, and table_exec() applies one. Live, the core
@@ -7,7 +7,12 @@
  * writes the entries and the messages to the store in one transaction. On restart the core
  * feeds the stored entries back through table_exec() without collecting messages, which
  * rebuilds the table exactly. Computer moves are chosen elsewhere (ai304, on a worker) and
- * come back as a command-like move through table_move(). */
+ * come back as a command-like move through table_computer_move().
+ *
+ * The same machinery hosts both games: seats, people and computer players, the journal, the
+ * timers and the messages are shared (table.c); what is particular to ContractGrid — its
+ * options, grids, hands and words — lives in gridtable.c, which table.c hands a grid table's
+ * game entries and commands to. A table is a 304 table unless table_set_game() says else. */
 #ifndef CARDROOM_TABLE_H
 #define CARDROOM_TABLE_H
 
@@ -17,6 +22,7 @@
 #include "caps.h"
 #include "command.h"
 #include "g304.h"
+#include "grid.h"
 #include "store.h"
 
 #define TABLE_USER_MAX 256
@@ -72,6 +78,17 @@ typedef struct {
 
 void table_out_clear(table_out *o);
 
+typedef enum { TABLE_GAME_304 = 0, TABLE_GAME_GRID = 1 } table_game;
+
+/* A ContractGrid table's game (gridtable.c). */
+typedef struct {
+    grid_rules rules;                          /* the options; fixed once the game starts */
+    uint8_t grid[GRID_SEATS][GRID_MAX_CELLS];  /* each seat's grid: the contract on each cell */
+    uint8_t has_grid;                          /* bit s: seat s has arranged its grid */
+    grid_state st;                             /* the hand (phase DONE between hands), with the
+                                                  match: grids, marks, scores, dealer */
+} table_grid;
+
 typedef struct {
     int64_t id;
     char net[16];
@@ -79,13 +96,15 @@ typedef struct {
     char creator[TABLE_USER_MAX];
     uint8_t started;
     uint8_t over;               /* closed: no more commands */
+    uint8_t game;               /* table_game */
     g304_rules rules;
     table_seat seat[G304_SEATS];
     int hand_no;                /* hands dealt so far (the current one is hand_no) */
     int16_t tokens[2];          /* tokens at the start of the current hand */
     uint8_t dealer;
     uint8_t seed[STORE_SEED_BYTES];
-    g304_state st;
+    g304_state st;              /* 304 only (a grid table keeps it in phase DONE) */
+    table_grid g;               /* ContractGrid only */
     int64_t seq;                /* journal entries applied */
     /* runtime only (timers), never journaled */
     int64_t turn_since;         /* ms: when the seat to act got the turn */
@@ -99,6 +118,10 @@ typedef struct {
 /* A new, empty table (its creation is not a journal entry: the store's table row is). */
 void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator,
                 const g304_rules *defaults);
+
+/* Makes a fresh table (before any entry) a table of game "304" or "grid" (store_table.game).
+ * Returns 0, or -1 for an unknown game. */
+int table_set_game(table *t, const char *game);
 
 /* Applies one journal entry. out may be NULL (replay: nothing is said). With out, the entry is
  * also recorded in out->entries. Returns 0, or -1 with a message in err if the entry does not
@@ -130,10 +153,16 @@ void table_prompt(table *t, const table_env *env, table_out *out);
 /* The seat a computer must move for now (bot or away), or -1. */
 int table_computer_to_act(const table *t);
 
+/* The seat whose move it is in the hand being played (person or computer), or -1. */
+int table_to_act(const table *t);
+
 /* A computer player's move for seat, chosen at journal position seq: applied only if the table
  * has not moved on since (seq == t->seq). Returns 1 if applied. */
 int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const g304_action *a,
                         table_out *out);
+/* The same at a ContractGrid table (gridtable.c). */
+int table_computer_move_grid(table *t, const table_env *env, int seat, int64_t seq, const grid_action *a,
+                             table_out *out);
 
 /* Timers (ms): remind the player to act after remind_ms, let a computer take the seat after
  * idle_ms, close the table when untouched for close_ms (0 = that timer is off). Returns the
@@ -149,8 +178,12 @@ int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int
 /* The seat of user, or -1. */
 int table_seat_of(const table *t, const char *user);
 
-/* Running match in words for `standings`: tokens per team, hand number. */
+/* Running match in words for `standings`: tokens per team, hand number (ContractGrid: the
+ * scores, marks and who risks the cap). */
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len);
+
+/* The rules of the table's game and its options, for `rules`. */
+size_t table_rules_text(const table *t, char *buf, size_t len);
 
 /* The canonical journal text of a move: "bid 160", "play JH", "caps JH 9H". */
 size_t table_action_text(const g304_action *a, char *buf, size_t len);

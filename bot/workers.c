@@ -55,7 +55,8 @@ static void ring_pop(ring *r, work_job *j)
 
 static void think(work_job *j)
 {
-    j->ok = ai304_choose(&j->in, j->seed, &j->action) == 0;
+    if (j->grid) j->ok = aigrid_choose(&j->gin, j->seed, &j->gaction) == 0;
+    else j->ok = ai304_choose(&j->in, j->seed, &j->action) == 0;
 }
 
 static void *worker_main(void *arg)

@@ -1,7 +1,7 @@
 /* workers.h — computer players think on worker threads, off the event loop.
  *
- * The loop submits a job (a seat's knowledge, ai304_input, and where the table stood); a
- * worker runs ai304_choose() and queues the result; the loop's wake-up descriptor turns
+ * The loop submits a job (a seat's knowledge, ai304_input or aigrid_input, and where the
+ * table stood); a worker runs ai304_choose() or aigrid_choose() and queues the result; the loop's wake-up descriptor turns
  * readable and the loop collects results with work_take(). With zero threads a job is
  * answered at once on the caller's thread (tests, small tools). */
 #ifndef CARDROOM_WORKERS_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ai304.h"
+#include "aigrid.h"
 
 typedef struct workers workers;
 
@@ -19,9 +20,16 @@ typedef struct {
     int seat;
     uint64_t seed;
     int64_t not_before;   /* ms: the answer is not used before this time (a thinking pause) */
-    ai304_input in;
+    int grid;             /* 1: a ContractGrid seat (gin, gaction); 0: 304 (in, action) */
+    union {
+        ai304_input in;
+        aigrid_input gin;
+    };
     int ok;               /* result: an action was chosen */
-    g304_action action;   /* result */
+    union {
+        g304_action action;   /* result */
+        grid_action gaction;  /* result (ContractGrid) */
+    };
 } work_job;
 
 workers *work_new(int threads);

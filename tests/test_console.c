@@ -1576,7 +1576,7 @@ Test(console, refusals_and_answers)
         {"back when not away", STARTED, "alice> !back", ROOM_PREFIX, "alice: you are not away."},
         {"leave when not seated", SETUP4, "erin> !leave", ROOM_PREFIX, "erin: you are not seated at this table."},
         {"new table twice", SETUP4, "bob> !new 304", ROOM_PREFIX, "bob: table 1 is already open here"},
-        {"new grid", "", "bob> !new grid", ROOM_PREFIX, "bob: only 304 tables can be opened"},
+        {"new grid", "", "bob> !new grid", ROOM_PREFIX, "Table 1 is open for ContractGrid"},
         {"a stranger moves", STARTED, "erin> !pass", ROOM_PREFIX, "erin: you are not playing at this table"},
         {"a stranger writes privately", STARTED, "erin>> !pass", "[@erin] ",
          "you are not sitting at a table: join one in its room first."},
@@ -2271,4 +2271,422 @@ Test(console, restart_resumes_with_computer_players)
     expected_free(&x);
     live_free(&l);
     temp_dir_remove(dir);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (g) ContractGrid: a whole game for three people through the console                      */
+/* ---------------------------------------------------------------------------------------- */
+
+#include "aigrid.h"
+#include "grid.h"
+
+#define GRID_PEOPLE 3
+#define GRID_SCRIPT_FILE SOURCE_DIR "/tests/console/grid-game.txt"
+#define GRID_SCRIPT_SEED 4
+
+static const char *const grid_people[GRID_PEOPLE] = {"alice", "bob", "carol"};
+
+/* What the generated game should show: each hand's dealt cards and every hand's points. */
+typedef struct {
+    int hands;
+    grid_set dealt[64][GRID_SEATS];
+    int16_t points[64][GRID_SEATS];
+    grid_match end;
+    uint8_t grids[GRID_SEATS][GRID_MAX_CELLS];
+} grid_expected;
+
+static grid_set grid_cards_named(const char *text)
+{
+    static const char *const ranks[RANK_COUNT] = {"7", "8", "9", "10", "J", "Q", "K", "A"};
+    grid_set set = 0;
+    char one[GRID_CARD_TEXT_MAX];
+    for (card_t c = 0; c < CARD_COUNT; c++)
+        if (strstr(text, grid_card_pretty(c, one))) set |= GRID_BIT(c);
+    if (strstr(text, "\xF0\x9F\x83\x8F")) set |= GRID_BIT(GRID_JOKER);
+    for (int suit = 0; suit < SUIT_COUNT; suit++) {
+        const char *sym = suit_symbol(suit);
+        size_t k = strlen(sym);
+        for (const char *p = strstr(text, sym); p; p = strstr(p + k, sym)) {
+            const char *q = p + k;
+            for (;;) {
+                if (strncmp(q, " \xF0\x9F\x83\x8F", 5) == 0) {
+                    q += 5;
+                    continue;
+                }
+                int found = -1;
+                size_t len = 0;
+                for (int r = 0; r < RANK_COUNT && q[0] == ' '; r++) {
+                    size_t n = strlen(ranks[r]);
+                    if (strncmp(q + 1, ranks[r], n) != 0) continue;
+                    char after = q[1 + n];
+                    if (after == 0 || after == ' ' || after == ')' || after == ',' || after == '.') found = r, len = n;
+                }
+                if (found < 0) break;
+                set |= GRID_BIT(CARD_MAKE(suit, found));
+                q += 1 + len;
+            }
+        }
+    }
+    return set;
+}
+
+/* A chat line for a move, in the ways people write them: in the room or privately, with the
+ * command or a bare card, "bid" for "mark", JK or joker for the joker. */
+static void grid_move_line(sbuf *script, const grid_rules *r, const char *user, const grid_action *a, uint64_t *rng)
+{
+    uint64_t roll = rng_next(rng);
+    char cell[GRID_CELL_TEXT_MAX];
+    const char *to = roll % 5 == 0 ? ">>" : ">";
+    const char *bang = to[1] ? "" : "!";
+    switch (a->kind) {
+    case GRID_DO_EXCLUDE:
+        sb_add(script, "%s%s %sexclude %s\n", user, to, bang, roll % 2 ? suit_name(a->suit) : suit_symbol(a->suit));
+        break;
+    case GRID_DO_BID:
+        sb_add(script, "%s%s %s%s", user, to, bang, roll % 3 == 0 ? "bid" : "mark");
+        for (int i = 0; i < a->n; i++) sb_add(script, " %s", grid_cell_name(r, a->cells[i], cell));
+        sb_add(script, "\n");
+        break;
+    default: {
+        const char *card = a->card == GRID_JOKER ? (roll % 2 ? "JK" : "joker") : grid_card_str(a->card);
+        if (roll % 3 == 1) sb_add(script, "%s> %s\n", user, card); /* a bare card on one's turn */
+        else sb_add(script, "%s%s %splay %s\n", user, to, bang, card);
+        break;
+    }
+    }
+}
+
+/* Writes the script of a whole game and what it should show. */
+static void grid_script(uint64_t nseed, sbuf *script, grid_expected *x)
+{
+    grid_rules r;
+    grid_error e;
+    grid_match m;
+    uint8_t seed[SEED_BYTES];
+    uint64_t rng = nseed * 1000003;
+    memset(x, 0, sizeof *x);
+    grid_rules_default(&r);
+    cr_assert_eq(grid_rules_set(&r, "small", "true", &e), 0);
+    cr_assert_eq(grid_rules_set(&r, "cap", "60", &e), 0);
+    sb_add(script, "# A whole ContractGrid game for three people with the small grid and cap 60.\n"
+                   "# Run it: cardroom console --script --seed %d < tests/console/grid-game.txt\n"
+                   "alice> !new grid\n", GRID_SCRIPT_SEED);
+    for (int s = 0; s < GRID_PEOPLE; s++) sb_add(script, "%s> !join %d\n", grid_people[s], s + 1);
+    sb_add(script, "bob> !set small true\ncarol> !set cap 60\nalice> !rules\n");
+    for (int s = 0; s < GRID_PEOPLE; s++) {
+        aigrid_arrange(&r, nseed * 10 + (uint64_t)s, x->grids[s]);
+        sb_add(script, "%s> !grid", grid_people[s]);
+        for (int i = 0; i < grid_cells(&r); i++) sb_add(script, " %s", grid_contract_name(x->grids[s][i]));
+        sb_add(script, "\n");
+    }
+    sb_add(script, "alice> !start\n");
+    seed_fixed(nseed, 1, 1, seed);
+    cr_assert_eq(grid_match_init(&m, &r, (const uint8_t(*)[GRID_MAX_CELLS])x->grids, seed[SEED_BYTES - 1] % 3, &e), 0,
+                 "%s", e.msg);
+    grid_state st;
+    st.match = m;
+    while (!st.match.over) {
+        card_t deck[GRID_DECK_MAX];
+        cr_assert_lt(x->hands, 64);
+        seed_fixed(nseed, 1, x->hands + 1, seed);
+        grid_shuffle(seed, &r, deck);
+        cr_assert_eq(grid_start(&st, &st.match, deck, NULL), GRID_OK);
+        for (int s = 0; s < GRID_SEATS; s++) x->dealt[x->hands][s] = st.dealt[s];
+        if (x->hands == 0) sb_add(script, "bob> !table\ncarol>> hand\n");
+        while (st.phase != GRID_PHASE_DONE) {
+            aigrid_input in;
+            grid_action a;
+            int s = st.to_act;
+            aigrid_input_of(&st, s, &in);
+            cr_assert_eq(aigrid_choose(&in, rng_next(&rng), &a), 0);
+            grid_move_line(script, &r, grid_people[s], &a, &rng);
+            cr_assert_eq(grid_apply(&st, s, &a, NULL, &e), GRID_OK, "%s", e.msg);
+            if (st.phase == GRID_PHASE_PLAY && st.trick_no == 2 && st.tricks[2].n == 0) sb_add(script, "alice> !last\n");
+        }
+        for (int s = 0; s < GRID_SEATS; s++) x->points[x->hands][s] = st.result.part[s][GRID_PART_TOTAL];
+        x->hands++;
+        if (!st.match.over) sb_add(script, "carol> !standings\n");
+    }
+    sb_add(script, "alice> !standings\n");
+    x->end = st.match;
+}
+
+/* Reads what a ContractGrid script should show by playing its lines on the engine itself:
+ * options, grids, and every move (commands, bare cards, the joker, "bid" cells), dealing each
+ * hand from the seed the console's --seed gives it. */
+static void grid_expect_from_script(const char *script, uint64_t nseed, grid_expected *x)
+{
+    grid_rules r;
+    grid_error e;
+    grid_state st;
+    uint8_t seed[SEED_BYTES];
+    int started = 0;
+    memset(x, 0, sizeof *x);
+    memset(&st, 0, sizeof st);
+    grid_rules_default(&r);
+    char *copy = strdup(script), *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#') continue;
+        char *gt = strchr(line, '>');
+        cr_assert_not_null(gt, "%s", line);
+        *gt = 0;
+        int priv = gt[1] == '>';
+        const char *text = gt + 1 + priv;
+        while (*text == ' ') text++;
+        int seat = -1;
+        for (int s = 0; s < GRID_PEOPLE; s++)
+            if (strcmp(line, grid_people[s]) == 0) seat = s;
+        cmd c;
+        cmd_parse(text, strlen(text), "!", priv, &c);
+        grid_action a;
+        memset(&a, 0, sizeof a);
+        a.card = CARD_NONE;
+        switch (c.kind) {
+        case CMD_SET: cr_assert_eq(grid_rules_set(&r, c.arg, c.arg2, &e), 0, "%s", e.msg); continue;
+        case CMD_GRID: {
+            char words[GRID_MAX_CELLS + 1][32];
+            int n = 0;
+            for (char *w = strtok(c.arg2, " "); w && n <= GRID_MAX_CELLS; w = strtok(NULL, " "))
+                snprintf(words[n++], 32, "%s", w);
+            cr_assert_eq(n, grid_cells(&r));
+            for (int i = 0; i < n; i++) x->grids[seat][i] = (uint8_t)grid_contract_parse(words[i], strlen(words[i]));
+            continue;
+        }
+        case CMD_START: {
+            grid_match m;
+            seed_fixed(nseed, 1, 1, seed);
+            cr_assert_eq(grid_match_init(&m, &r, (const uint8_t(*)[GRID_MAX_CELLS])x->grids, seed[SEED_BYTES - 1] % 3,
+                                         &e), 0, "%s", e.msg);
+            st.match = m;
+            started = 1;
+            break;
+        }
+        case CMD_EXCLUDE: a.kind = GRID_DO_EXCLUDE, a.suit = (uint8_t)c.suit; break;
+        case CMD_MARK: {
+            a.kind = GRID_DO_BID;
+            for (char *w = strtok(c.arg2, " "); w; w = strtok(NULL, " ")) {
+                int cell;
+                cr_assert_eq(grid_cell_parse(&r, w, strlen(w), &cell, NULL, 0), 0, "%s", w);
+                a.cells[a.n++] = (uint8_t)cell;
+            }
+            break;
+        }
+        case CMD_PLAY: a.kind = GRID_DO_PLAY, a.card = c.joker ? GRID_JOKER : c.card; break;
+        default: continue; /* questions: table, hand, last, standings, rules */
+        }
+        if (c.kind != CMD_START) {
+            cr_assert(started && seat >= 0, "a move before the start: %s", text);
+            cr_assert_eq(grid_apply(&st, seat, &a, NULL, &e), GRID_OK, "%s> %s: %s", line, text, e.msg);
+            if (st.phase != GRID_PHASE_DONE) continue;
+            for (int s = 0; s < GRID_SEATS; s++) x->points[x->hands][s] = st.result.part[s][GRID_PART_TOTAL];
+            x->hands++;
+            if (st.match.over) continue;
+        }
+        card_t deck[GRID_DECK_MAX]; /* the next hand */
+        seed_fixed(nseed, 1, x->hands + 1, seed);
+        grid_shuffle(seed, &r, deck);
+        cr_assert_eq(grid_start(&st, &st.match, deck, NULL), GRID_OK);
+        for (int s = 0; s < GRID_SEATS; s++) x->dealt[x->hands][s] = st.dealt[s];
+    }
+    cr_assert(st.match.over, "the script does not play the game to its end");
+    x->end = st.match;
+    free(copy);
+}
+
+/* Checks a console transcript of the game against what the engine says it should show. */
+static void grid_check_transcript(const run_result *rr, const grid_expected *x)
+{
+    const lines *all = &rr->all;
+    int hand = -1, shown = 0;
+    int32_t total[GRID_SEATS] = {0};
+    grid_rules r;
+    grid_error e;
+    grid_rules_default(&r);
+    grid_rules_set(&r, "small", "true", &e);
+    for (int i = 0; i < all->n; i++) {
+        const char *line = all->v[i];
+        cr_assert_null(strstr(line, "Internal error"), "%s", line);
+        cr_assert_null(strstr(line, "not allowed"), "a scripted move was refused: %s", line);
+        cr_assert_null(strstr(line, "not your turn"), "a scripted move was refused: %s", line);
+        if (starts(line, ROOM_PREFIX "Hand ") && strstr(line, " " EM_DASH " dealer ")) hand++;
+        /* each grid is shown as a table of its contracts */
+        for (int s = 0; s < GRID_SEATS; s++) {
+            char head[64];
+            snprintf(head, sizeof head, ROOM_PREFIX "Grid of %s (seat %d):", grid_people[s], s + 1);
+            if (strcmp(line, head) != 0) continue;
+            cr_assert_lt(i + 4, all->n);
+            cr_assert_str_eq(all->v[i + 1], ROOM_PREFIX "    a           b           c");
+            for (int row = 0; row < 3; row++) {
+                char want[128];
+                snprintf(want, sizeof want, ROOM_PREFIX "%d   %-12s%-12s%s", row + 1, grid_contract_name(x->grids[s][row * 3]),
+                         grid_contract_name(x->grids[s][row * 3 + 1]), grid_contract_name(x->grids[s][row * 3 + 2]));
+                cr_assert_str_eq(all->v[i + 2 + row], want);
+            }
+            shown |= 1 << s;
+        }
+        /* hands go privately to their players, and only to them */
+        if (strstr(line, "Your cards: ")) {
+            cr_assert_geq(hand, 0);
+            int seat = -1;
+            for (int s = 0; s < GRID_SEATS; s++) {
+                char to[64];
+                snprintf(to, sizeof to, "[@%s] [room \xC2\xB7 table 1] Your cards: ", grid_people[s]);
+                if (starts(line, to)) seat = s;
+            }
+            cr_assert_geq(seat, 0, "a hand not sent privately to its player: %s", line);
+            cr_assert_eq(grid_cards_named(line), x->dealt[hand][seat], "hand %d of %s: %s", hand + 1, grid_people[seat], line);
+        }
+        if (starts(line, ROOM_PREFIX) && (strstr(line, "Your cards") || strstr(line, "Your hand")))
+            cr_assert_fail("a hand in the room: %s", line);
+        /* the score parts add up, and so do the totals */
+        const char *sc = strstr(line, " scores ");
+        if (starts(line, ROOM_PREFIX) && sc && strstr(line, "for unmarked values")) {
+            int seat = -1, u, b, l, sum, tot;
+            for (int s = 0; s < GRID_SEATS; s++) {
+                char who[64];
+                snprintf(who, sizeof who, ROOM_PREFIX "%s (seat %d) scores ", grid_people[s], s + 1);
+                if (starts(line, who)) seat = s;
+            }
+            cr_assert_geq(seat, 0, "%s", line);
+            cr_assert_eq(sscanf(sc, " scores %d for unmarked values + %d for bids + %d for lines = %d, total %d.", &u, &b,
+                                &l, &sum, &tot), 5, "%s", line);
+            cr_assert_eq(u + b + l, sum, "%s", line);
+            cr_assert_eq(sum, x->points[hand][seat], "hand %d, %s: %s", hand + 1, grid_people[seat], line);
+            total[seat] += sum;
+            cr_assert_eq(tot, total[seat], "%s", line);
+        }
+    }
+    cr_assert_eq(shown, 7, "not every grid was shown");
+    cr_assert_eq(hand + 1, x->hands, "%d hands shown, %d played", hand + 1, x->hands);
+    for (int s = 0; s < GRID_SEATS; s++) cr_assert_eq(total[s], x->end.scores[s]);
+    /* the ranking and the winner, then the table closes */
+    int at = lines_find(all, 0, ROOM_PREFIX "Game over after ");
+    cr_assert_geq(at, 0, "no end of the game");
+    int nwin = __builtin_popcount(x->end.winners);
+    for (int s = 0; s < GRID_SEATS; s++) {
+        char who[96];
+        snprintf(who, sizeof who, "%d. %s (seat %d) %d", x->end.place[s], grid_people[s], s + 1, (int)x->end.scores[s]);
+        cr_assert(strstr(all->v[at], who), "the ranking lacks '%s': %s", who, all->v[at]);
+        if (nwin == 1 && (x->end.winners >> s & 1)) {
+            snprintf(who, sizeof who, "%s (seat %d) wins the game!", grid_people[s], s + 1);
+            cr_assert(strstr(all->v[at], who), "%s", all->v[at]);
+        }
+    }
+    cr_assert_geq(lines_find(all, at, ROOM_PREFIX "Table 1 is closed: the game is over."), 0);
+    /* after the end: standings rows, no table */
+    int st = lines_find(all, at, "No match is running here.");
+    cr_assert_geq(st, 0, "standings after the game");
+    for (int s = 0; s < GRID_SEATS; s++) {
+        char row[128];
+        snprintf(row, sizeof row, "%s \xE2\x80\x94 1 match, %d won; as trump maker 0 made, 0 failed; %d hands", grid_people[s],
+                 x->end.winners >> s & 1, x->hands);
+        cr_assert_geq(lines_find(all, st, row), 0, "no standings row '%s'", row);
+    }
+}
+
+static char *read_text_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    int ch;
+    while ((ch = fgetc(f)) != EOF) fputc(ch, mem);
+    fclose(f);
+    fclose(mem);
+    return text;
+}
+
+Test(console, grid_game_for_three_people)
+{
+    cfg c;
+    sbuf script = {0};
+    grid_expected x;
+    grid_expected y;
+    test_cfg(&c);
+    grid_script(GRID_SCRIPT_SEED, &script, &x);
+    cr_assert_geq(x.hands, 2, "a game of one hand shows too little");
+    grid_expect_from_script(sb_str(&script), GRID_SCRIPT_SEED, &y); /* the interpreter agrees with the generator */
+    cr_assert_eq(y.hands, x.hands);
+    cr_assert_eq(memcmp(y.dealt, x.dealt, sizeof x.dealt), 0);
+    cr_assert_eq(memcmp(y.points, x.points, sizeof x.points), 0);
+    cr_assert_eq(memcmp(y.end.scores, x.end.scores, sizeof x.end.scores), 0);
+    run_result rr = run_script(&c, sb_str(&script), GRID_SCRIPT_SEED, NULL);
+    cr_assert_eq(rr.rc, 0, "%s", rr.err);
+    grid_check_transcript(&rr, &x);
+    /* the rules, the table and standings during the game */
+    cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "ContractGrid, three players"), 0);
+    cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "This table: cap=60, bids=3, deck=33, unmarked_point=1, small=true"), 0);
+    cr_assert_geq(lines_find(&rr.all, 0, "[@carol] [room \xC2\xB7 table 1] "), 0);
+    cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "Last trick (2) to "), 0);
+    if (x.hands > 1) cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "ContractGrid at table 1, hand 2 (cap 60): "), 0);
+    /* CARDROOM_WRITE_GRID_SCRIPT=1 writes this game to tests/console/grid-game.txt */
+    if (getenv("CARDROOM_WRITE_GRID_SCRIPT")) {
+        FILE *f = fopen(GRID_SCRIPT_FILE, "w");
+        cr_assert_not_null(f);
+        fputs(sb_str(&script), f);
+        fclose(f);
+    }
+    run_free(&rr);
+    sb_free(&script);
+}
+
+/* The committed script people can run plays a whole game, checked like the generated one. */
+Test(console, grid_game_script_file)
+{
+    cfg c;
+    grid_expected x;
+    test_cfg(&c);
+    char *file = read_text_file(GRID_SCRIPT_FILE);
+    cr_assert_not_null(file, "%s is missing", GRID_SCRIPT_FILE);
+    const char *at = strstr(file, "--seed ");
+    cr_assert_not_null(at, "the script names no --seed in its comments");
+    uint64_t nseed = strtoull(at + 7, NULL, 10);
+    grid_expect_from_script(file, nseed, &x);
+    run_result rr = run_script(&c, file, nseed, NULL);
+    cr_assert_eq(rr.rc, 0, "%s", rr.err);
+    grid_check_transcript(&rr, &x);
+    run_free(&rr);
+    free(file);
+}
+
+/* A grid game stopped half-way resumes on the same database (the core rebuilds the table from
+ * its journal) and ends exactly as one uninterrupted run. */
+Test(console, grid_game_resumes_after_a_restart)
+{
+    cfg c;
+    sbuf script = {0};
+    grid_expected x;
+    test_cfg(&c);
+    grid_script(GRID_SCRIPT_SEED + 1, &script, &x);
+    int n = count_lines(script.s);
+    for (int k = 0; k < 2; k++) {
+        int cut = k == 0 ? n / 2 : n - 5;
+        char *dir = temp_dir("console"), *one = path_in(dir, "one.db"), *two = path_in(dir, "two.db");
+        const char *p = script.s;
+        for (int i = 0; i < cut; i++) p = strchr(p, '\n') + 1;
+        char *half = strndup(script.s, (size_t)(p - script.s));
+        run_result a = run_script(&c, script.s, GRID_SCRIPT_SEED + 1, one);
+        run_result b1 = run_script(&c, half, GRID_SCRIPT_SEED + 1, two);
+        run_result b2 = run_script(&c, script.s, GRID_SCRIPT_SEED + 1, two);
+        cr_assert_eq(a.rc + b1.rc + b2.rc, 0);
+        lines oa, ob;
+        outbox_of(one, &oa);
+        outbox_of(two, &ob);
+        cr_assert_eq(ob.n, oa.n);
+        for (int i = 0; i < oa.n; i++) cr_assert_str_eq(ob.v[i], oa.v[i], "message %d differs", i + 1);
+        cr_assert_eq(b1.all.n + b2.all.n, a.all.n);
+        grid_check_transcript(&a, &x);
+        lines_free(&oa);
+        lines_free(&ob);
+        run_free(&a);
+        run_free(&b1);
+        run_free(&b2);
+        free(half);
+        free(one);
+        free(two);
+        temp_dir_remove(dir);
+    }
+    sb_free(&script);
 }

@@ -1,7 +1,8 @@
-/* test_scenarios.c — runs the 304 scenario files (tests/scenarios/304/<RULE-ID>-<NN>-<slug>.json).
+/* test_scenarios.c — runs the scenario files of both games: tests/scenarios/304/ and
+ * tests/scenarios/grid/ (ContractGrid), each named <RULE-ID>-<NN>-<slug>.json.
  *
  * Each file is a `cardroom replay` input plus annotations, written from shared/rules/304.md
- * and the README, independently of the engine. For every file (in name order) the test runs
+ * (or shared/rules/contractgrid.md) and the README, independently of the engine. For every file (in name order) the test runs
  * replay_run() on the file's text and checks:
  *   - per action: "expect" is "ok", "refused" (any error) or an error code (results[i]);
  *   - top level: "expect" is a subset of the replay output (objects: listed keys recursively;
@@ -9,7 +10,8 @@
  *     input, optionally with "error_contains" (a substring of the error line);
  *   - "name" equals the file stem.
  * Every mismatch prints the file, the JSON path, the expected and the actual value.
- * A second test checks that every rule id in RULE_IDS has at least one file. */
+ * A second test per game checks that every rule id (RULE_IDS, GRID_RULE_IDS) has at least
+ * one file. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #endif
 
 #define SCEN_SUBDIR SCENARIO_DIR "/304"
+#define GRID_SUBDIR SCENARIO_DIR "/grid"
 #define PATH_MAX_LEN 512
 
 /* Rule ids that must each have at least one scenario file. */
@@ -38,6 +41,12 @@ static const char *const RULE_IDS[] = {
     "R-PCC",         "R-TOKENS",      "R-TRANSFER",
 };
 
+/* The ids of shared/rules/contractgrid.md. */
+static const char *const GRID_RULE_IDS[] = {
+    "G-CARDS", "G-SEATS",  "G-CONTRACTS", "G-GRID",   "G-LINES", "G-DEAL",   "G-TRUMP",
+    "G-BIDS",  "G-PLAY",   "G-VALUES",    "G-SCORE",  "G-END",   "G-WINNER",
+};
+
 typedef struct {
     char **names;
     size_t n, cap;
@@ -48,11 +57,11 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Lists the *.json files of the scenario directory, sorted. */
-static name_list list_files(void)
+/* Lists the *.json files of a scenario directory, sorted. */
+static name_list list_files(const char *dir)
 {
     name_list l = {NULL, 0, 0};
-    DIR *d = opendir(SCEN_SUBDIR);
+    DIR *d = opendir(dir);
     if (!d)
         return l;
     struct dirent *e;
@@ -224,10 +233,10 @@ static int check_actions(const char *file, const json_t *scen, const json_t *out
 }
 
 /* Runs one scenario file; returns the number of mismatches (0 = pass). */
-static int run_file(const char *fname)
+static int run_file(const char *dir, const char *fname)
 {
     char path[PATH_MAX_LEN];
-    snprintf(path, sizeof path, "%s/%s", SCEN_SUBDIR, fname);
+    snprintf(path, sizeof path, "%s/%s", dir, fname);
     size_t len = 0;
     char *text = read_text(path, &len);
     if (!text) {
@@ -290,20 +299,32 @@ static int run_file(const char *fname)
     return bad;
 }
 
-Test(scenarios, all_files)
+/* Runs every file of a directory; returns the number of failed files. */
+static int run_dir(const char *dir)
 {
-    name_list l = list_files();
-    cr_assert(l.n > 0, "no scenario files in %s", SCEN_SUBDIR);
+    name_list l = list_files(dir);
+    cr_assert(l.n > 0, "no scenario files in %s", dir);
     int failed = 0;
     for (size_t i = 0; i < l.n; i++)
-        if (run_file(l.names[i]) != 0) {
+        if (run_file(dir, l.names[i]) != 0) {
             fprintf(stderr, "FAIL %s\n", l.names[i]);
             failed++;
         }
-    fprintf(stderr, "scenarios: %zu files, %d failed\n", l.n, failed);
-    size_t n = l.n;
+    fprintf(stderr, "scenarios in %s: %zu files, %d failed\n", dir, l.n, failed);
     free_list(&l);
-    cr_assert(failed == 0, "scenarios: %zu files, %d failed", n, failed);
+    return failed;
+}
+
+Test(scenarios, all_files)
+{
+    int failed = run_dir(SCEN_SUBDIR);
+    cr_assert(failed == 0, "304 scenarios: %d failed", failed);
+}
+
+Test(scenarios, grid_files)
+{
+    int failed = run_dir(GRID_SUBDIR);
+    cr_assert(failed == 0, "ContractGrid scenarios: %d failed", failed);
 }
 
 /* A file belongs to rule id R when its name is "R-<digits>-…". */
@@ -320,19 +341,32 @@ static int file_has_id(const char *fname, const char *id)
     return *p == '-';
 }
 
-Test(scenarios, every_rule_has_a_file)
+/* Counts the rule ids without a file in dir. */
+static int missing_ids(const char *dir, const char *const *ids, size_t n_ids)
 {
-    name_list l = list_files();
+    name_list l = list_files(dir);
     int missing = 0;
-    for (size_t r = 0; r < sizeof RULE_IDS / sizeof RULE_IDS[0]; r++) {
+    for (size_t r = 0; r < n_ids; r++) {
         int found = 0;
         for (size_t i = 0; i < l.n && !found; i++)
-            found = file_has_id(l.names[i], RULE_IDS[r]);
+            found = file_has_id(l.names[i], ids[r]);
         if (!found) {
-            fprintf(stderr, "no scenario file for %s\n", RULE_IDS[r]);
+            fprintf(stderr, "no scenario file for %s\n", ids[r]);
             missing++;
         }
     }
     free_list(&l);
+    return missing;
+}
+
+Test(scenarios, every_rule_has_a_file)
+{
+    int missing = missing_ids(SCEN_SUBDIR, RULE_IDS, sizeof RULE_IDS / sizeof RULE_IDS[0]);
     cr_assert(missing == 0, "%d rule ids without a scenario file", missing);
+}
+
+Test(scenarios, every_grid_rule_has_a_file)
+{
+    int missing = missing_ids(GRID_SUBDIR, GRID_RULE_IDS, sizeof GRID_RULE_IDS / sizeof GRID_RULE_IDS[0]);
+    cr_assert(missing == 0, "%d ContractGrid rule ids without a scenario file", missing);
 }
