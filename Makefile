@@ -10,7 +10,8 @@ FUZZ_SECONDS ?= 30
 # Debian 12 packages the build and the tests need.
 PACKAGES := build-essential meson ninja-build pkg-config clang libclang-rt-14-dev \
             libsodium-dev libjansson-dev libcriterion-dev \
-            libsqlite3-dev libinih-dev libcurl4-openssl-dev libssl-dev libolm-dev python3-olm python3
+            libsqlite3-dev libinih-dev libcurl4-openssl-dev libssl-dev libolm-dev python3-olm python3 \
+            ngircd inspircd anope openssl
 
 .PHONY: run test deps build build-san check check-san fuzz bench clean
 
@@ -48,8 +49,8 @@ check-san: build-san
 
 fuzz: $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay tests/fuzz_command tests/fuzz_config tests/fuzz_console \
-	  tests/fuzz_sync tests/fuzz_olm tests/fuzz_megolm tests/fuzz_e2ee tests/fuzz_irc_line
-	@for t in card replay command config console sync olm megolm e2ee irc_line; do \
+	  tests/fuzz_sync tests/fuzz_olm tests/fuzz_megolm tests/fuzz_e2ee tests/fuzz_irc_line tests/fuzz_irc_proto
+	@for t in card replay command config console sync olm megolm e2ee irc_line irc_proto; do \
 	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
 	  ./$(FUZZ_BUILD)/tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CFG_SEC_BOT, CFG_SEC_TIMERS, CFG_SEC_RULES, CFG_SEC_MATRIX, CFG_SEC_CONSOLE, CFG_SEC_COUNT };
+enum { CFG_SEC_BOT, CFG_SEC_TIMERS, CFG_SEC_RULES, CFG_SEC_MATRIX, CFG_SEC_IRC, CFG_SEC_CONSOLE, CFG_SEC_COUNT };
 
-static const char *const cfg_sections[CFG_SEC_COUNT] = {"bot", "timers", "rules", "matrix", "console"};
-#define CFG_SECTION_LIST "sections: bot, timers, rules, matrix, console"
+static const char *const cfg_sections[CFG_SEC_COUNT] = {"bot", "timers", "rules", "matrix", "irc", "console"};
+#define CFG_SECTION_LIST "sections: bot, timers, rules, matrix, irc, console"
 
 typedef enum {
     CFG_KIND_TEXT, /* a string into a char array; min..max characters, a character class */
@@ -44,6 +44,7 @@ typedef enum {
     CFG_CHARS_PRINTABLE, /* anything but control characters */
     CFG_CHARS_NO_BLANKS, /* printable, no spaces */
     CFG_CHARS_NAME,      /* A-Z a-z 0-9 _ . - */
+    CFG_CHARS_IRC_NICK,  /* A-Z a-z 0-9 [ ] \ ` _ ^ { | } - (RFC 2812; the first one is checked by the adapter) */
 } cfg_chars;
 
 typedef struct {
@@ -70,6 +71,8 @@ typedef struct {
 
 static const char *const cfg_log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cfg_bools[] = {"true", "false", NULL};
+static const char *const cfg_irc_logins[] = {"auto", "sasl", "nickserv", "none", NULL};
+static const char *const cfg_irc_replies[] = {"notice", "privmsg", NULL};
 
 static const cfg_key cfg_keys[] = {
     CFG_TEXT(CFG_SEC_BOT, "prefix", prefix, 1, 8, CFG_CHARS_NO_BLANKS, "1 to 8 characters without blanks"),
@@ -97,6 +100,29 @@ static const cfg_key cfg_keys[] = {
              "user ids and server names separated by commas or blanks, or *"),
     CFG_INT(CFG_SEC_MATRIX, "sync_timeout", matrix_sync_timeout, 1, 300, "a number of seconds from 1 to 300"),
     CFG_WORD(CFG_SEC_MATRIX, "encrypt_direct_chats", matrix_encrypt_dms, cfg_bools, "true or false"),
+    CFG_TEXT(CFG_SEC_IRC, "server", irc_server, 0, 253, CFG_CHARS_NO_BLANKS, "a host name or address, like irc.example.org"),
+    CFG_INT(CFG_SEC_IRC, "port", irc_port, 0, 65535, "a port number from 1 to 65535, or 0 for the usual one (6697 with TLS, 6667 without)"),
+    CFG_WORD(CFG_SEC_IRC, "tls", irc_tls, cfg_bools, "true or false"),
+    CFG_WORD(CFG_SEC_IRC, "tls_verify", irc_tls_verify, cfg_bools, "true or false"),
+    CFG_TEXT(CFG_SEC_IRC, "tls_ca", irc_tls_ca, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE, "a file of trusted certificates (PEM)"),
+    CFG_TEXT(CFG_SEC_IRC, "nick", irc_nick, 1, 30, CFG_CHARS_IRC_NICK,
+             "1 to 30 characters: a letter or one of [ ] \\ ` _ ^ { | } first, then also digits and -"),
+    CFG_TEXT(CFG_SEC_IRC, "username", irc_username, 1, 10, CFG_CHARS_NAME, "1 to 10 characters of A-Z a-z 0-9 _ . -"),
+    CFG_TEXT(CFG_SEC_IRC, "realname", irc_realname, 1, 100, CFG_CHARS_PRINTABLE, "1 to 100 characters"),
+    CFG_TEXT(CFG_SEC_IRC, "account", irc_account, 0, 64, CFG_CHARS_NO_BLANKS, "a services account name without blanks"),
+    CFG_TEXT(CFG_SEC_IRC, "password", irc_password, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "the services account's password (better in CARDROOM_IRC_PASSWORD)"),
+    CFG_WORD(CFG_SEC_IRC, "login", irc_login, cfg_irc_logins, "one of auto, sasl, nickserv, none"),
+    CFG_TEXT(CFG_SEC_IRC, "channels", irc_channels, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "channel names (#name) separated by commas or blanks"),
+    CFG_TEXT(CFG_SEC_IRC, "invites", irc_invites, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "nicks or accounts separated by commas or blanks, or *"),
+    CFG_WORD(CFG_SEC_IRC, "channel_replies", irc_channel_replies, cfg_irc_replies, "notice or privmsg"),
+    CFG_INT(CFG_SEC_IRC, "flood_burst", irc_flood_burst, 1, 1000, "a whole number of lines from 1 to 1000"),
+    CFG_INT(CFG_SEC_IRC, "flood_interval_ms", irc_flood_interval_ms, 0, 60000, "a number of milliseconds from 0 to 60000"),
+    CFG_INT(CFG_SEC_IRC, "line_bytes", irc_line_bytes, 160, 512, "a number of bytes from 160 to 512"),
+    CFG_INT(CFG_SEC_IRC, "ping_interval", irc_ping_interval, 5, 3600, "a number of seconds from 5 to 3600"),
+    CFG_INT(CFG_SEC_IRC, "ping_timeout", irc_ping_timeout, 5, 3600, "a number of seconds from 5 to 3600"),
     CFG_TEXT(CFG_SEC_CONSOLE, "user", console_user, 1, 32, CFG_CHARS_NAME, CFG_NAME_CHARS),
     CFG_TEXT(CFG_SEC_CONSOLE, "room", console_room, 1, 32, CFG_CHARS_NAME, CFG_NAME_CHARS),
 };
@@ -127,6 +153,18 @@ void cfg_defaults(cfg *c)
     strcpy(c->matrix_device_name, "cardroom");
     c->matrix_sync_timeout = 30;
     strcpy(c->matrix_encrypt_dms, "true");
+    strcpy(c->irc_tls, "true");
+    strcpy(c->irc_tls_verify, "true");
+    strcpy(c->irc_nick, "cardroom");
+    strcpy(c->irc_username, "cardroom");
+    strcpy(c->irc_realname, "cardroom card games");
+    strcpy(c->irc_login, "auto");
+    strcpy(c->irc_channel_replies, "notice");
+    c->irc_flood_burst = 5;
+    c->irc_flood_interval_ms = 1000;
+    c->irc_line_bytes = 512;
+    c->irc_ping_interval = 120;
+    c->irc_ping_timeout = 60;
     strcpy(c->console_user, "you");
     strcpy(c->console_room, "room");
 }
@@ -161,6 +199,9 @@ static int cfg_char_ok(unsigned char ch, cfg_chars chars)
     case CFG_CHARS_NAME:
         return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
                ch == '.' || ch == '-';
+    case CFG_CHARS_IRC_NICK:
+        return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+               strchr("[]\\`_^{|}", ch) != NULL;
     }
     return 0;
 }

@@ -39,6 +39,26 @@ typedef struct {
     char matrix_invites[CFG_STR];      /* whose invites are accepted: user ids, server names, "*" */
     int matrix_sync_timeout;           /* long-poll seconds, default 30 */
     char matrix_encrypt_dms[8];        /* "true" (default): new direct chats ask for encryption */
+    /* [irc] — the bot on an IRC network (adapters/irc); off while server is "" */
+    char irc_server[256];              /* host name or address */
+    int irc_port;                      /* 0: 6697 with TLS, 6667 without */
+    char irc_tls[8];                   /* "true" (default) or "false" */
+    char irc_tls_verify[8];            /* "true" (default): the server's certificate must verify */
+    char irc_tls_ca[CFG_STR];          /* trusted certificates (PEM); "": the system's */
+    char irc_nick[64];                 /* default "cardroom" */
+    char irc_username[16];             /* default "cardroom" */
+    char irc_realname[128];            /* default "cardroom card games" */
+    char irc_account[72];              /* services account for SASL / NickServ; "": the nick */
+    char irc_password[CFG_STR];        /* secret: better CARDROOM_IRC_PASSWORD */
+    char irc_login[16];                /* "auto" (default), "sasl", "nickserv", "none" */
+    char irc_channels[CFG_STR];        /* channels to join, "#a, #b" */
+    char irc_invites[CFG_STR];         /* whose /invite the bot follows: nicks, accounts, "*"; "": nobody */
+    char irc_channel_replies[16];      /* "notice" (default) or "privmsg" */
+    int irc_flood_burst;               /* lines sent at once before the pace applies, default 5 */
+    int irc_flood_interval_ms;         /* then one line per this many ms, default 1000 */
+    int irc_line_bytes;                /* the longest line the server relays, prefix included, default 512 */
+    int irc_ping_interval;             /* seconds of silence before the bot pings, default 120 */
+    int irc_ping_timeout;              /* then seconds without an answer before it reconnects, default 60 */
     /* [console] */
     char console_user[64];    /* the terminal user's name, default "you" */
     char console_room[64];    /* the room's name, default "room" */

@@ -1,7 +1,7 @@
 /* main.c — the `cardroom` program: reads the subcommand and runs it.
  *
  * Subcommands: `console` (adapters/console; also what runs with no arguments), `run` (the chat
- * networks of the configuration: adapters/matrix), `replay FILE|-`
+ * network of the configuration: adapters/matrix or adapters/irc), `replay FILE|-`
  * (bot/replay.c), `verify SEED COMMITMENT [DEALER]` (bot/seed.c), `help` and `--version`.
  * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
 #include <errno.h>
@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "console.h"
+#include "irc.h"
 #include "matrix.h"
 #include "replay.h"
 #include "seed.h"
@@ -32,11 +33,14 @@ static const char usage_text[] =
     "                  play at a 304 table in the terminal (the default command):\n"
     "                  you against three computer players; --script reads\n"
     "                  \"USER> TEXT\" lines (\"USER>> TEXT\" = privately to the bot)\n"
-    "  run [--config FILE] [--db PATH] [--seed N]\n"
-    "                  run the bot on the chat networks of the configuration (Matrix:\n"
-    "                  the [matrix] section; secrets from CARDROOM_MATRIX_PASSWORD or\n"
-    "                  CARDROOM_MATRIX_ACCESS_TOKEN) until stopped (SIGTERM, Ctrl-C)\n"
-    "  replay FILE|-   replay one hand of 304 given as JSON (- reads standard input)\n"
+    "  run [--config FILE] [--db PATH] [--seed N] [--net matrix|irc]\n"
+    "                  run the bot on the chat network of the configuration until\n"
+    "                  stopped (SIGTERM, Ctrl-C): Matrix (the [matrix] section; secrets\n"
+    "                  from CARDROOM_MATRIX_PASSWORD or CARDROOM_MATRIX_ACCESS_TOKEN) or\n"
+    "                  IRC (the [irc] section; CARDROOM_IRC_PASSWORD); with both\n"
+    "                  configured, --net picks one (one process and database each)\n"
+    "  replay FILE|-   replay one hand of 304 or ContractGrid given as JSON (- reads\n"
+    "                  standard input)\n"
     "                  and print the resulting state as one line of JSON\n"
     "  verify SEED COMMITMENT [DEALER]\n"
     "                  check a hand's revealed seed against the commitment shown when\n"
@@ -162,6 +166,7 @@ typedef struct {
     int script, fixed_seed;
     uint64_t seed;
     const char *db, *config;
+    const char *net;  /* run: --net matrix|irc */
 } run_args;
 
 static int parse_args(const char *cmd, int allow_script, int argc, char **argv, int first, run_args *r)
@@ -183,6 +188,12 @@ static int parse_args(const char *cmd, int allow_script, int argc, char **argv, 
             r->db = argv[++i];
         } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
             r->config = argv[++i];
+        } else if (!allow_script && strcmp(a, "--net") == 0 && i + 1 < argc) {
+            r->net = argv[++i];
+            if (strcmp(r->net, "matrix") != 0 && strcmp(r->net, "irc") != 0) {
+                fprintf(stderr, "cardroom %s: --net takes matrix or irc, not \"%s\"\n", cmd, r->net);
+                return 2;
+            }
         } else {
             fprintf(stderr, "cardroom %s: unknown option \"%s\" (cardroom help shows the usage)\n", cmd, a);
             return 2;
@@ -209,10 +220,30 @@ static int cmd_run(int argc, char **argv)
     if (parse_args("run", 0, argc, argv, 2, &r) != 0) return 2;
     cfg c;
     if (load_config(&c, r.config) != 0) return 2;
-    if (!c.matrix_homeserver[0]) {
-        fputs("cardroom run: no chat network is configured: set [matrix] homeserver in the configuration "
-              "(see \"Run on Matrix\" in README.md), or play in the terminal with cardroom console\n", stderr);
+    int matrix = c.matrix_homeserver[0] != 0, irc = c.irc_server[0] != 0;
+    if (r.net) {
+        matrix = strcmp(r.net, "matrix") == 0 && matrix;
+        irc = strcmp(r.net, "irc") == 0 && irc;
+        if (!matrix && !irc) {
+            fprintf(stderr, "cardroom run: --net %s: that network is not configured: set [%s] %s in the configuration\n",
+                    r.net, r.net, strcmp(r.net, "irc") == 0 ? "server" : "homeserver");
+            return 2;
+        }
+    }
+    if (!matrix && !irc) {
+        fputs("cardroom run: no chat network is configured: set [matrix] homeserver or [irc] server in the "
+              "configuration (see \"Run on Matrix\" and \"Run on IRC\" in README.md), or play in the terminal "
+              "with cardroom console\n", stderr);
         return 2;
+    }
+    if (matrix && irc) {
+        fputs("cardroom run: both [matrix] and [irc] are configured: run one process per network, "
+              "cardroom run --net matrix and cardroom run --net irc, each with its own database (--db)\n", stderr);
+        return 2;
+    }
+    if (irc) {
+        irc_options io = {.db = r.db, .fixed_seed = r.fixed_seed, .seed = r.seed, .err = stderr};
+        return irc_run(&c, &io);
     }
     matrix_options o = {.db = r.db, .fixed_seed = r.fixed_seed, .seed = r.seed, .err = stderr};
     return matrix_run(&c, &o);

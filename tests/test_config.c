@@ -310,10 +310,10 @@ Test(config, utf8_prefix_counts_characters)
 
 Test(config, unknown_section)
 {
-    load_fails("[bot]\nprefix = !\n[foo]\nx = 1\n", "3: unknown section [foo] (sections: bot, timers, rules, matrix, console)");
+    load_fails("[bot]\nprefix = !\n[foo]\nx = 1\n", "3: unknown section [foo] (sections: bot, timers, rules, matrix, irc, console)");
     /* Reported on its own line even with no key under it. */
-    load_fails("[foo]\n", "1: unknown section [foo] (sections: bot, timers, rules, matrix, console)");
-    load_fails("[Bot]\nprefix = !\n", "1: unknown section [Bot] (sections: bot, timers, rules, matrix, console)");
+    load_fails("[foo]\n", "1: unknown section [foo] (sections: bot, timers, rules, matrix, irc, console)");
+    load_fails("[Bot]\nprefix = !\n", "1: unknown section [Bot] (sections: bot, timers, rules, matrix, irc, console)");
     load_fails("[bot\nprefix = !\n", "1: a section heading needs a closing ']', like [bot]");
 }
 
@@ -338,7 +338,7 @@ Test(config, unknown_key)
 Test(config, key_outside_section)
 {
     load_fails("# settings\nprefix = !\n[bot]\n",
-               "2: prefix: outside any section; put it under its heading (sections: bot, timers, rules, matrix, console)");
+               "2: prefix: outside any section; put it under its heading (sections: bot, timers, rules, matrix, irc, console)");
 }
 
 Test(config, syntax_errors)

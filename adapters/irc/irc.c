@@ -1,0 +1,1098 @@
+/* irc.c — see irc.h. */
+#include "irc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "irc_line.h"
+#include "irc_proto.h"
+
+#define NET "irc"
+#define KV_NS "irc"
+#define KV_CHANNELS "channels"
+#define READ_MAX 16384              /* bytes read per call */
+#define LINE_MAX_IN (IRC_MAX_TAG_BYTES + IRC_MAX_MSG_BYTES + 2)
+#define WRITE_MAX (256 * 1024)      /* control lines beyond this close the connection */
+#define QUEUE_LINES_MAX 4000        /* game lines waiting; beyond, the core keeps the rest */
+#define CONNECT_TIMEOUT_MS 20000
+#define REGISTER_TIMEOUT_MS 60000
+#define BACKOFF_FIRST_MS 1000
+#define BACKOFF_MAX_MS 300000
+#define HINT_EVERY_MS 60000         /* one "how to accept my messages" per player per minute */
+#define RECENT_MAX 64
+#define LAT_MAX 65536
+#define STOP_GRACE_MS 2000
+#define ACK_EVERY_MS 2000           /* while lines keep leaving, one acknowledging PING this often */
+
+enum { C_DOWN = 0, C_CONNECTING, C_TLS, C_UP };
+
+typedef struct qmsg {
+    int64_t id;                  /* outbox id; 0 for the adapter's own hints */
+    char room[256];
+    char user[256];
+    char **lines;
+    int64_t *ends;               /* for each line handed to the socket: its end in the byte stream */
+    int n, next;                 /* lines, and the next one to hand to the socket */
+    struct qmsg *link;
+} qmsg;
+
+typedef struct {
+    char nick[IRC_NAME_MAX];
+    char room[256];
+    int64_t hinted;
+} recent;
+
+typedef struct {
+    const cfg *config;
+    const irc_options *o;
+    store *db;
+    core *core;
+    irc_proto *p;
+    int fatal;
+    /* connection */
+    int state, fd;
+    SSL_CTX *tls;
+    SSL *ssl;
+    int tls_want_write;
+    struct addrinfo *addrs, *next_addr;
+    int64_t state_since, reconnect_at, last_rx;
+    int ping_out;                /* a PING of ours waits for any line from the server */
+    int attempts;
+    char rbuf[LINE_MAX_IN + READ_MAX];
+    size_t rlen;
+    int discarding;
+    char *wbuf;
+    size_t wlen, wcap;
+    int64_t appended, written;   /* bytes of this connection put in wbuf, and written out */
+    int64_t confirmed;           /* bytes the server has handled: acknowledged by a PONG */
+    int64_t ack_seq, ack_mark, ack_sent; /* the acknowledging PING out (0 none), what it covers, when */
+    int64_t acks;                /* acknowledging PINGs sent so far (their numbers) */
+    /* flood control */
+    double tokens;
+    int64_t refill_at;
+    /* game lines waiting */
+    qmsg *qhead, *qtail;
+    int qlines;
+    /* the batch being read */
+    adapter_event *ev;
+    char **strs;
+    int nev, cev, nstrs, cstrs;
+    /* private messages recently sent, for refusals */
+    recent rec[RECENT_MAX];
+    int nrec;
+    char saved_channels[CFG_STR * 4];
+    /* figures */
+    int64_t lines_in, lines_out, msgs_out;
+    double *lat;
+    int nlat;
+} irc;
+
+static volatile sig_atomic_t stop_now;
+static int stop_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_now = 1;
+    if (stop_pipe[1] >= 0) (void)!write(stop_pipe[1], "x", 1);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- logging (never a password or a private message's text) ---- */
+
+static void ilog(irc *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void ilog(irc *r, int level, const char *fmt, ...)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    if (level > cfg_log_rank(r->config)) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(r->o->err, "cardroom: %s: %s\n", names[level], line);
+    fflush(r->o->err);
+}
+
+static void core_log(void *ctx, core_log_level level, const char *line) { ilog(ctx, (int)level, "%s", line); }
+
+static void *grow(void *a, int *cap, int need, size_t size)
+{
+    if (need <= *cap) return a;
+    int c = *cap ? *cap * 2 : 16;
+    while (c < need) c *= 2;
+    void *b = realloc(a, (size_t)c * size);
+    if (!b) return NULL;
+    *cap = c;
+    return b;
+}
+
+/* ---- the connection ---- */
+
+static void wbuf_add(irc *r, const char *line)
+{
+    size_t n = strlen(line);
+    if (r->wlen + n + 2 > WRITE_MAX) {
+        ilog(r, 0, "irc: the server does not read what the bot writes; reconnecting");
+        r->state = C_DOWN; /* closed by the loop */
+        return;
+    }
+    if (r->wlen + n + 2 > r->wcap) {
+        size_t c = r->wcap ? r->wcap : 4096;
+        while (c < r->wlen + n + 2) c *= 2;
+        char *b = realloc(r->wbuf, c);
+        if (!b) return;
+        r->wbuf = b;
+        r->wcap = c;
+    }
+    memcpy(r->wbuf + r->wlen, line, n);
+    memcpy(r->wbuf + r->wlen + n, "\r\n", 2);
+    r->wlen += n + 2;
+    r->appended += (int64_t)n + 2;
+}
+
+static void send_now(void *ctx, const char *line)
+{
+    irc *r = ctx;
+    if (r->state != C_UP) return;
+    wbuf_add(r, line);
+    if (r->config->irc_flood_interval_ms > 0) r->tokens -= 1; /* the server counts these too */
+}
+
+static void requeue_unwritten(irc *r);
+static void settle_written(irc *r);
+
+static void close_conn(irc *r, const char *why)
+{
+    if (r->ssl) {
+        SSL_free(r->ssl);
+        r->ssl = NULL;
+    }
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
+    if (r->wbuf) sodium_memzero(r->wbuf, r->wcap); /* it may hold AUTHENTICATE */
+    r->wlen = 0;
+    requeue_unwritten(r);
+    r->rlen = 0;
+    r->discarding = 0;
+    if (r->addrs) freeaddrinfo(r->addrs);
+    r->addrs = r->next_addr = NULL;
+    int was = r->state;
+    r->state = C_DOWN;
+    if (stop_now) return;
+    int64_t wait = BACKOFF_FIRST_MS;
+    for (int i = 0; i < r->attempts && wait < BACKOFF_MAX_MS; i++) wait *= 2;
+    if (wait > BACKOFF_MAX_MS) wait = BACKOFF_MAX_MS;
+    wait = wait * 3 / 4 + (int64_t)randombytes_uniform((uint32_t)(wait / 2 + 1)); /* ±25 % */
+    r->attempts++;
+    r->reconnect_at = mono_ms() + wait;
+    ilog(r, was == C_UP ? 1 : 2, "irc: %s; connecting again in %.1f s", why, (double)wait / 1000.0);
+}
+
+static const char *tls_error(char *buf, size_t len)
+{
+    unsigned long e = ERR_get_error();
+    if (!e) return "no details";
+    ERR_error_string_n(e, buf, len);
+    ERR_clear_error();
+    return buf;
+}
+
+static int resolve(irc *r)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    char port[16];
+    int p = r->config->irc_port ? r->config->irc_port : (strcmp(r->config->irc_tls, "true") == 0 ? 6697 : 6667);
+    snprintf(port, sizeof port, "%d", p);
+    int rc = getaddrinfo(r->config->irc_server, port, &hints, &r->addrs);
+    if (rc != 0) {
+        r->addrs = NULL;
+        char why[300];
+        snprintf(why, sizeof why, "cannot resolve %s: %s", r->config->irc_server, gai_strerror(rc));
+        close_conn(r, why);
+        return -1;
+    }
+    r->next_addr = r->addrs;
+    return 0;
+}
+
+/* Starts a non-blocking connect to the next address; -1 when none is left. */
+static int connect_next(irc *r)
+{
+    while (r->next_addr) {
+        struct addrinfo *a = r->next_addr;
+        r->next_addr = a->ai_next;
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
+            r->fd = fd;
+            r->state = C_CONNECTING;
+            r->state_since = mono_ms();
+            return 0;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+static void start_connect(irc *r)
+{
+    ilog(r, 2, "irc: connecting to %s", r->config->irc_server);
+    if (resolve(r) != 0) return;
+    if (connect_next(r) != 0) close_conn(r, "cannot connect");
+}
+
+static void session_up(irc *r)
+{
+    r->state = C_UP;
+    r->state_since = r->last_rx = mono_ms();
+    r->ping_out = 0;
+    r->tokens = r->config->irc_flood_burst;
+    r->refill_at = mono_ms();
+    irc_proto_reset(r->p);
+}
+
+static int start_tls(irc *r)
+{
+    r->ssl = SSL_new(r->tls);
+    if (!r->ssl) return -1;
+    SSL_set_fd(r->ssl, r->fd);
+    SSL_set_mode(r->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    const char *host = r->config->irc_server;
+    struct in6_addr a6;
+    struct in_addr a4;
+    int is_ip = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+    if (!is_ip) SSL_set_tlsext_host_name(r->ssl, host);
+    if (strcmp(r->config->irc_tls_verify, "true") == 0) {
+        SSL_set_verify(r->ssl, SSL_VERIFY_PEER, NULL);
+        if (is_ip) {
+            X509_VERIFY_PARAM *vp = SSL_get0_param(r->ssl);
+            if (X509_VERIFY_PARAM_set1_ip_asc(vp, host) != 1) return -1;
+        } else if (SSL_set1_host(r->ssl, host) != 1) return -1;
+    }
+    r->state = C_TLS;
+    return 0;
+}
+
+static void tls_step(irc *r)
+{
+    ERR_clear_error();
+    int rc = SSL_connect(r->ssl);
+    if (rc == 1) {
+        ilog(r, 2, "irc: TLS up (%s)", SSL_get_version(r->ssl));
+        session_up(r);
+        return;
+    }
+    int e = SSL_get_error(r->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        r->tls_want_write = e == SSL_ERROR_WANT_WRITE;
+        return;
+    }
+    char buf[256], why[400];
+    long v = SSL_get_verify_result(r->ssl);
+    if (v != X509_V_OK) snprintf(why, sizeof why, "the server's certificate is not trusted: %s", X509_verify_cert_error_string(v));
+    else snprintf(why, sizeof why, "TLS failed: %s", tls_error(buf, sizeof buf));
+    close_conn(r, why);
+}
+
+static void connected_step(irc *r)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+        close(r->fd);
+        r->fd = -1;
+        if (connect_next(r) == 0) return;
+        char why[300];
+        snprintf(why, sizeof why, "cannot connect to %s: %s", r->config->irc_server, strerror(err));
+        close_conn(r, why);
+        return;
+    }
+    if (r->tls) {
+        if (start_tls(r) != 0) {
+            close_conn(r, "cannot set up TLS");
+            return;
+        }
+        tls_step(r);
+    } else session_up(r);
+}
+
+/* Writes what is buffered. */
+static void flush_out(irc *r)
+{
+    while (r->state == C_UP && r->wlen > 0) {
+        ssize_t n;
+        if (r->ssl) {
+            ERR_clear_error();
+            int k = SSL_write(r->ssl, r->wbuf, r->wlen > INT32_MAX ? INT32_MAX : (int)r->wlen);
+            if (k <= 0) {
+                int e = SSL_get_error(r->ssl, k);
+                if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+                    r->tls_want_write = e == SSL_ERROR_WANT_WRITE;
+                    return;
+                }
+                close_conn(r, "the connection broke while writing");
+                return;
+            }
+            n = k;
+        } else {
+            n = send(r->fd, r->wbuf, r->wlen, MSG_NOSIGNAL);
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+                close_conn(r, "the connection broke while writing");
+                return;
+            }
+        }
+        sodium_memzero(r->wbuf, (size_t)n);
+        memmove(r->wbuf, r->wbuf + n, r->wlen - (size_t)n);
+        r->wlen -= (size_t)n;
+        r->written += (int64_t)n;
+    }
+}
+
+/* ---- the batch of events from one read ---- */
+
+static char *keep(irc *r, const char *s)
+{
+    if (!s) return NULL;
+    char **b = grow(r->strs, &r->cstrs, r->nstrs + 1, sizeof *r->strs);
+    if (!b) return NULL;
+    r->strs = b;
+    return r->strs[r->nstrs++] = strdup(s);
+}
+
+static void on_event(void *ctx, const adapter_event *e)
+{
+    irc *r = ctx;
+    adapter_event *b = grow(r->ev, &r->cev, r->nev + 1, sizeof *r->ev);
+    if (!b) return;
+    r->ev = b;
+    adapter_event c = *e;
+    c.room = keep(r, e->room);
+    c.sender = keep(r, e->sender);
+    c.text = keep(r, e->text);
+    if (!c.sender || (e->text && !c.text) || (e->room && !c.room)) return;
+    r->ev[r->nev++] = c;
+}
+
+static void batch_clear(irc *r)
+{
+    for (int i = 0; i < r->nstrs; i++) free(r->strs[i]);
+    r->nstrs = 0;
+    r->nev = 0;
+}
+
+static void save_channels(irc *r);
+
+static void note_lat(irc *r, double us)
+{
+    if (!r->lat) r->lat = malloc(LAT_MAX * sizeof *r->lat);
+    if (r->lat && r->nlat < LAT_MAX) r->lat[r->nlat++] = us;
+}
+
+/* Handles every complete line in rbuf; one core_batch for the commands they carried. */
+static void handle_lines(irc *r)
+{
+    size_t start = 0;
+    int nlines = 0;
+    double proto_us[256];
+    int nproto = 0;
+    int64_t t0 = mono_us();
+    for (size_t i = 0; i < r->rlen; i++) {
+        if (r->rbuf[i] != '\n') continue;
+        size_t end = i;
+        if (end > start && r->rbuf[end - 1] == '\r') end--;
+        if (r->discarding) r->discarding = 0;
+        else if (end > start) {
+            int64_t a = mono_us();
+            int before = r->nev;
+            r->rbuf[end] = 0;
+            if (irc_proto_line(r->p, r->rbuf + start, end - start) != 0)
+                ilog(r, 3, "irc: a line from the server was not understood");
+            r->lines_in++;
+            nlines++;
+            if (r->nev > before && nproto < 256) proto_us[nproto++] = (double)(mono_us() - a);
+        }
+        start = i + 1;
+    }
+    memmove(r->rbuf, r->rbuf + start, r->rlen - start);
+    r->rlen -= start;
+    if (r->rlen >= LINE_MAX_IN) { /* a line too long for IRC: dropped up to its end */
+        r->rlen = 0;
+        r->discarding = 1;
+    }
+    if (nlines) {
+        r->last_rx = mono_ms();
+        r->ping_out = 0;
+    }
+    if (r->nev > 0) {
+        int64_t b0 = mono_us();
+        if (core_batch(r->core, NET, r->ev, r->nev, NULL) != 0) {
+            ilog(r, 0, "irc: the store failed; stopping");
+            r->fatal = 1;
+        }
+        double share = (double)(mono_us() - b0) / (double)r->nev;
+        for (int k = 0; k < nproto; k++) note_lat(r, proto_us[k] + share);
+        batch_clear(r);
+    }
+    (void)t0;
+    save_channels(r);
+}
+
+static void read_in(irc *r)
+{
+    for (;;) {
+        size_t room = sizeof r->rbuf - r->rlen;
+        if (room > READ_MAX) room = READ_MAX;
+        ssize_t n;
+        if (r->ssl) {
+            ERR_clear_error();
+            int k = SSL_read(r->ssl, r->rbuf + r->rlen, (int)room);
+            if (k <= 0) {
+                int e = SSL_get_error(r->ssl, k);
+                if (e == SSL_ERROR_WANT_READ) return;
+                if (e == SSL_ERROR_WANT_WRITE) {
+                    r->tls_want_write = 1;
+                    return;
+                }
+                close_conn(r, e == SSL_ERROR_ZERO_RETURN ? "the server closed the connection" : "the connection broke");
+                return;
+            }
+            n = k;
+        } else {
+            n = recv(r->fd, r->rbuf + r->rlen, room, 0);
+            if (n == 0) {
+                close_conn(r, "the server closed the connection");
+                return;
+            }
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+                close_conn(r, "the connection broke");
+                return;
+            }
+        }
+        r->rlen += (size_t)n;
+        handle_lines(r);
+        if (r->fatal || r->state != C_UP) return;
+    }
+}
+
+/* ---- the game lines ---- */
+
+static void qmsg_free(qmsg *q)
+{
+    for (int i = 0; i < q->n; i++) free(q->lines[i]);
+    free(q->lines);
+    free(q->ends);
+    free(q);
+}
+
+typedef struct {
+    qmsg *q;
+    int cap;
+    int failed;
+} split_ctx;
+
+static int add_chunk(void *ctx, const char *chunk, size_t len, size_t offset)
+{
+    (void)offset;
+    split_ctx *s = ctx;
+    char **b = grow(s->q->lines, &s->cap, s->q->n + 1, sizeof *s->q->lines);
+    char *c = b ? strndup(chunk, len) : NULL;
+    if (!c) {
+        if (b) s->q->lines = b;
+        s->failed = 1;
+        return 1;
+    }
+    s->q->lines = b;
+    s->q->lines[s->q->n++] = c;
+    return 0;
+}
+
+static int private_dest(const qmsg *q) { return q->user[0] != 0; }
+
+static const char *channel_command(const irc *r)
+{
+    return strcmp(r->config->irc_channel_replies, "privmsg") == 0 ? "PRIVMSG" : "NOTICE";
+}
+
+/* Queues text for room (user "") or privately for user. Returns 0, or -1 out of memory. */
+static int enqueue(irc *r, int64_t id, const char *room, const char *user, const char *text)
+{
+    qmsg *q = calloc(1, sizeof *q);
+    if (!q) return -1;
+    q->id = id;
+    snprintf(q->room, sizeof q->room, "%s", room ? room : "");
+    snprintf(q->user, sizeof q->user, "%s", user ? user : "");
+    size_t need = irc_colour_suits(text, NULL, 0);
+    char *coloured = malloc(need + 1);
+    if (!coloured) {
+        free(q);
+        return -1;
+    }
+    irc_colour_suits(text, coloured, need + 1);
+    /* The target as it may be when the line leaves: a channel's name, or any nick. */
+    char any_nick[IRC_ASSUME_NICKLEN + 1];
+    memset(any_nick, 'x', IRC_ASSUME_NICKLEN);
+    any_nick[IRC_ASSUME_NICKLEN] = 0;
+    const char *chan = irc_proto_channel_name(r->p, q->room);
+    const char *target = private_dest(q) ? any_nick : (chan ? chan : q->room);
+    size_t max = irc_budget(NULL, NULL, NULL, private_dest(q) ? "PRIVMSG" : channel_command(r), target);
+    size_t cut = IRC_MAX_MSG_BYTES - (size_t)r->config->irc_line_bytes; /* [irc] line_bytes */
+    max = max > cut + 16 ? max - cut : 16;
+    split_ctx s = {q, 0, 0};
+    irc_split(coloured, max, add_chunk, &s);
+    free(coloured);
+    q->ends = s.failed ? NULL : calloc((size_t)(q->n ? q->n : 1), sizeof *q->ends);
+    if (s.failed || !q->ends) {
+        qmsg_free(q);
+        return -1;
+    }
+    if (r->qtail) r->qtail->link = q;
+    else r->qhead = q;
+    r->qtail = q;
+    r->qlines += q->n;
+    return 0;
+}
+
+/* Whether room is one of the channels the bot means to be in. */
+static int wanted_room(irc *r, const char *room)
+{
+    char buf[IRC_NAME_MAX], id[IRC_NAME_MAX];
+    for (const char *s = r->saved_channels; *s;) {
+        while (*s == ' ') s++;
+        const char *e = s;
+        while (*e && *e != ' ') e++;
+        size_t n = (size_t)(e - s);
+        if (n && n < sizeof buf) {
+            memcpy(buf, s, n);
+            buf[n] = 0;
+            if (!strcmp(irc_proto_room_id(r->p, buf, id, sizeof id), room)) return 1;
+        }
+        s = e;
+    }
+    return 0;
+}
+
+static int irc_send(void *ctx, const store_msg *m)
+{
+    irc *r = ctx;
+    if (r->state != C_UP || !irc_proto_registered(r->p) || r->qlines >= QUEUE_LINES_MAX) return ADAPTER_LATER;
+    if (m->user[0]) {
+        if (!irc_proto_target(r->p, m->user)) return ADAPTER_LATER; /* not on the network now */
+    } else if (!irc_proto_in_channel(r->p, m->room)) {
+        if (!wanted_room(r, m->room)) {
+            ilog(r, 0, "irc: a message for %s was dropped: the bot is no longer in that channel", m->room);
+            return ADAPTER_SENT;
+        }
+        return ADAPTER_LATER; /* joining */
+    }
+    if (enqueue(r, m->id, m->room, m->user, m->text) != 0) return ADAPTER_LATER;
+    return ADAPTER_QUEUED;
+}
+
+static void remember_private(irc *r, const char *nick, const char *room)
+{
+    if (!room || !room[0]) return;
+    for (int i = 0; i < r->nrec; i++)
+        if (irc_nick_equal(r->rec[i].nick, nick)) {
+            snprintf(r->rec[i].room, sizeof r->rec[i].room, "%s", room);
+            return;
+        }
+    if (r->nrec == RECENT_MAX) memmove(&r->rec[0], &r->rec[1], (RECENT_MAX - 1) * sizeof r->rec[0]), r->nrec--;
+    recent *x = &r->rec[r->nrec++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->nick, sizeof x->nick, "%s", nick);
+    snprintf(x->room, sizeof x->room, "%s", room);
+}
+
+static void refill(irc *r)
+{
+    int interval = r->config->irc_flood_interval_ms;
+    if (interval <= 0) {
+        r->tokens = r->config->irc_flood_burst;
+        return;
+    }
+    int64_t now = mono_ms();
+    if (now > r->refill_at) {
+        r->tokens += (double)(now - r->refill_at) / interval;
+        if (r->tokens > r->config->irc_flood_burst) r->tokens = r->config->irc_flood_burst;
+        r->refill_at = now;
+    }
+}
+
+/* Messages whose every line the server has handled are delivered: the core marks them done.
+ * IRC has no acknowledgements, but a server handles a client's lines in order, so the PONG to a
+ * PING sent after some lines proves those lines were handled (relayed or refused). A connection
+ * lost before that sends the unconfirmed lines again on the next one (requeue_unwritten): a
+ * server killed with lines in its buffers loses none of them. */
+static void settle_written(irc *r)
+{
+    qmsg *prev = NULL, *q = r->qhead;
+    while (q) {
+        qmsg *next = q->link;
+        if (q->next == q->n && (q->n == 0 || q->ends[q->n - 1] <= r->confirmed)) {
+            if (prev) prev->link = next;
+            else r->qhead = next;
+            if (r->qtail == q) r->qtail = prev;
+            if (q->id > 0) {
+                core_delivered(r->core, q->id);
+                r->msgs_out++;
+            }
+            qmsg_free(q);
+        } else prev = q;
+        q = next;
+    }
+}
+
+/* The connection is gone: lines handed to it but not written go out again on the next one. */
+static void requeue_unwritten(irc *r)
+{
+    for (qmsg *q = r->qhead; q; q = q->link) {
+        int first = q->next;
+        while (first > 0 && q->ends[first - 1] > r->confirmed) first--;
+        r->qlines += q->next - first;
+        q->next = first;
+    }
+    r->appended = r->written = r->confirmed = 0;
+    r->ack_seq = 0;
+}
+
+/* Sends an acknowledging PING when lines wait for confirmation and either nothing more is ready
+ * to go or ACK_EVERY_MS passed since the last one. */
+static void ask_ack(irc *r)
+{
+    if (r->state != C_UP || r->ack_seq || r->appended <= r->confirmed) return;
+    int more = 0;
+    for (qmsg *q = r->qhead; q && !more; q = q->link) more = q->next < q->n;
+    int64_t now = mono_ms();
+    if (more && now - r->ack_sent < ACK_EVERY_MS) return;
+    r->ack_seq = ++r->acks;
+    char line[64];
+    snprintf(line, sizeof line, "PING :cardroom-ack-%lld", (long long)r->ack_seq);
+    send_now(r, line);
+    r->ack_mark = r->appended;
+    r->ack_sent = now;
+}
+
+static void on_pong(void *ctx, const char *token)
+{
+    irc *r = ctx;
+    long long seq;
+    char tail;
+    if (sscanf(token, "cardroom-ack-%lld%c", &seq, &tail) != 1 || seq != r->ack_seq) return;
+    r->confirmed = r->ack_mark;
+    r->ack_seq = 0;
+    settle_written(r);
+}
+
+/* Hands game lines to the socket while the bucket has tokens. */
+static void pump(irc *r)
+{
+    if (r->state != C_UP || !irc_proto_registered(r->p)) return;
+    refill(r);
+    while (r->tokens >= 1 && r->wlen < WRITE_MAX / 2) {
+        qmsg *q = r->qhead;
+        const char *target = NULL;
+        for (; q; q = q->link) {
+            if (q->next >= q->n) continue; /* all handed over; waiting to be written */
+            target = private_dest(q) ? irc_proto_target(r->p, q->user) : irc_proto_channel_name(r->p, q->room);
+            if (target) break;
+        }
+        if (!q) break;
+        char line[IRC_MAX_MSG_BYTES + 64];
+        const char *cmd = private_dest(q) ? "PRIVMSG" : channel_command(r);
+        snprintf(line, sizeof line, "%s %s :%s", cmd, target, q->lines[q->next]);
+        wbuf_add(r, line);
+        if (r->state != C_UP) return;
+        if (private_dest(q)) remember_private(r, target, q->room);
+        if (r->config->irc_flood_interval_ms > 0) r->tokens -= 1;
+        r->lines_out++;
+        r->qlines--;
+        q->ends[q->next++] = r->appended;
+    }
+    settle_written(r); /* empty messages */
+    ask_ack(r);
+}
+
+/* When the next token is due (INT64_MAX: none needed). */
+static int64_t pump_due(irc *r)
+{
+    if (!r->qhead || r->state != C_UP || r->config->irc_flood_interval_ms <= 0 || r->tokens >= 1) return INT64_MAX;
+    return r->refill_at + (int64_t)((1.0 - r->tokens) * r->config->irc_flood_interval_ms) + 1;
+}
+
+/* ---- hooks from the session ---- */
+
+static void on_log(void *ctx, int level, const char *text) { ilog(ctx, level, "%s", text); }
+
+static void on_registered(void *ctx)
+{
+    irc *r = ctx;
+    r->attempts = 0;
+}
+
+static void on_refused(void *ctx, const char *nick, int why)
+{
+    irc *r = ctx;
+    recent *x = NULL;
+    for (int i = 0; i < r->nrec; i++)
+        if (irc_nick_equal(r->rec[i].nick, nick)) x = &r->rec[i];
+    const char *chan = x ? irc_proto_channel_name(r->p, x->room) : NULL;
+    ilog(r, 2, "irc: %s does not accept the bot's private messages (%s)", nick,
+         why == IRC_REFUSED_CALLERID ? "+g" : "registered senders only");
+    if (!x || !chan) return;
+    int64_t now = mono_ms();
+    if (x->hinted && now - x->hinted < HINT_EVERY_MS) return;
+    x->hinted = now;
+    char text[600];
+    const char *me = irc_proto_nick(r->p);
+    if (why == IRC_REFUSED_CALLERID)
+        snprintf(text, sizeof text,
+                 "%s: I cannot send you your cards: you block private messages (user mode +g). "
+                 "Type /accept %s (or /mode %s -g), then send me %shand.",
+                 nick, me, nick, r->config->prefix);
+    else
+        snprintf(text, sizeof text,
+                 "%s: I cannot send you your cards: you take private messages only from users logged in "
+                 "to services. Allow mine (for example /mode %s -R), then send me %shand.",
+                 nick, nick, r->config->prefix);
+    enqueue(r, 0, x->room, "", text);
+}
+
+static void on_fatal(void *ctx, int status, const char *why)
+{
+    irc *r = ctx;
+    ilog(r, 0, "irc: %s", why);
+    r->fatal = status;
+}
+
+/* ---- channels the bot was invited to: kept in the store ---- */
+
+static void add_saved(void *ctx, const char *channel)
+{
+    char *list = ctx;
+    size_t n = strlen(list), k = strlen(channel);
+    if (n + k + 2 >= CFG_STR * 4) return;
+    if (n) list[n++] = ' ';
+    memcpy(list + n, channel, k + 1);
+}
+
+static void save_channels(irc *r)
+{
+    char now[CFG_STR * 4] = "";
+    irc_proto_each_channel(r->p, add_saved, now);
+    if (!strcmp(now, r->saved_channels)) return;
+    snprintf(r->saved_channels, sizeof r->saved_channels, "%s", now);
+    if (store_kv_put(r->db, KV_NS, KV_CHANNELS, now) != 0) ilog(r, 1, "irc: could not store the channel list");
+}
+
+static void want_list(irc *r, const char *list)
+{
+    char buf[IRC_NAME_MAX];
+    for (const char *s = list; *s;) {
+        while (*s == ' ' || *s == ',') s++;
+        const char *e = s;
+        while (*e && *e != ' ' && *e != ',') e++;
+        size_t n = (size_t)(e - s);
+        if (n && n < sizeof buf) {
+            memcpy(buf, s, n);
+            buf[n] = 0;
+            if (irc_proto_want_channel(r->p, buf) != 0) ilog(r, 1, "irc: \"%s\" is not a channel name; not joined", buf);
+        }
+        s = e;
+    }
+}
+
+/* ---- the loop ---- */
+
+static void keepalive(irc *r)
+{
+    int64_t now = mono_ms();
+    if (r->state == C_CONNECTING || r->state == C_TLS) {
+        if (now - r->state_since > CONNECT_TIMEOUT_MS) close_conn(r, "the connection timed out");
+        return;
+    }
+    if (r->state != C_UP) return;
+    if (!irc_proto_registered(r->p) && now - r->state_since > REGISTER_TIMEOUT_MS) {
+        close_conn(r, "the server did not finish registration in time");
+        return;
+    }
+    if (r->ack_seq && now - r->ack_sent > ((int64_t)r->config->irc_ping_interval + r->config->irc_ping_timeout) * 1000) {
+        close_conn(r, "the server does not answer");
+        return;
+    }
+    int64_t silent = now - r->last_rx;
+    int64_t interval = (int64_t)r->config->irc_ping_interval * 1000;
+    if (silent > interval + (int64_t)r->config->irc_ping_timeout * 1000) {
+        close_conn(r, "the server stopped answering");
+        return;
+    }
+    if (silent > interval && !r->ping_out) {
+        char line[64];
+        snprintf(line, sizeof line, "PING :cardroom-%lld", (long long)now);
+        wbuf_add(r, line);
+        r->ping_out = 1;
+    }
+    irc_proto_tick(r->p, now);
+}
+
+static int64_t next_wake(irc *r)
+{
+    int64_t now = mono_ms(), at = now + 1000;
+    if (r->state == C_DOWN && r->reconnect_at < at) at = r->reconnect_at;
+    int64_t p = pump_due(r);
+    if (p < at) at = p;
+    if (r->state == C_UP) {
+        int64_t ping = r->last_rx + (int64_t)r->config->irc_ping_interval * 1000;
+        if (ping > now && ping < at) at = ping;
+    }
+    int64_t deadline = core_next_deadline(r->core);
+    if (deadline != INT64_MAX) {
+        int64_t d = now + (deadline - wall_ms());
+        if (d < at) at = d;
+    }
+    return at;
+}
+
+static int loop(irc *r)
+{
+    while (!stop_now && !r->fatal) {
+        if (r->state == C_DOWN && r->fd < 0 && mono_ms() >= r->reconnect_at) start_connect(r);
+        if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
+        if (core_tick(r->core) < 0 || core_flush(r->core) < 0) return 1;
+        pump(r);
+        flush_out(r);
+        keepalive(r);
+        if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
+        int64_t wait = next_wake(r) - mono_ms();
+        if (wait < 0) wait = 0;
+        struct pollfd fds[3];
+        int n = 0;
+        fds[n++] = (struct pollfd){.fd = stop_pipe[0], .events = POLLIN};
+        int wfd = core_wake_fd(r->core);
+        if (wfd >= 0) fds[n++] = (struct pollfd){.fd = wfd, .events = POLLIN};
+        int sock = -1;
+        if (r->fd >= 0) {
+            short ev = 0;
+            if (r->state == C_CONNECTING) ev = POLLOUT;
+            else {
+                ev = POLLIN;
+                if (r->wlen > 0 || r->tls_want_write) ev |= POLLOUT;
+            }
+            sock = n;
+            fds[n++] = (struct pollfd){.fd = r->fd, .events = ev};
+        }
+        if (poll(fds, (nfds_t)n, (int)wait) < 0 && errno != EINTR) return 1;
+        if (sock >= 0 && fds[sock].revents) {
+            r->tls_want_write = 0;
+            if (r->state == C_CONNECTING) connected_step(r);
+            else if (r->state == C_TLS) tls_step(r);
+            else if (r->state == C_UP) {
+                if (fds[sock].revents & (POLLIN | POLLHUP | POLLERR)) read_in(r);
+                flush_out(r);
+            }
+        }
+        if (r->ssl && r->state == C_UP && SSL_pending(r->ssl) > 0) read_in(r);
+    }
+    return r->fatal;
+}
+
+static void report(irc *r)
+{
+    double p50 = 0, p99 = 0;
+    if (r->nlat > 0) {
+        for (int i = 1; i < r->nlat; i++) { /* insertion sort is fine for the figures at exit */
+            double v = r->lat[i];
+            int j = i - 1;
+            while (j >= 0 && r->lat[j] > v) r->lat[j + 1] = r->lat[j], j--;
+            r->lat[j + 1] = v;
+        }
+        p50 = r->lat[r->nlat / 2];
+        p99 = r->lat[(r->nlat * 99) / 100 < r->nlat ? (r->nlat * 99) / 100 : r->nlat - 1];
+    }
+    ilog(r, 2,
+         "irc: %lld lines in, %lld lines out (%lld messages); time per command line p50 %.0f us, p99 %.0f us (%d samples)",
+         (long long)r->lines_in, (long long)r->lines_out, (long long)r->msgs_out, p50, p99, r->nlat);
+}
+
+static void goodbye(irc *r)
+{
+    if (r->state != C_UP) return;
+    wbuf_add(r, "QUIT :cardroom is stopping");
+    int64_t until = mono_ms() + STOP_GRACE_MS;
+    while (r->state == C_UP && r->wlen > 0 && mono_ms() < until) {
+        struct pollfd pf = {.fd = r->fd, .events = POLLOUT};
+        poll(&pf, 1, 100);
+        flush_out(r);
+    }
+}
+
+static int setup_tls(irc *r)
+{
+    if (strcmp(r->config->irc_tls, "true") != 0) return 0;
+    r->tls = SSL_CTX_new(TLS_client_method());
+    if (!r->tls) return -1;
+    SSL_CTX_set_min_proto_version(r->tls, TLS1_2_VERSION);
+    if (strcmp(r->config->irc_tls_verify, "true") != 0) {
+        ilog(r, 1, "irc: [irc] tls_verify = false: the server's certificate is not checked");
+        return 0;
+    }
+    if (r->config->irc_tls_ca[0]) {
+        if (SSL_CTX_load_verify_locations(r->tls, r->config->irc_tls_ca, NULL) != 1) {
+            fprintf(r->o->err, "cardroom: [irc] tls_ca: cannot read certificates from %s\n", r->config->irc_tls_ca);
+            return -2;
+        }
+    } else if (SSL_CTX_set_default_verify_paths(r->tls) != 1) return -1;
+    return 0;
+}
+
+static const char *irc_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
+{
+    (void)room;
+    irc *r = ctx;
+    return irc_proto_display(r->p, user, buf, len);
+}
+
+static const char *irc_room_name(void *ctx, const char *room, char *buf, size_t len)
+{
+    irc *r = ctx;
+    const char *name = irc_proto_channel_name(r->p, room);
+    snprintf(buf, len, "%s", name ? name : room);
+    return buf;
+}
+
+int irc_run(const cfg *config, const irc_options *o)
+{
+    irc r = {.config = config, .o = o, .fd = -1};
+    char err[512];
+    int rc = 1;
+    const char *nick = config->irc_nick;
+    if ((nick[0] >= '0' && nick[0] <= '9') || nick[0] == '-') {
+        fprintf(o->err, "cardroom: [irc] nick: must not start with a digit or -\n");
+        return 2;
+    }
+    if (!strcmp(config->irc_login, "sasl") && !config->irc_password[0]) {
+        fprintf(o->err, "cardroom: [irc] login = sasl needs a password (CARDROOM_IRC_PASSWORD)\n");
+        return 2;
+    }
+    if (pipe(stop_pipe) != 0) return 1;
+    fcntl(stop_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int t = setup_tls(&r);
+    if (t != 0) {
+        if (t == -1) fprintf(o->err, "cardroom: cannot set up TLS: %s\n", tls_error(err, sizeof err));
+        rc = t == -2 ? 2 : 1;
+        goto done;
+    }
+    const char *path = o->db ? o->db : config->database;
+    if (store_open(&r.db, path, err, sizeof err) != 0) {
+        fprintf(o->err, "cardroom: %s\n", err);
+        goto done;
+    }
+    if (strcmp(path, ":memory:") != 0) chmod(path, 0600);
+    static const char *const logins[] = {"auto", "sasl", "nickserv", "none"};
+    int login = IRC_LOGIN_AUTO;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(config->irc_login, logins[i])) login = i;
+    irc_proto_config pc = {.nick = config->irc_nick, .username = config->irc_username, .realname = config->irc_realname,
+                           .account = config->irc_account, .password = config->irc_password, .login = login,
+                           .invites = config->irc_invites};
+    irc_proto_hooks h = {.ctx = &r, .send_now = send_now, .event = on_event, .log = on_log,
+                         .registered = on_registered, .refused = on_refused, .pong = on_pong,
+                         .fatal = on_fatal};
+    r.p = irc_proto_new(&pc, &h);
+    if (!r.p) goto done;
+    want_list(&r, config->irc_channels);
+    char *stored = NULL;
+    if (store_kv_get(r.db, KV_NS, KV_CHANNELS, &stored) == 0) {
+        want_list(&r, stored);
+        free(stored);
+    }
+    save_channels(&r);
+    core_options co = {.config = config, .db = r.db, .log = core_log, .log_ctx = &r, .fixed_seed = o->fixed_seed,
+                       .seed = o->seed};
+    r.core = core_new(&co, err, sizeof err);
+    char how[200];
+    snprintf(how, sizeof how, "with /msg %s", config->irc_nick);
+    adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name,
+                 .room_name = irc_room_name, .private_how = how};
+    if (!r.core || core_add_adapter(r.core, &a) != 0) {
+        fprintf(o->err, "cardroom: %s\n", r.core ? "cannot add the IRC adapter" : err);
+        goto done;
+    }
+    if (core_restore(r.core) < 0) goto done;
+    rc = loop(&r);
+    if (rc == 0) goodbye(&r);
+    report(&r);
+done:
+    if (r.fd >= 0 || r.ssl) {
+        stop_now = 1; /* no reconnect from close_conn */
+        close_conn(&r, "stopping");
+    }
+    if (r.addrs) freeaddrinfo(r.addrs);
+    while (r.qhead) {
+        qmsg *q = r.qhead;
+        r.qhead = q->link;
+        qmsg_free(q);
+    }
+    batch_clear(&r);
+    free(r.ev);
+    free(r.strs);
+    free(r.wbuf);
+    free(r.lat);
+    core_free(r.core);
+    irc_proto_free(r.p);
+    store_close(r.db);
+    SSL_CTX_free(r.tls);
+    close(stop_pipe[0]);
+    close(stop_pipe[1]);
+    stop_pipe[0] = stop_pipe[1] = -1;
+    return rc;
+}

@@ -1,0 +1,464 @@
+"""End-to-end tests of cardroom's IRC adapter against real IRC servers (tests/irc/ircservers.py).
+
+The bot (`cardroom run`) connects to ngircd or to inspircd linked with anope services, and test
+clients play people:
+
+  * a whole four-person 304 match (tests/matrix/match-seed1.txt) in a channel over TLS: what the
+    bot says in the channel and privately to each player must be exactly what `cardroom console
+    --script --seed 1` prints for the same lines (colours stripped, and long lines allowed to be
+    split), no hand ever appears in the channel, and every line the bot sends fits 512 bytes;
+  * the server killed and restarted mid-match: the bot reconnects, rejoins and the match goes on
+    to the same end;
+  * long output with multibyte text splits into whole characters within the limit;
+  * flood control: with inspircd set to kill a client that sends too fast ("Excess Flood"), the
+    bot paced by its token bucket survives a burst of output, and the same bot without pacing
+    is killed (so the test can fail);
+  * SASL login to the bot's services account, account-based identity: a player who changes nick
+    keeps his seat, and somebody else taking his old nick does not get it;
+  * a player with +g is told in the channel how to accept the bot's private messages.
+
+Ordering: each scripted line is sent by its client followed by a PING to the server; the PONG
+comes after the server has handled (and relayed to the bot) the line, so lines reach the bot in
+script order even though they come from four connections.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "matrix"))
+
+import ircservers  # noqa: E402
+from ircservers import Client, InspircdServer, NgircdServer  # noqa: E402
+import harness as mh  # noqa: E402  (the match script and the console reference)
+
+PLAYERS = ("alice", "bob", "carol", "dave")
+CHANNEL = "#cards"
+COLOUR_RE = re.compile(r"\x03(\d{1,2}(,\d{1,2})?)?|[\x02\x0f\x1d\x1f\x16]")
+BOT_TIMEOUT = 60
+
+
+def bot_binary():
+    return os.environ.get("CARDROOM_BIN") or os.path.join(REPO, "build", "cardroom")
+
+
+def plain(text):
+    return COLOUR_RE.sub("", text)
+
+
+def squash(lines):
+    """The words of a list of lines, without any whitespace: equal for a text and the same text
+    split into shorter lines at spaces."""
+    return "".join("".join(line.split()) for line in lines)
+
+
+class Bot:
+    """One `cardroom run` process on an IRC server."""
+
+    def __init__(self, workdir, settings, env=None):
+        self.workdir = workdir
+        self.config = os.path.join(workdir, "cardroom.ini")
+        self.db = os.path.join(workdir, "cardroom.db")
+        self.log = os.path.join(workdir, "bot.log")
+        self.env = dict(os.environ)
+        self.env.update(env or {})
+        with open(self.config, "w", encoding="utf-8") as f:
+            f.write("[bot]\nlog_level = debug\n" + mh.TIMERS + "[irc]\n")
+            for key, value in settings.items():
+                f.write(f"{key} = {value}\n")
+        self.proc = None
+
+    def start(self):
+        self.logf = open(self.log, "ab")
+        self.proc = subprocess.Popen([bot_binary(), "run", "--config", self.config, "--db", self.db,
+                                      "--seed", "1"], stdin=subprocess.DEVNULL, stdout=self.logf,
+                                     stderr=self.logf, env=self.env, cwd=self.workdir)
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.logf.close()
+        return self.proc.returncode if self.proc else None
+
+    def tail(self, n=40):
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def log_text(self):
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+class IrcTestCase(unittest.TestCase):
+    server = None
+    pace = 0.0  # seconds between a client's commands (a server that kills floods needs some)
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="cardroom-irc-")
+        self.bots = []
+        self.clients = []
+
+    def tearDown(self):
+        for c in self.clients:
+            try:
+                c.close()
+            except Exception:
+                pass
+        for b in self.bots:
+            b.stop()
+        if self._outcome_failed():
+            for b in self.bots:
+                sys.stderr.write("---- bot log tail ----\n" + b.tail(60))
+            if self.server:
+                sys.stderr.write("---- server log tail ----\n" + self.server.tail(30))
+
+    def _outcome_failed(self):
+        outcome = getattr(self, "_outcome", None)
+        result = getattr(outcome, "result", None)
+        if result is None:
+            return False
+        return any(t is self for t, _ in result.failures + result.errors)
+
+    def bot(self, settings, env=None):
+        b = Bot(self.work, settings, env)
+        self.bots.append(b)
+        return b.start()
+
+    def client(self, nick, **kw):
+        kw.setdefault("timeout", 20)
+        c = Client(self.server.host, kw.pop("port", self.server.port), nick, **kw)
+        self.clients.append(c)
+        return c
+
+    def wait_bot_in(self, c, channel=CHANNEL, nick="cardroom"):
+        c.wait_nick_in_channel(channel, nick, timeout=BOT_TIMEOUT)
+
+    def sync(self, c):
+        """Returns once the server has handled everything c sent before."""
+        token = "sync%d" % time.monotonic_ns()
+        c.send("PING :" + token)
+        c.read_until(lambda m: m.command == "PONG" and m.params and m.params[-1] == token, timeout=30)
+
+    def say(self, c, target, text):
+        if self.pace:
+            time.sleep(self.pace)
+        c.privmsg(target, text)
+        self.sync(c)
+
+
+# ---- the match over ngircd ---------------------------------------------------------------------------
+
+
+class MatchOnNgircd(IrcTestCase):
+    """The whole scripted match on ngircd over TLS, with and without a server restart."""
+
+    def setUp(self):
+        super().setUp()
+        self.server = NgircdServer(tls=True).start()
+
+    def tearDown(self):
+        super().tearDown()
+        self.server.cleanup(kill=True)
+
+    def settings(self, **extra):
+        s = {"server": "localhost", "port": self.server.tls_port, "tls": "true",
+             "tls_ca": self.server.cert_path, "nick": "cardroom", "channels": CHANNEL,
+             "flood_burst": 10, "flood_interval_ms": 5, "ping_interval": 30, "ping_timeout": 10}
+        s.update(extra)
+        return s
+
+    def players(self):
+        people = {}
+        for name in PLAYERS:
+            c = self.client(name)
+            c.join(CHANNEL)
+            people[name] = c
+        return people
+
+    def play(self, people, lines, bot_nick="cardroom", on_line=None):
+        for i, line in enumerate(lines):
+            target = bot_nick if line.private else CHANNEL
+            if on_line:
+                on_line(i)
+            self.say(people[line.user], target, line.text)
+
+    def transcript(self, people, watcher):
+        room = [plain(m.params[1]) for m in watcher.received
+                if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
+                and m.params[0].lower() == CHANNEL]
+        private = {}
+        for name, c in people.items():
+            private[name] = [mh.normalize_head(plain(m.params[1])) for m in c.received
+                             if m.command == "PRIVMSG" and m.nick == "cardroom" and len(m.params) == 2
+                             and not m.params[0].startswith("#")]
+        return room, private
+
+    def wait_transcript(self, people, watcher, ref, timeout=120):
+        want_room = squash(ref.room)
+        want_private = {u: squash(ref.private.get(u, [])) for u in PLAYERS}
+        deadline = time.monotonic() + timeout
+        while True:
+            room, private = self.transcript(people, watcher)
+            got_room = squash(room)
+            got_private = {u: squash(private[u]) for u in PLAYERS}
+            if got_room == want_room and got_private == want_private:
+                return room, private
+            if time.monotonic() > deadline:
+                import difflib
+                diff = "\n".join(list(difflib.unified_diff(ref.room, room, "console", "irc", lineterm=""))[:60])
+                for u in PLAYERS:
+                    if got_private[u] != want_private[u]:
+                        diff += "\n" + "\n".join(list(difflib.unified_diff(
+                            ref.private.get(u, []), private[u], "console @" + u, "irc @" + u, lineterm=""))[:40])
+                self.fail("the bot's lines differ from the console's:\n" + diff)
+            time.sleep(0.2)
+
+    def check_lines(self, people, room, private):
+        # No hand in the channel: private heads name the table; the channel never gets them.
+        for line in room:
+            self.assertNotRegex(line, r"· table \d+\] ", "a private line in the channel")
+        for c in people.values():
+            for m in c.received:
+                if m.nick == "cardroom" and m.command in ("PRIVMSG", "NOTICE"):
+                    # ":cardroom!~user@host CMD target :text" must fit 512 bytes with CR LF
+                    self.assertLessEqual(len(m.raw.encode("utf-8")) + 2, 512, m.raw)
+
+    def test_whole_match_over_tls(self):
+        lines = mh.read_script()
+        ref = mh.console_reference(lines)
+        bot = self.bot(self.settings())
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.play(people, lines)
+        room, private = self.wait_transcript(people, people["alice"], ref)
+        self.check_lines(people, room, private)
+        # Red suits are coloured on the wire.
+        raw = [m.params[1] for m in people["alice"].received if m.command == "NOTICE" and m.nick == "cardroom"]
+        self.assertTrue(any("\x0304♥" in t or "\x0304♦" in t for t in raw), "no red suit in the channel")
+        self.assertFalse(any("\x0304♠" in t or "\x0304♣" in t for t in raw))
+        self.assertEqual(bot.stop(), 0, bot.tail())
+        log = bot.log_text()
+        self.assertIn("TLS up", log)
+        self.assertRegex(log, r"time per command line p50 \d+ us, p99 \d+ us")
+
+    def test_server_killed_and_restarted_mid_match(self):
+        lines = mh.read_script()
+        ref = mh.console_reference(lines)
+        bot = self.bot(self.settings())
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        cut = len(lines) // 2
+        self.play(people, lines[:cut])
+        self.wait_transcript(people, people["alice"], mh.console_reference(lines[:cut]))
+        before = {u: list(c.received) for u, c in people.items()}
+        self.server.kill()
+        time.sleep(1.0)
+        self.server.restart()
+        # Everybody reconnects (new connections) and the bot comes back by itself.
+        people2 = {}
+        for name in PLAYERS:
+            c = self.client(name)
+            c.join(CHANNEL)
+            people2[name] = c
+        for c in people2.values():
+            self.wait_bot_in(c)
+        self.play(people2, lines[cut:])
+        # Before the kill + after the restart = the whole console transcript.
+        class Merged:
+            def __init__(self, old, new):
+                self.old, self.new = old, new
+
+            @property
+            def received(self):
+                return self.old + list(self.new.received)
+
+        merged = {u: Merged(before[u], c) for u, c in people2.items()}
+        self.wait_transcript(merged, merged["alice"], ref, timeout=180)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+        log = bot.log_text()
+        self.assertRegex(log, r"connecting again in \d+\.\d s")
+        self.assertGreaterEqual(log.count("irc: registered as cardroom"), 2)
+
+    def test_long_multibyte_output_is_split_whole(self):
+        # The bot's longest lines (~270 bytes) fit IRC's 512; a network that relays only 200-byte
+        # lines ([irc] line_bytes) makes it split real output full of suits and names.
+        lines = mh.read_script(limit=40)
+        ref = mh.console_reference(lines)
+        bot = self.bot(self.settings(line_bytes=200))
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.play(people, lines)
+        room, private = self.wait_transcript(people, people["alice"], ref)
+        sent = [m for c in people.values() for m in c.received
+                if m.nick == "cardroom" and m.command in ("PRIVMSG", "NOTICE")]
+        split = 0
+        for m in sent:
+            data = m.raw.encode("utf-8")
+            self.assertLessEqual(len(data) + 2, 200, m.raw)
+            data.decode("utf-8")  # whole characters only (raises otherwise)
+        # More lines on IRC than on the console: some were split, and the words are all there.
+        split = len(room) - len(ref.room) + sum(len(private[u]) - len(ref.private.get(u, [])) for u in PLAYERS)
+        self.assertGreater(split, 5)
+        self.assertTrue(any(ord(ch) > 127 for line in room for ch in line))
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
+
+# ---- accounts, +g, flood on inspircd + anope ---------------------------------------------------------
+
+
+class OnInspircd(IrcTestCase):
+    """inspircd linked with anope: SASL, accounts, +g, and flood limits that kill."""
+
+    pace = 0.5  # PRIVMSG + PING each time: 4 commands/s, under the 5/s the server allows
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = InspircdServer(tls=True, services=True, threshold=10, commandrate=5000, fakelag=False).start()
+        cls.server.wait_services()
+        cls.server.register_account("cardroom", "bot-account-pw")
+        for name in ("alice", "bob", "carol"):
+            cls.server.register_account(name, name + "-pw-304")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup(kill=True)
+
+    def tearDown(self):
+        # The class's server outlives each test; do not print its tail for every failure twice.
+        super().tearDown()
+
+    def settings(self, **extra):
+        s = {"server": "127.0.0.1", "port": self.server.tls_port, "tls": "true",
+             "tls_ca": self.server.cert_path, "nick": "cardroom", "channels": CHANNEL,
+             "account": "cardroom", "login": "sasl",
+             "flood_burst": 4, "flood_interval_ms": 300, "ping_interval": 30, "ping_timeout": 10}
+        s.update(extra)
+        return s
+
+    def sasl_client(self, name, nick=None):
+        c = self.client(nick or name, caps=("account-tag", "extended-join", "account-notify", "message-tags"),
+                        sasl=(name, name + "-pw-304"), strict_caps=False)
+        return c
+
+    def test_sasl_login_and_identity_follows_the_account(self):
+        bot = self.bot(self.settings(), env={"CARDROOM_IRC_PASSWORD": "bot-account-pw"})
+        alice = self.sasl_client("alice")
+        bob = self.sasl_client("bob")
+        alice.join(CHANNEL)
+        bob.join(CHANNEL)
+        self.wait_bot_in(alice)
+        self.say(alice, CHANNEL, "!new 304")
+        self.say(alice, CHANNEL, "!join")
+        self.say(bob, CHANNEL, "!join")
+        self.say(alice, CHANNEL, "!bot")
+        self.say(alice, CHANNEL, "!bot")
+        self.say(alice, CHANNEL, "!start")
+        bob.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "cardroom" and "· table 1] " in plain(m.params[1]),
+                       timeout=30)
+        # Bob becomes Robert: same account, same seat; his hand follows him to the new nick.
+        bob.nick("Robert")
+        start = len(bob.received)
+        self.say(bob, "cardroom", "!hand")
+        bob.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "cardroom" and m.params[0] == "Robert"
+                       and "· table 1] " in plain(m.params[1]), timeout=30, start=start)
+        # Someone else takes the nick bob without the account: not at the table.
+        eve = self.client("bob")
+        eve.join(CHANNEL)
+        start = len(eve.received)
+        self.say(eve, "cardroom", "!hand")
+        m = eve.read_until(lambda m: m.nick == "cardroom" and m.command == "PRIVMSG", timeout=30, start=start)
+        self.assertIn("not sitting at a table", plain(m.params[1]))
+        log = bot.log_text()
+        self.assertIn("logged in to the account cardroom", log)
+        self.assertNotIn("bot-account-pw", log)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_wrong_sasl_password_stops_with_status_2(self):
+        bot = self.bot(self.settings(), env={"CARDROOM_IRC_PASSWORD": "not the password"})
+        bot.proc.wait(60)
+        self.assertEqual(bot.proc.returncode, 2, bot.tail())
+        self.assertIn("SASL login as cardroom refused", bot.log_text())
+        self.assertNotIn("not the password", bot.log_text())
+
+    def test_plus_g_player_is_told_how_to_accept(self):
+        bot = self.bot(self.settings(login="none", nick="cardroom2"))
+        carol = self.client("carol")
+        carol.join(CHANNEL)
+        carol.mode("carol", "+g")
+        self.wait_bot_in(carol, nick="cardroom2")
+        self.say(carol, CHANNEL, "!new 304")
+        self.say(carol, CHANNEL, "!join")
+        for _ in range(3):
+            self.say(carol, CHANNEL, "!bot")
+        self.say(carol, CHANNEL, "!start")
+        hint = carol.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom2"
+                                and "/accept cardroom2" in plain(m.params[1]), timeout=30)
+        self.assertIn("+g", plain(hint.params[1]))
+        # Once accepted, !hand brings the cards.
+        carol.accept("cardroom2")
+        self.sync(carol)
+        start = len(carol.received)
+        self.say(carol, "cardroom2", "!hand")
+        carol.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "cardroom2" and "· table 1] " in plain(m.params[1]),
+                         timeout=30, start=start)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def flood_run(self, nick, burst, interval_ms):
+        bot = self.bot(self.settings(login="none", nick=nick, flood_burst=burst, flood_interval_ms=interval_ms))
+        watcher = self.client("w" + nick[-6:])
+        watcher.join(CHANNEL)
+        self.wait_bot_in(watcher, nick=nick)
+        # One command that makes a lot of output: help for every command, privately, 3 times.
+        t0 = time.monotonic()
+        for _ in range(3):
+            self.say(watcher, nick, "!help")
+        return bot, watcher, t0
+
+    def test_flood_control_keeps_under_the_servers_limit(self):
+        # inspircd here: threshold 10, 5 lines/s, no fake lag: 10 lines at once = "Excess Flood".
+        bot, watcher, t0 = self.flood_run("cardflood", 4, 300)
+        got = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = [m for m in watcher.received if m.nick == "cardflood" and m.command == "PRIVMSG"]
+            if len(got) >= 30 and time.monotonic() - t0 > 8:
+                break
+            time.sleep(0.5)
+        self.assertGreaterEqual(len(got), 30, "the paced bot should keep talking")
+        quits = [m for m in watcher.received if m.command == "QUIT" and m.nick == "cardflood"]
+        self.assertEqual(quits, [], "the paced bot was thrown out")
+        self.assertIsNone(bot.proc.poll())
+        self.assertNotIn("Excess Flood", bot.log_text())
+        bot.stop()
+
+    def test_without_flood_control_the_server_throws_the_bot_out(self):
+        # The same output with a bucket of 1000 lines and no pacing: the server's limit bites.
+        bot, watcher, _ = self.flood_run("cardfast", 1000, 0)
+        watcher.read_until(lambda m: m.command == "QUIT" and m.nick == "cardfast"
+                           and "Excess Flood" in m.params[-1], timeout=30)
+        bot.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
