@@ -419,17 +419,8 @@ static int cmd_set(table *t, const table_env *env, const char *user, int moderat
     grid_rules r = t->g.rules;
     grid_error e;
     char value[64], typed[sizeof c->arg2];
-    snprintf(typed, sizeof typed, "%s", c->arg2);
-    for (char *p = typed; *p; p++)
-        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a'); /* option values are lower case */
-    if (t->started) {
-        table_reply(out, t, env, user, is_private, "options are set before the game starts.");
-        return 0;
-    }
-    if (!table_may_manage(t, user, moderator)) {
-        table_reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may set options.");
-        return 0;
-    }
+    table_option_value(c, typed, sizeof typed);
+    if (!table_may_change(t, env, user, moderator, is_private, "game", "set options", out)) return 0;
     if (grid_rules_set(&r, c->arg, typed, &e) != 0 || grid_rules_check(&r, &e) != 0) {
         table_reply(out, t, env, user, is_private, "%s.", e.msg);
         return 0;
@@ -441,14 +432,7 @@ static int cmd_set(table *t, const table_env *env, const char *user, int moderat
 static int cmd_start(table *t, const table_env *env, const char *user, int moderator, int is_private, table_out *out)
 {
     char label[NAME_MAX_LEN], missing[3 * NAME_MAX_LEN] = "";
-    if (t->started) {
-        table_reply(out, t, env, user, is_private, "the game is already under way.");
-        return 0;
-    }
-    if (!table_may_manage(t, user, moderator)) {
-        table_reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may start it.");
-        return 0;
-    }
+    if (!table_may_change(t, env, user, moderator, is_private, "game", "start it", out)) return 0;
     int n = 0, nmissing = 0;
     for (int s = 0; s < GRID_SEATS; s++) n += table_seated(t, s);
     if (n < GRID_SEATS) {

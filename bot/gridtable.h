@@ -71,6 +71,13 @@ const char *table_seat_word(const table *t, int s);
 void table_add_score(table_out *o, const store_standing *d);
 /* Whether user may start the table or set its options. */
 int table_may_manage(const table *t, const char *user, int moderator);
+/* The checks `set` and `start` share: before the start, by someone who may manage the table.
+ * Returns 1 to go on, or 0 after telling user why not (game: "game" or "match"; doing: "set
+ * options", "start it"). */
+int table_may_change(table *t, const table_env *env, const char *user, int moderator, int is_private,
+                     const char *game, const char *doing, table_out *out);
+/* The value of a `set` command as typed, lower-cased (option values are lower case). */
+void table_option_value(const cmd *c, char *buf, size_t len);
 /* Whether a computer plays seat s (a bot, an away player, or nobody). */
 int table_computer_plays(const table *t, int s);
 /* Whether seat s is taken (a person or a computer). */

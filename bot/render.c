@@ -1,6 +1,6 @@
 /* render.c — 304 in words: what the room and each player read (render.h).
  *
- * Every text is built by appending to one bounded buffer (render_out): appends after the
+ * Every text is built by appending to one bounded buffer (textbuf): appends after the
  * buffer is full are dropped, and a cut never splits a UTF-8 character, so any len — even 1
  * or 8 — gives a valid, NUL-terminated prefix of the full text. Event texts rely on the
  * event's own fields for anything secret: the state passed in is the state after the whole
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "judge.h"
+#include "textbuf.h"
 
 #define RENDER_BACK "\xF0\x9F\x82\xA0" /* 🂠 a card face down */
 #define RENDER_DOT " \xC2\xB7 "       /* " · " between groups */
@@ -28,54 +29,6 @@ static const int render_rank_order[RANK_COUNT] = {RANK_J, RANK_9, RANK_A, RANK_T
                                                   RANK_K, RANK_Q, RANK_8, RANK_7};
 static const char *const render_rank_text[RANK_COUNT] = {"7", "8", "9", "10", "J", "Q", "K", "A"};
 
-/* ---- the bounded buffer ---- */
-
-typedef struct {
-    char *buf;
-    size_t len, used;
-    int full;
-} render_out;
-
-static void out_start(render_out *o, char *buf, size_t len)
-{
-    o->buf = buf;
-    o->len = len;
-    o->used = 0;
-    o->full = len == 0;
-    if (len) buf[0] = 0;
-}
-
-/* How many of the first n bytes of s to keep so that no UTF-8 character is cut. */
-static size_t utf8_keep(const char *s, size_t n)
-{
-    size_t p = n;
-    while (p > 0 && ((unsigned char)s[p - 1] & 0xC0) == 0x80) p--;
-    if (p == 0) return 0;
-    unsigned char lead = (unsigned char)s[p - 1];
-    size_t need = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    return p - 1 + need <= n ? n : p - 1;
-}
-
-static void out_add(render_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_add(render_out *o, const char *fmt, ...)
-{
-    if (o->full) return;
-    size_t room = o->len - o->used;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(o->buf + o->used, room, fmt, ap);
-    va_end(ap);
-    if (k < 0) k = 0;
-    if ((size_t)k < room) {
-        o->used += (size_t)k;
-        return;
-    }
-    o->full = 1; /* truncated: keep whole characters only, and stop here */
-    o->used += utf8_keep(o->buf + o->used, room - 1);
-    o->buf[o->used] = 0;
-}
-
-static size_t out_end(const render_out *o) { return o->len ? strlen(o->buf) : 0; }
 
 /* ---- small words ---- */
 
@@ -94,25 +47,25 @@ static const char *render_card(card_t c, char buf[CARD_TEXT_MAX])
 static int render_team(int seat) { return seat & 1; }
 
 /* "alice (South) & carol (North)" */
-static void out_team(render_out *o, const char *const names[G304_SEATS], int team)
+static void out_team(textbuf *o, const char *const names[G304_SEATS], int team)
 {
-    out_add(o, "%s & %s", render_who(names, team), render_who(names, team + 2));
+    tb_add(o, "%s & %s", render_who(names, team), render_who(names, team + 2));
 }
 
-static void out_bid(render_out *o, int amount)
+static void out_bid(textbuf *o, int amount)
 {
     if (amount == G304_PCC)
-        out_add(o, "Partner Close Caps");
+        tb_add(o, "Partner Close Caps");
     else
-        out_add(o, "%d", amount);
+        tb_add(o, "%d", amount);
 }
 
 /* Cards in the given order, separated by blanks. */
-static void out_cards(render_out *o, const card_t *cards, int n)
+static void out_cards(textbuf *o, const card_t *cards, int n)
 {
     for (int i = 0; i < n; i++) {
         char one[CARD_TEXT_MAX];
-        out_add(o, "%s%s", i ? " " : "", render_card(cards[i], one));
+        tb_add(o, "%s%s", i ? " " : "", render_card(cards[i], one));
     }
 }
 
@@ -125,23 +78,23 @@ static int render_suit_at(int i, int trump)
 }
 
 /* A set by suit, strongest first: "J♥ 9♥ · 10♠ 7♠" (pretty) or "♥ J 9 · ♠ 10 7" (compact). */
-static void out_set(render_out *o, cardset_t set, int trump, int compact)
+static void out_set(textbuf *o, cardset_t set, int trump, int compact)
 {
     int groups = 0;
     for (int i = 0; i < SUIT_COUNT; i++) {
         int suit = render_suit_at(i, trump);
         if (!(set & CARDSET_SUIT(suit))) continue;
-        out_add(o, "%s", groups++ ? RENDER_DOT : "");
-        if (compact) out_add(o, "%s", suit_symbol(suit));
+        tb_add(o, "%s", groups++ ? RENDER_DOT : "");
+        if (compact) tb_add(o, "%s", suit_symbol(suit));
         int k = 0;
         for (int r = 0; r < RANK_COUNT; r++) {
             card_t c = CARD_MAKE(suit, render_rank_order[r]);
             if (!(set & CARDSET_BIT(c))) continue;
             char one[CARD_TEXT_MAX];
             if (compact)
-                out_add(o, " %s", render_rank_text[CARD_RANK(c)]);
+                tb_add(o, " %s", render_rank_text[CARD_RANK(c)]);
             else
-                out_add(o, "%s%s", k ? " " : "", card_pretty(c, one));
+                tb_add(o, "%s%s", k ? " " : "", card_pretty(c, one));
             k++;
         }
     }
@@ -164,9 +117,9 @@ static int render_known_trump(const g304_state *st, int viewer)
 }
 
 /* "hearts are trump" with the symbol: "♥ hearts" */
-static void out_trump(render_out *o, int suit)
+static void out_trump(textbuf *o, int suit)
 {
-    out_add(o, "%s %s are trump", suit_symbol(suit), suit_name(suit));
+    tb_add(o, "%s %s are trump", suit_symbol(suit), suit_name(suit));
 }
 
 /* Whether the event is for viewer at all (-1, the room, gets only events for everybody). */
@@ -184,184 +137,184 @@ static int render_own_card(const g304_event *e, int viewer)
 
 /* ---- events ---- */
 
-static void ev_dealt(render_out *o, const g304_state *st, const g304_event *e, int viewer)
+static void ev_dealt(textbuf *o, const g304_state *st, const g304_event *e, int viewer)
 {
     int trump = render_known_trump(st, viewer);
-    out_add(o, "%s", e->amount == 0 ? "Your first four cards: " : "Your next four cards: ");
+    tb_add(o, "%s", e->amount == 0 ? "Your first four cards: " : "Your next four cards: ");
     out_set(o, render_set_of(e->cards, e->n), trump, 1);
     if (e->amount == 0) return;
     char hand[RENDER_MAX];
     render_hand(st, viewer, hand, sizeof hand);
-    out_add(o, "\nYour hand: %s", hand);
+    tb_add(o, "\nYour hand: %s", hand);
 }
 
-static void ev_bidding(render_out *o, const g304_event *e, const char *const names[])
+static void ev_bidding(textbuf *o, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
     switch (e->kind) {
     case G304_EV_CUT:
         if (e->amount)
-            out_add(o, "%s cuts the pack at %d.", who, e->amount);
+            tb_add(o, "%s cuts the pack at %d.", who, e->amount);
         else
-            out_add(o, "%s does not cut the pack.", who);
+            tb_add(o, "%s does not cut the pack.", who);
         break;
     case G304_EV_BID:
         if (e->amount == G304_PCC)
-            out_add(o, "%s bids Partner Close Caps!", who);
+            tb_add(o, "%s bids Partner Close Caps!", who);
         else
-            out_add(o, "%s bids %d.", who, e->amount);
+            tb_add(o, "%s bids %d.", who, e->amount);
         break;
-    case G304_EV_PASS: out_add(o, "%s passes.", who); break;
-    case G304_EV_ASK: out_add(o, "%s asks partner %s to bid.", who, render_who(names, e->other)); break;
+    case G304_EV_PASS: tb_add(o, "%s passes.", who); break;
+    case G304_EV_ASK: tb_add(o, "%s asks partner %s to bid.", who, render_who(names, e->other)); break;
     case G304_EV_REDEAL:
-        out_add(o, "%s asks for a redeal: the first four cards are worth less than 15 points.", who);
+        tb_add(o, "%s asks for a redeal: the first four cards are worth less than 15 points.", who);
         break;
     case G304_EV_ALL_PASS:
-        out_add(o, "All four passed: no play.");
+        tb_add(o, "All four passed: no play.");
         break;
     }
 }
 
-static void ev_maker(render_out *o, const g304_state *st, const g304_event *e, const char *const names[])
+static void ev_maker(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
     if (e->amount == G304_PCC) {
-        out_add(o, "%s plays Partner Close Caps: %s sits out, and %s must win all eight tricks. "
+        tb_add(o, "%s plays Partner Close Caps: %s sits out, and %s must win all eight tricks. "
                    "%s chooses the indicator from eight cards.",
                 who, render_who(names, (e->seat + 2) & 3), who, who);
         return;
     }
-    out_add(o, "%s is trump maker at %d and chooses %s.", who, e->amount,
+    tb_add(o, "%s is trump maker at %d and chooses %s.", who, e->amount,
             st->bid_round == 8 ? "a new indicator from eight cards" : "the indicator from the first four cards");
 }
 
-static void ev_indicator(render_out *o, const g304_state *st, const g304_event *e, int viewer,
+static void ev_indicator(textbuf *o, const g304_state *st, const g304_event *e, int viewer,
                          const char *const names[])
 {
     char one[CARD_TEXT_MAX];
     const char *who = render_who(names, e->seat);
     switch (e->kind) {
     case G304_EV_INDICATOR:
-        out_add(o, "Your indicator: %s " RENDER_DASH " ", card_pretty(e->cards[0], one));
+        tb_add(o, "Your indicator: %s " RENDER_DASH " ", card_pretty(e->cards[0], one));
         out_trump(o, CARD_SUIT(e->cards[0]));
-        out_add(o, ". It lies face down; only you know it.");
+        tb_add(o, ". It lies face down; only you know it.");
         break;
-    case G304_EV_PLACED: out_add(o, "%s places the indicator face down.", who); break;
+    case G304_EV_PLACED: tb_add(o, "%s places the indicator face down.", who); break;
     case G304_EV_RETURNED:
         if (render_own_card(e, viewer))
-            out_add(o, "Your old indicator %s is back in your hand.", card_pretty(e->cards[0], one));
+            tb_add(o, "Your old indicator %s is back in your hand.", card_pretty(e->cards[0], one));
         else if (viewer == e->seat)
-            out_add(o, "Your old indicator is back in your hand.");
+            tb_add(o, "Your old indicator is back in your hand.");
         else
-            out_add(o, "The old indicator goes back to %s.", who);
+            tb_add(o, "The old indicator goes back to %s.", who);
         break;
     case G304_EV_OPEN:
-        out_add(o, "%s declares an open game: the indicator is %s, ", who, card_pretty(e->cards[0], one));
+        tb_add(o, "%s declares an open game: the indicator is %s, ", who, card_pretty(e->cards[0], one));
         out_trump(o, e->flag);
-        out_add(o, ".");
+        tb_add(o, ".");
         break;
     case G304_EV_SHOWN:
         if (e->amount == 1)
-            out_add(o, "With the Caps call the indicator is shown: %s, ", card_pretty(e->cards[0], one));
+            tb_add(o, "With the Caps call the indicator is shown: %s, ", card_pretty(e->cards[0], one));
         else
-            out_add(o, "The bid is 250 or more, so the indicator is shown after the first trick: %s, ",
+            tb_add(o, "The bid is 250 or more, so the indicator is shown after the first trick: %s, ",
                     card_pretty(e->cards[0], one));
         out_trump(o, e->flag);
-        out_add(o, ", open from now. It goes back to %s.", render_who(names, st->maker));
+        tb_add(o, ", open from now. It goes back to %s.", render_who(names, st->maker));
         break;
     }
 }
 
-static void ev_play(render_out *o, const g304_event *e, int viewer, const char *const names[])
+static void ev_play(textbuf *o, const g304_event *e, int viewer, const char *const names[])
 {
     char one[CARD_TEXT_MAX];
     const char *who = render_who(names, e->seat);
     if (e->kind == G304_EV_PLAY) {
-        out_add(o, "%s plays %s.", who, card_pretty(e->cards[0], one));
+        tb_add(o, "%s plays %s.", who, card_pretty(e->cards[0], one));
     } else if (render_own_card(e, viewer)) {
         if (e->flag)
-            out_add(o, "You cut with your indicator %s, face down.", card_pretty(e->cards[0], one));
+            tb_add(o, "You cut with your indicator %s, face down.", card_pretty(e->cards[0], one));
         else
-            out_add(o, "You play %s face down.", card_pretty(e->cards[0], one));
+            tb_add(o, "You play %s face down.", card_pretty(e->cards[0], one));
     } else if (e->flag) {
-        out_add(o, "%s cuts with the indicator " RENDER_BACK " face down.", who);
+        tb_add(o, "%s cuts with the indicator " RENDER_BACK " face down.", who);
     } else {
-        out_add(o, "%s plays " RENDER_BACK " face down.", who);
+        tb_add(o, "%s plays " RENDER_BACK " face down.", who);
     }
 }
 
-static void ev_reveal(render_out *o, const g304_state *st, const g304_event *e, const char *const names[])
+static void ev_reveal(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
 {
     char one[CARD_TEXT_MAX];
     cardset_t up = render_set_of(e->cards, e->n);
     int k = 0;
-    out_add(o, "A trump was played face down! Turned up:");
+    tb_add(o, "A trump was played face down! Turned up:");
     for (int t = 0; t < G304_TRICKS; t++) /* in playing order, with who played each */
         for (int i = 0; i < st->tricks[t].n; i++) {
             card_t c = st->tricks[t].card[i];
             if (c >= CARD_COUNT || !(up & CARDSET_BIT(c))) continue;
-            out_add(o, "%s %s (%s)", k++ ? "," : "", card_pretty(c, one), render_who(names, st->tricks[t].seat[i]));
+            tb_add(o, "%s %s (%s)", k++ ? "," : "", card_pretty(c, one), render_who(names, st->tricks[t].seat[i]));
         }
-    out_add(o, up & CARDSET_BIT(e->other) ? ". The indicator %s is among them: " : ". The indicator was %s: ",
+    tb_add(o, up & CARDSET_BIT(e->other) ? ". The indicator %s is among them: " : ". The indicator was %s: ",
             card_pretty(e->other, one));
     out_trump(o, e->flag);
-    out_add(o, ", open from now.");
-    if (!(up & CARDSET_BIT(e->other))) out_add(o, " It goes back to %s.", render_who(names, st->maker));
+    tb_add(o, ", open from now.");
+    if (!(up & CARDSET_BIT(e->other))) tb_add(o, " It goes back to %s.", render_who(names, st->maker));
 }
 
-static void ev_trick(render_out *o, const g304_state *st, const g304_event *e, const char *const names[])
+static void ev_trick(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
     switch (e->kind) {
     case G304_EV_INSPECT: {
         int trump = 0;
         for (int i = 0; i < e->n; i++) trump |= CARD_SUIT(e->cards[i]) == st->trump;
-        out_add(o, "Face down in this trick: ");
+        tb_add(o, "Face down in this trick: ");
         out_cards(o, e->cards, e->n);
-        out_add(o, " %s %s", RENDER_DASH, trump ? "a trump is among them." : "no trump.");
+        tb_add(o, " %s %s", RENDER_DASH, trump ? "a trump is among them." : "no trump.");
         break;
     }
-    case G304_EV_NO_TRUMP: out_add(o, "No trump among the face-down cards: they stay face down."); break;
+    case G304_EV_NO_TRUMP: tb_add(o, "No trump among the face-down cards: they stay face down."); break;
     case G304_EV_REVEAL: ev_reveal(o, st, e, names); break;
     case G304_EV_TRICK:
         if (e->flag)
-            out_add(o, "Trick %d to %s (+%d points).", e->amount, who, e->other);
+            tb_add(o, "Trick %d to %s (+%d points).", e->amount, who, e->other);
         else
-            out_add(o, "Trick %d to %s (a card stays face down).", e->amount, who);
+            tb_add(o, "Trick %d to %s (a card stays face down).", e->amount, who);
         break;
     }
 }
 
-static void ev_end(render_out *o, const g304_state *st, const g304_event *e, const char *const names[])
+static void ev_end(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
     switch (e->kind) {
     case G304_EV_CAPS:
-        out_add(o, "%s calls %sCaps: ", who,
+        tb_add(o, "%s calls %sCaps: ", who,
                 st->maker < G304_SEATS && render_team(e->seat) != render_team(st->maker) ? "External " : "");
         out_cards(o, e->cards, e->n);
-        out_add(o, ". These cards are shown and played in that order.");
+        tb_add(o, ". These cards are shown and played in that order.");
         break;
     case G304_EV_SPOILT:
         if (e->seat >= G304_SEATS)
-            out_add(o, "Spoilt trumps: the trump maker's opponents hold no trump.");
+            tb_add(o, "Spoilt trumps: the trump maker's opponents hold no trump.");
         else if (e->flag)
-            out_add(o, "%s declares spoilt trumps, rightly: the trump maker's opponents hold no trump.", who);
+            tb_add(o, "%s declares spoilt trumps, rightly: the trump maker's opponents hold no trump.", who);
         else
-            out_add(o, "%s declares spoilt trumps, but the trumps are not spoilt: a rule violation.", who);
+            tb_add(o, "%s declares spoilt trumps, but the trumps are not spoilt: a rule violation.", who);
         break;
     case G304_EV_CAPS_JUDGED: {
         char text[RENDER_MAX];
         judge_describe(st, e, names, text, sizeof text);
-        out_add(o, "%s", text);
+        tb_add(o, "%s", text);
         break;
     }
     case G304_EV_HAND:
-        out_add(o, "%s held: ", who);
+        tb_add(o, "%s held: ", who);
         out_set(o, render_set_of(e->cards, e->n), render_known_trump(st, -1), 0);
         if (e->seat == st->maker && st->indicator != CARD_NONE) {
             char one[CARD_TEXT_MAX];
-            out_add(o, " (indicator %s)", card_pretty(st->indicator, one));
+            tb_add(o, " (indicator %s)", card_pretty(st->indicator, one));
         }
         break;
     }
@@ -370,9 +323,9 @@ static void ev_end(render_out *o, const g304_state *st, const g304_event *e, con
 size_t render_event(const g304_state *st, const g304_event *e, int viewer, const char *const names[G304_SEATS],
                     char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
-    if (!render_for(e, viewer)) return out_end(&o);
+    textbuf o;
+    tb_start(&o, buf, len);
+    if (!render_for(e, viewer)) return tb_end(&o);
     switch (e->kind) {
     case G304_EV_DEALT:
         if (viewer >= 0) ev_dealt(&o, st, e, viewer);
@@ -394,39 +347,39 @@ size_t render_event(const g304_state *st, const g304_event *e, int viewer, const
         break;
     case G304_EV_RESULT: return render_result(st, names, buf, len);
     }
-    return out_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- the hand ---- */
 
 size_t render_hand(const g304_state *st, int seat, char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
-    if (seat < 0 || seat >= G304_SEATS) return out_end(&o);
+    textbuf o;
+    tb_start(&o, buf, len);
+    if (seat < 0 || seat >= G304_SEATS) return tb_end(&o);
     int ind_down = st->ind_down && seat == st->maker && st->indicator != CARD_NONE;
     cardset_t hand = g304_cards_of(st, seat);
     if (ind_down) hand &= ~CARDSET_BIT(st->indicator);
     if (hand)
         out_set(&o, hand, render_known_trump(st, seat), 1);
     else if (!ind_down)
-        out_add(&o, "(no cards)");
+        tb_add(&o, "(no cards)");
     if (ind_down) {
         char one[CARD_TEXT_MAX];
-        out_add(&o, "%s(indicator %s, face down)", hand ? "  " : "", card_pretty(st->indicator, one));
+        tb_add(&o, "%s(indicator %s, face down)", hand ? "  " : "", card_pretty(st->indicator, one));
     }
-    return out_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- whose turn ---- */
 
 /* "a, b, c, or d" from a few phrases (the comma keeps "bid 200 or more, or pass" clear). */
-static void out_choices(render_out *o, const char *const *w, int n)
+static void out_choices(textbuf *o, const char *const *w, int n)
 {
-    for (int i = 0; i < n; i++) out_add(o, "%s%s", i == 0 ? "" : i == n - 1 ? ", or " : ", ", w[i]);
+    for (int i = 0; i < n; i++) tb_add(o, "%s%s", i == 0 ? "" : i == n - 1 ? ", or " : ", ", w[i]);
 }
 
-static void turn_bidding(render_out *o, const g304_state *st, const char *const names[])
+static void turn_bidding(textbuf *o, const g304_state *st, const char *const names[])
 {
     g304_action acts[G304_MAX_LEGAL];
     int n = g304_legal(st, st->to_act, acts), lo = 0, hi = 0, nw = 0;
@@ -445,15 +398,15 @@ static void turn_bidding(render_out *o, const g304_state *st, const char *const 
         /* A redeal is not named: that it is allowed tells the room the four cards are worth
          * less than 15 points. The player hears it privately. */
     }
-    if (st->phase == G304_PHASE_BID8) out_add(o, "Eight-card round " RENDER_DASH " ");
-    out_add(o, "%s", render_who(names, st->to_act));
-    if (st->asked == st->to_act) out_add(o, " (asked by partner)");
-    out_add(o, ": ");
+    if (st->phase == G304_PHASE_BID8) tb_add(o, "Eight-card round " RENDER_DASH " ");
+    tb_add(o, "%s", render_who(names, st->to_act));
+    if (st->asked == st->to_act) tb_add(o, " (asked by partner)");
+    tb_add(o, ": ");
     out_choices(o, words, nw);
     if (st->bid) {
-        out_add(o, " (highest bid ");
+        tb_add(o, " (highest bid ");
         out_bid(o, st->bid);
-        out_add(o, " by %s)", render_who(names, st->bidder));
+        tb_add(o, " by %s)", render_who(names, st->bidder));
     }
 }
 
@@ -468,87 +421,87 @@ static int render_may_open(const g304_state *st)
     return 0;
 }
 
-static void turn_play(render_out *o, const g304_state *st, const char *const names[])
+static void turn_play(textbuf *o, const g304_state *st, const char *const names[])
 {
     const g304_trick *t = &st->tricks[st->trick_no];
     const char *who = render_who(names, st->to_act);
     if (t->n == 0)
-        out_add(o, "%s to lead (trick %d)", who, st->trick_no + 1);
+        tb_add(o, "%s to lead (trick %d)", who, st->trick_no + 1);
     else
-        out_add(o, "%s to play (trick %d, %s led)", who, st->trick_no + 1, suit_symbol(CARD_SUIT(t->card[0])));
+        tb_add(o, "%s to play (trick %d, %s led)", who, st->trick_no + 1, suit_symbol(CARD_SUIT(t->card[0])));
     if (!render_may_open(st)) return;
     if (st->maker == st->to_act)
-        out_add(o, " or declare an open game");
+        tb_add(o, " or declare an open game");
     else
-        out_add(o, "; %s may first declare an open game", render_who(names, st->maker));
+        tb_add(o, "; %s may first declare an open game", render_who(names, st->maker));
 }
 
 size_t render_turn(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
-    if (st->phase == G304_PHASE_DONE || st->to_act >= G304_SEATS) return out_end(&o);
+    textbuf o;
+    tb_start(&o, buf, len);
+    if (st->phase == G304_PHASE_DONE || st->to_act >= G304_SEATS) return tb_end(&o);
     const char *who = render_who(names, st->to_act);
     switch (st->phase) {
     case G304_PHASE_CUT:
-        out_add(&o, "%s: cut the pack at 1 to 31, or 0 for no cut", who);
+        tb_add(&o, "%s: cut the pack at 1 to 31, or 0 for no cut", who);
         break;
     case G304_PHASE_BID4:
     case G304_PHASE_BID8: turn_bidding(&o, st, names); break;
     case G304_PHASE_TRUMP:
-        out_add(&o, "%s: choose the indicator from your %s (send trump CARD in a private message)", who,
+        tb_add(&o, "%s: choose the indicator from your %s (send trump CARD in a private message)", who,
                 st->bid_round == 8 ? "eight cards" : "first four cards");
         break;
     case G304_PHASE_PLAY: turn_play(&o, st, names); break;
     }
-    return out_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- the table ---- */
 
-static void table_head(render_out *o, const g304_state *st, const char *const names[])
+static void table_head(textbuf *o, const g304_state *st, const char *const names[])
 {
     static const char *const phase_words[] = {"waiting for the cut", "four-card bidding", "choosing the indicator",
                                               "eight-card bidding", "", "the hand is over"};
-    out_add(o, "Dealer: %s" RENDER_DOT, render_who(names, st->dealer));
+    tb_add(o, "Dealer: %s" RENDER_DOT, render_who(names, st->dealer));
     if (st->phase == G304_PHASE_PLAY)
-        out_add(o, "trick %d of 8", st->trick_no + 1);
+        tb_add(o, "trick %d of 8", st->trick_no + 1);
     else if (st->phase < sizeof phase_words / sizeof phase_words[0])
-        out_add(o, "%s", phase_words[st->phase]);
+        tb_add(o, "%s", phase_words[st->phase]);
 }
 
-static void table_bid(render_out *o, const g304_state *st, const char *const names[])
+static void table_bid(textbuf *o, const g304_state *st, const char *const names[])
 {
     if (st->maker < G304_SEATS) {
-        out_add(o, "\nTrump maker: %s at ", render_who(names, st->maker));
+        tb_add(o, "\nTrump maker: %s at ", render_who(names, st->maker));
         out_bid(o, st->bidder == st->maker ? st->bid : st->bid4);
-        if (st->pcc) out_add(o, " (%s sits out)", render_who(names, (st->maker + 2) & 3));
+        if (st->pcc) tb_add(o, " (%s sits out)", render_who(names, (st->maker + 2) & 3));
         if (st->bidder == st->maker) return;
     }
     if (st->bid) {
-        out_add(o, "%s", st->maker < G304_SEATS ? RENDER_DOT "highest bid " : "\nHighest bid: ");
+        tb_add(o, "%s", st->maker < G304_SEATS ? RENDER_DOT "highest bid " : "\nHighest bid: ");
         out_bid(o, st->bid);
-        out_add(o, " by %s", render_who(names, st->bidder));
+        tb_add(o, " by %s", render_who(names, st->bidder));
     } else if (st->phase == G304_PHASE_BID4) {
-        out_add(o, "\nNo bid yet");
+        tb_add(o, "\nNo bid yet");
     }
 }
 
-static void table_trump(render_out *o, const g304_state *st, int viewer)
+static void table_trump(textbuf *o, const g304_state *st, int viewer)
 {
     if (st->indicator == CARD_NONE) return;
     int trump = render_known_trump(st, viewer);
     if (trump < 0) {
-        out_add(o, "\nTrump: hidden (closed game)");
+        tb_add(o, "\nTrump: hidden (closed game)");
         return;
     }
     char one[CARD_TEXT_MAX];
-    out_add(o, "\nTrump: %s %s (indicator %s)" RENDER_DOT, suit_symbol(trump), suit_name(trump),
+    tb_add(o, "\nTrump: %s %s (indicator %s)" RENDER_DOT, suit_symbol(trump), suit_name(trump),
             card_pretty(st->indicator, one));
     if (!st->trump_open && st->phase != G304_PHASE_DONE)
-        out_add(o, "closed, only you know it");
+        tb_add(o, "closed, only you know it");
     else
-        out_add(o, "%s", st->declared_open ? "open game" : "open");
+        tb_add(o, "%s", st->declared_open ? "open game" : "open");
 }
 
 /* Points of a team everybody can count: its tricks' face-up cards; *hidden if some lie face down. */
@@ -571,62 +524,62 @@ static int render_public_points(const g304_state *st, int team, int *hidden)
 }
 
 /* One trick as viewer sees it: "bob (East) K♠ · carol (North) 🂠" */
-static void out_trick(render_out *o, const g304_state *st, const g304_trick *t, int viewer, const char *const names[])
+static void out_trick(textbuf *o, const g304_state *st, const g304_trick *t, int viewer, const char *const names[])
 {
     for (int i = 0; i < t->n; i++) {
         char one[CARD_TEXT_MAX];
         card_t c = g304_trick_card_for(st, t, i, viewer);
-        out_add(o, "%s%s %s", i ? RENDER_DOT : "", render_who(names, t->seat[i]), render_card(c, one));
-        if (c != CARD_HIDDEN && (t->hidden & (1 << i)) && st->phase != G304_PHASE_DONE) out_add(o, " (face down)");
+        tb_add(o, "%s%s %s", i ? RENDER_DOT : "", render_who(names, t->seat[i]), render_card(c, one));
+        if (c != CARD_HIDDEN && (t->hidden & (1 << i)) && st->phase != G304_PHASE_DONE) tb_add(o, " (face down)");
     }
 }
 
-static void table_play(render_out *o, const g304_state *st, int viewer, const char *const names[])
+static void table_play(textbuf *o, const g304_state *st, int viewer, const char *const names[])
 {
     if (st->phase != G304_PHASE_PLAY && !(st->phase == G304_PHASE_DONE && st->maker < G304_SEATS)) return;
-    out_add(o, "\nTricks: %s %d, %s %d" RENDER_DOT "points: ", render_team_label[0], st->team_tricks[0],
+    tb_add(o, "\nTricks: %s %d, %s %d" RENDER_DOT "points: ", render_team_label[0], st->team_tricks[0],
             render_team_label[1], st->team_tricks[1]);
     for (int team = 0; team < 2; team++) {
         int hidden, pts = render_public_points(st, team, &hidden);
-        out_add(o, "%s%s %d%s", team ? ", " : "", render_team_label[team], pts, hidden ? " + " RENDER_BACK : "");
+        tb_add(o, "%s%s %d%s", team ? ", " : "", render_team_label[team], pts, hidden ? " + " RENDER_BACK : "");
     }
-    if (st->caps_seat < G304_SEATS) out_add(o, "\n%s called Caps.", render_who(names, st->caps_seat));
+    if (st->caps_seat < G304_SEATS) tb_add(o, "\n%s called Caps.", render_who(names, st->caps_seat));
     if (st->phase != G304_PHASE_PLAY || st->tricks[st->trick_no].n == 0) return;
-    out_add(o, "\nTrick %d: ", st->trick_no + 1);
+    tb_add(o, "\nTrick %d: ", st->trick_no + 1);
     out_trick(o, st, &st->tricks[st->trick_no], viewer, names);
 }
 
 size_t render_table(const g304_state *st, int viewer, const char *const names[G304_SEATS], char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
+    textbuf o;
+    tb_start(&o, buf, len);
     table_head(&o, st, names);
     table_bid(&o, st, names);
     table_trump(&o, st, viewer);
     table_play(&o, st, viewer, names);
-    out_add(&o, "\nTokens: %s %d, %s %d", render_team_label[0], st->tokens[0], render_team_label[1], st->tokens[1]);
+    tb_add(&o, "\nTokens: %s %d, %s %d", render_team_label[0], st->tokens[0], render_team_label[1], st->tokens[1]);
     char turn[RENDER_MAX];
-    if (render_turn(st, names, turn, sizeof turn)) out_add(&o, "\n%s", turn);
-    return out_end(&o);
+    if (render_turn(st, names, turn, sizeof turn)) tb_add(&o, "\n%s", turn);
+    return tb_end(&o);
 }
 
 size_t render_last(const g304_state *st, int viewer, const char *const names[G304_SEATS], char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
+    textbuf o;
+    tb_start(&o, buf, len);
     int last = (st->phase == G304_PHASE_PLAY || st->phase == G304_PHASE_DONE) ? st->trick_no - 1 : -1;
     if (last < 0 || last >= G304_TRICKS || st->tricks[last].winner >= G304_SEATS) {
-        out_add(&o, "No trick has been completed yet.");
-        return out_end(&o);
+        tb_add(&o, "No trick has been completed yet.");
+        return tb_end(&o);
     }
     const g304_trick *t = &st->tricks[last];
     int unseen = 0;
     for (int i = 0; i < t->n; i++) unseen |= g304_trick_card_for(st, t, i, viewer) == CARD_HIDDEN;
-    out_add(&o, "Last trick (trick %d) to %s", last + 1, render_who(names, t->winner));
-    if (!unseen) out_add(&o, " (+%d points)", t->points);
-    out_add(&o, ": ");
+    tb_add(&o, "Last trick (trick %d) to %s", last + 1, render_who(names, t->winner));
+    if (!unseen) tb_add(&o, " (+%d points)", t->points);
+    tb_add(&o, ": ");
     out_trick(&o, st, t, viewer, names);
-    return out_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- the result ---- */
@@ -637,22 +590,22 @@ static int render_caps_overrides(const g304_result *r)
     return (r->caps_seat < G304_SEATS && !r->caps_won) || r->wrong_seat < G304_SEATS;
 }
 
-static void result_bid(render_out *o, const g304_state *st, const char *const names[])
+static void result_bid(textbuf *o, const g304_state *st, const char *const names[])
 {
     const g304_result *r = &st->result;
     int mt = render_team(st->maker);
     if (st->pcc) {
-        out_add(o, "%s %s Partner Close Caps", render_who(names, st->maker), r->made ? "made" : "failed");
+        tb_add(o, "%s %s Partner Close Caps", render_who(names, st->maker), r->made ? "made" : "failed");
         if (r->made)
-            out_add(o, ", winning all eight tricks.");
+            tb_add(o, ", winning all eight tricks.");
         else
-            out_add(o, ": %d of eight tricks won.", st->team_tricks[mt]);
+            tb_add(o, ": %d of eight tricks won.", st->team_tricks[mt]);
         return;
     }
     out_team(o, names, mt);
-    out_add(o, " %s ", render_caps_overrides(r) ? "bid" : r->made ? "made" : "failed");
+    tb_add(o, " %s ", render_caps_overrides(r) ? "bid" : r->made ? "made" : "failed");
     out_bid(o, st->bid);
-    out_add(o, render_caps_overrides(r) ? " and took %d points." : " with %d points.", st->points[mt]);
+    tb_add(o, render_caps_overrides(r) ? " and took %d points." : " with %d points.", st->points[mt]);
 }
 
 static const char *render_wrong_word(int reason)
@@ -660,7 +613,7 @@ static const char *render_wrong_word(int reason)
     return reason == G304_WRONG_EARLY ? "too early" : reason == G304_WRONG_LATE ? "too late" : "not called";
 }
 
-static void result_caps(render_out *o, const g304_state *st, const char *const names[])
+static void result_caps(textbuf *o, const g304_state *st, const char *const names[])
 {
     const g304_result *r = &st->result;
     if (r->caps_seat < G304_SEATS) {
@@ -668,35 +621,35 @@ static void result_caps(render_out *o, const g304_state *st, const char *const n
         int external = render_team(r->caps_seat) != render_team(st->maker);
         const char *bid = external ? "" : "nothing for the bid, ";
         if (!r->caps_won)
-            out_add(o, "\n%s called Caps and then lost a trick: %s5 tokens to pay.", who, bid);
+            tb_add(o, "\n%s called Caps and then lost a trick: %s5 tokens to pay.", who, bid);
         else if (r->wrong_seat < G304_SEATS)
-            out_add(o, "\nWrong Caps: %s called %s: %s2 tokens to pay.", who, render_wrong_word(r->wrong_reason), bid);
+            tb_add(o, "\nWrong Caps: %s called %s: %s2 tokens to pay.", who, render_wrong_word(r->wrong_reason), bid);
         else if (external)
-            out_add(o, "\n%s called External Caps and won every trick: the trump maker's team pays 1 token more.",
+            tb_add(o, "\n%s called External Caps and won every trick: the trump maker's team pays 1 token more.",
                     who);
         else
-            out_add(o, "\n%s called Caps and won every trick%s.", who,
+            tb_add(o, "\n%s called Caps and won every trick%s.", who,
                     r->caps_bonus ? ": +1 token for calling before the seventh trick" : "");
-        if (r->caps_broken) out_add(o, " (A card of the stated order could not be played in turn.)");
+        if (r->caps_broken) tb_add(o, " (A card of the stated order could not be played in turn.)");
     } else if (r->wrong_seat < G304_SEATS) {
-        out_add(o, "\nWrong Caps: Caps was certain for %s but not called: nothing for the bid, 2 tokens to pay.",
+        tb_add(o, "\nWrong Caps: Caps was certain for %s but not called: nothing for the bid, 2 tokens to pay.",
                 render_who(names, r->wrong_seat));
     }
 }
 
-static void result_what(render_out *o, const g304_state *st, const char *const names[])
+static void result_what(textbuf *o, const g304_state *st, const char *const names[])
 {
     const g304_result *r = &st->result;
     const char *next = render_who(names, r->next_dealer);
     switch (r->end) {
-    case G304_END_REDEAL: out_add(o, "Redeal: no score. %s deals again.", next); break;
-    case G304_END_ALL_PASS: out_add(o, "No bid: no score. The deal passes to %s.", next); break;
-    case G304_END_SPOILT: out_add(o, "Spoilt trumps: the hand is void, no score. %s deals again.", next); break;
+    case G304_END_REDEAL: tb_add(o, "Redeal: no score. %s deals again.", next); break;
+    case G304_END_ALL_PASS: tb_add(o, "No bid: no score. The deal passes to %s.", next); break;
+    case G304_END_SPOILT: tb_add(o, "Spoilt trumps: the hand is void, no score. %s deals again.", next); break;
     case G304_END_VIOLATION: {
         int caller = render_team(r->spoilt_seat), winners = !caller;
-        out_add(o, "%s declared spoilt trumps wrongly: a rule violation. ", render_who(names, r->spoilt_seat));
+        tb_add(o, "%s declared spoilt trumps wrongly: a rule violation. ", render_who(names, r->spoilt_seat));
         out_team(o, names, winners);
-        out_add(o, " win the hand plus 2 tokens.");
+        tb_add(o, " win the hand plus 2 tokens.");
         break;
     }
     case G304_END_PLAYED:
@@ -706,65 +659,65 @@ static void result_what(render_out *o, const g304_state *st, const char *const n
     }
 }
 
-static void result_tokens(render_out *o, const g304_state *st, const char *const names[])
+static void result_tokens(textbuf *o, const g304_state *st, const char *const names[])
 {
     const g304_result *r = &st->result;
     if (r->delta[0] || r->delta[1]) {
-        out_add(o, "\nTokens:");
+        tb_add(o, "\nTokens:");
         for (int t = 0, k = 0; t < 2; t++) {
             int d = r->delta[t];
             if (!d) continue; /* bank scoring: only the payer's tokens change */
-            out_add(o, "%s %s %s%d", k++ ? "," : "", render_team_label[t], d < 0 ? RENDER_MINUS : "+", d < 0 ? -d : d);
-            if (d < 0 && st->rules.scoring == G304_SCORING_BANK) out_add(o, " (to the bank)");
+            tb_add(o, "%s %s %s%d", k++ ? "," : "", render_team_label[t], d < 0 ? RENDER_MINUS : "+", d < 0 ? -d : d);
+            if (d < 0 && st->rules.scoring == G304_SCORING_BANK) tb_add(o, " (to the bank)");
         }
-        out_add(o, RENDER_DOT "now %s %d, %s %d.", render_team_label[0], st->tokens[0], render_team_label[1],
+        tb_add(o, RENDER_DOT "now %s %d, %s %d.", render_team_label[0], st->tokens[0], render_team_label[1],
                 st->tokens[1]);
     } else {
-        out_add(o, "\nTokens: %s %d, %s %d.", render_team_label[0], st->tokens[0], render_team_label[1], st->tokens[1]);
+        tb_add(o, "\nTokens: %s %d, %s %d.", render_team_label[0], st->tokens[0], render_team_label[1], st->tokens[1]);
     }
     if (r->match_over && r->match_winner < 2) {
-        out_add(o, "\nMatch over: %s (", render_team_label[r->match_winner]);
+        tb_add(o, "\nMatch over: %s (", render_team_label[r->match_winner]);
         out_team(o, names, r->match_winner);
-        out_add(o, ") win the match!");
+        tb_add(o, ") win the match!");
     } else if (r->end == G304_END_PLAYED || r->end == G304_END_VIOLATION) {
-        out_add(o, "\nNext dealer: %s.", render_who(names, r->next_dealer));
+        tb_add(o, "\nNext dealer: %s.", render_who(names, r->next_dealer));
     }
 }
 
 size_t render_result(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
-    if (st->phase != G304_PHASE_DONE || st->result.end == G304_END_NONE) return out_end(&o);
+    textbuf o;
+    tb_start(&o, buf, len);
+    if (st->phase != G304_PHASE_DONE || st->result.end == G304_END_NONE) return tb_end(&o);
     result_what(&o, st, names);
     result_tokens(&o, st, names);
-    return out_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- the rules ---- */
 
 size_t render_rules(const g304_rules *r, char *buf, size_t len)
 {
-    render_out o;
-    out_start(&o, buf, len);
-    out_add(&o, "304: 32 cards (7 to A in four suits), ranked J 9 A 10 K Q 8 7 in every suit. "
+    textbuf o;
+    tb_start(&o, buf, len);
+    tb_add(&o, "304: 32 cards (7 to A in four suits), ranked J 9 A 10 K Q 8 7 in every suit. "
                 "Points: J 30, 9 20, A 11, 10 10, K 3, Q 2 " RENDER_DASH " 304 in the pack.\n");
-    out_add(&o, "Partners sit opposite: %s against %s; play goes counter-clockwise.\n", render_team_label[0],
+    tb_add(&o, "Partners sit opposite: %s against %s; play goes counter-clockwise.\n", render_team_label[0],
             render_team_label[1]);
-    out_add(&o, "Bidding on four cards starts at 160; the highest bidder picks a trump card and keeps it "
+    tb_add(&o, "Bidding on four cards starts at 160; the highest bidder picks a trump card and keeps it "
                 "face down: the trump stays hidden until a trump is played face down or the game is opened. "
                 "Eight-card bids go from 250 up to Partner Close Caps.\n");
-    out_add(&o, "The trump maker's team must take at least its bid in card points; winning all eight tricks "
+    tb_add(&o, "The trump maker's team must take at least its bid in card points; winning all eight tricks "
                 "is Caps, and it must be called as soon as it is certain.\n");
-    out_add(&o, "Each team starts with %d tokens; a made bid wins 1 to 4 tokens, a failed one costs 2 to 5; "
+    tb_add(&o, "Each team starts with %d tokens; a made bid wins 1 to 4 tokens, a failed one costs 2 to 5; "
                 "the match ends when a team has none left.\n", r->start_tokens);
-    out_add(&o, "This table:");
+    tb_add(&o, "This table:");
     for (int i = 0; g304_option_names[i]; i++) {
         char value[32];
         const char *v = g304_rules_get(r, g304_option_names[i], value, sizeof value);
-        out_add(&o, "%s %s=%s", i ? "," : "", g304_option_names[i], v ? v : "?");
+        tb_add(&o, "%s %s=%s", i ? "," : "", g304_option_names[i], v ? v : "?");
     }
-    out_add(&o, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
+    tb_add(&o, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
                 "check a deal with: cardroom verify SEED COMMITMENT");
-    return out_end(&o);
+    return tb_end(&o);
 }

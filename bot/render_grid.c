@@ -1,6 +1,6 @@
 /* render_grid.c — ContractGrid in words (render_grid.h).
  *
- * Built like render.c: every text is appended to one bounded buffer (rg_out); appends after it
+ * Built like render.c: every text is appended to one bounded buffer (textbuf); appends after it
  * is full are dropped and a cut never splits a UTF-8 character. Event texts take anything
  * secret from the event itself (a dealt hand goes only to its seat); the state passed in is
  * read for what everybody knows — grids, bids, tricks, the result once the hand is over — and,
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "textbuf.h"
+
 #define RG_DOT " \xC2\xB7 "    /* " · " between groups */
 #define RG_DASH "\xE2\x80\x94" /* — */
 #define RG_ARROW "\xE2\x86\x92" /* → */
@@ -20,54 +22,7 @@
 /* Ranks from the strongest down (in ContractGrid the rank index is the strength). */
 static const char *const rg_rank_text[RANK_COUNT] = {"7", "8", "9", "10", "J", "Q", "K", "A"};
 
-/* ---- the bounded buffer ---- */
-
-typedef struct {
-    char *buf;
-    size_t len, used;
-    int full;
-} rg_out;
-
-static void rg_start(rg_out *o, char *buf, size_t len)
-{
-    o->buf = buf;
-    o->len = len;
-    o->used = 0;
-    o->full = len == 0;
-    if (len) buf[0] = 0;
-}
-
-/* How many of the first n bytes of s to keep so that no UTF-8 character is cut. */
-static size_t rg_keep(const char *s, size_t n)
-{
-    size_t p = n;
-    while (p > 0 && ((unsigned char)s[p - 1] & 0xC0) == 0x80) p--;
-    if (p == 0) return 0;
-    unsigned char lead = (unsigned char)s[p - 1];
-    size_t need = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    return p - 1 + need <= n ? n : p - 1;
-}
-
-static void rg_add(rg_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void rg_add(rg_out *o, const char *fmt, ...)
-{
-    if (o->full) return;
-    size_t room = o->len - o->used;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(o->buf + o->used, room, fmt, ap);
-    va_end(ap);
-    if (k < 0) k = 0;
-    if ((size_t)k < room) {
-        o->used += (size_t)k;
-        return;
-    }
-    o->full = 1;
-    o->used += rg_keep(o->buf + o->used, room - 1);
-    o->buf[o->used] = 0;
-}
-
-static size_t rg_end(const rg_out *o) { return o->len ? strlen(o->buf) : 0; }
+/* ---- small words ---- */
 
 /* Columns a text takes in a monospace font: one per character (suit symbols and letters). */
 static size_t rg_width(const char *s)
@@ -78,10 +33,10 @@ static size_t rg_width(const char *s)
 }
 
 /* Adds s and pads it with spaces to width columns. */
-static void rg_pad(rg_out *o, const char *s, size_t width)
+static void rg_pad(textbuf *o, const char *s, size_t width)
 {
     size_t w = rg_width(s);
-    rg_add(o, "%s%*s", s, (int)(w < width ? width - w : 0), "");
+    tb_add(o, "%s%*s", s, (int)(w < width ? width - w : 0), "");
 }
 
 /* ---- small words ---- */
@@ -91,89 +46,89 @@ static const char *rg_who(const char *const names[GRID_SEATS], int seat)
     return seat >= 0 && seat < GRID_SEATS && names[seat] ? names[seat] : "?";
 }
 
-static void rg_card(rg_out *o, card_t c)
+static void rg_card(textbuf *o, card_t c)
 {
     char one[GRID_CARD_TEXT_MAX];
-    rg_add(o, "%s", grid_card_pretty(c, one));
+    tb_add(o, "%s", grid_card_pretty(c, one));
 }
 
-static void rg_suit(rg_out *o, int suit) { rg_add(o, "%s %s", suit_symbol(suit), suit_name(suit)); }
+static void rg_suit(textbuf *o, int suit) { tb_add(o, "%s %s", suit_symbol(suit), suit_name(suit)); }
 
 static int rg_count16(uint16_t s) { return __builtin_popcount(s); }
 
 /* "♠ A K 9": the cards of one suit in set, strongest first (no joker). Returns how many. */
-static int rg_suit_cards(rg_out *o, grid_set set, int suit)
+static int rg_suit_cards(textbuf *o, grid_set set, int suit)
 {
     int n = 0;
     for (int r = RANK_COUNT - 1; r >= 0; r--)
         if (set & GRID_BIT(CARD_MAKE(suit, r))) {
-            if (!n) rg_add(o, "%s", suit_symbol(suit));
-            rg_add(o, " %s", rg_rank_text[r]);
+            if (!n) tb_add(o, "%s", suit_symbol(suit));
+            tb_add(o, " %s", rg_rank_text[r]);
             n++;
         }
     return n;
 }
 
 /* A set of cards grouped by suit; trump (or -1) first with the joker, else the joker first. */
-static void rg_set(rg_out *o, grid_set set, int trump)
+static void rg_set(textbuf *o, grid_set set, int trump)
 {
     int groups = 0;
     int joker = (set & GRID_BIT(GRID_JOKER)) != 0;
     if (trump >= 0 && trump < SUIT_COUNT) {
         if (joker || (set & GRID_SUIT_SET(trump))) {
-            rg_add(o, "%s", suit_symbol(trump));
-            if (joker) rg_add(o, " \xF0\x9F\x83\x8F");
+            tb_add(o, "%s", suit_symbol(trump));
+            if (joker) tb_add(o, " \xF0\x9F\x83\x8F");
             for (int r = RANK_COUNT - 1; r >= 0; r--)
-                if (set & GRID_BIT(CARD_MAKE(trump, r))) rg_add(o, " %s", rg_rank_text[r]);
-            rg_add(o, " (trump)");
+                if (set & GRID_BIT(CARD_MAKE(trump, r))) tb_add(o, " %s", rg_rank_text[r]);
+            tb_add(o, " (trump)");
             groups++;
         }
     } else if (joker) {
-        rg_add(o, "\xF0\x9F\x83\x8F");
+        tb_add(o, "\xF0\x9F\x83\x8F");
         groups++;
     }
     for (int suit = 0; suit < SUIT_COUNT; suit++) {
         if (suit == trump || !(set & GRID_SUIT_SET(suit))) continue;
-        if (groups++) rg_add(o, RG_DOT);
+        if (groups++) tb_add(o, RG_DOT);
         rg_suit_cards(o, set, suit);
     }
-    if (!groups) rg_add(o, "no cards");
+    if (!groups) tb_add(o, "no cards");
 }
 
 /* "10♥ J♥ 7♣" */
-static void rg_cards(rg_out *o, const card_t *cards, int n)
+static void rg_cards(textbuf *o, const card_t *cards, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (i) rg_add(o, " ");
+        if (i) tb_add(o, " ");
         rg_card(o, cards[i]);
     }
 }
 
 /* "one, first, partner" — the contracts of a value mask; "nothing" for none. */
-static void rg_contracts(rg_out *o, uint16_t values, int ncontracts)
+static void rg_contracts(textbuf *o, uint16_t values, int ncontracts)
 {
     int k = 0;
     for (int c = 0; c < ncontracts; c++)
-        if (values >> c & 1) rg_add(o, "%s%s", k++ ? ", " : "", grid_contract_name(c));
-    if (!k) rg_add(o, "nothing");
+        if (values >> c & 1) tb_add(o, "%s%s", k++ ? ", " : "", grid_contract_name(c));
+    if (!k) tb_add(o, "nothing");
 }
 
-static void rg_cells(rg_out *o, const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS], uint16_t cells)
+static void rg_cells(textbuf *o, const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS], uint16_t cells)
 {
     char name[GRID_CELL_TEXT_MAX];
     int k = 0;
     for (int i = 0; i < grid_cells(r); i++)
-        if (cells >> i & 1) rg_add(o, "%s%s (%s)", k++ ? ", " : "", grid_cell_name(r, i, name), grid_contract_name(grid[i]));
-    if (!k) rg_add(o, "none");
+        if (cells >> i & 1) tb_add(o, "%s%s (%s)", k++ ? ", " : "", grid_cell_name(r, i, name), grid_contract_name(grid[i]));
+    if (!k) tb_add(o, "none");
 }
 
 size_t render_grid_cells(const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS], uint16_t cells, char *buf,
                          size_t len)
 {
-    rg_out o;
-    rg_start(&o, buf, len);
+    textbuf o;
+    tb_start(&o, buf, len);
     rg_cells(&o, r, grid, cells);
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- grids ---- */
@@ -181,51 +136,51 @@ size_t render_grid_cells(const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS]
 size_t render_grid_grid(const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS], uint16_t marked, const char *who,
                         char *buf, size_t len)
 {
-    rg_out o;
+    textbuf o;
     int side = grid_side(r);
-    rg_start(&o, buf, len);
-    if (who) rg_add(&o, "Grid of %s", who);
-    else rg_add(&o, "Your grid");
-    if (marked) rg_add(&o, " " RG_DASH " %d of %d cells marked, shown [like this]:", rg_count16(marked), grid_cells(r));
-    else rg_add(&o, ":");
-    rg_add(&o, "\n   ");
+    tb_start(&o, buf, len);
+    if (who) tb_add(&o, "Grid of %s", who);
+    else tb_add(&o, "Your grid");
+    if (marked) tb_add(&o, " " RG_DASH " %d of %d cells marked, shown [like this]:", rg_count16(marked), grid_cells(r));
+    else tb_add(&o, ":");
+    tb_add(&o, "\n   ");
     for (int col = 0; col < side; col++) {
         char head[4] = {' ', (char)('a' + col), 0, 0};
-        if (col == side - 1) rg_add(&o, "%s", head);
+        if (col == side - 1) tb_add(&o, "%s", head);
         else rg_pad(&o, head, RG_CELL_WIDTH);
     }
     for (int row = 0; row < side; row++) {
-        rg_add(&o, "\n%d  ", row + 1);
+        tb_add(&o, "\n%d  ", row + 1);
         for (int col = 0; col < side; col++) {
             int cell = row * side + col;
             char text[16];
             const char *name = grid_contract_name(grid[cell]);
             if (marked >> cell & 1) snprintf(text, sizeof text, "[%s]", name);
             else snprintf(text, sizeof text, " %s", name);
-            if (col == side - 1) rg_add(&o, "%s", text); /* no blanks at the end of a line */
+            if (col == side - 1) tb_add(&o, "%s", text); /* no blanks at the end of a line */
             else rg_pad(&o, text, RG_CELL_WIDTH);
         }
     }
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 size_t render_grid_marks(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len)
 {
-    rg_out o;
+    textbuf o;
     const grid_rules *r = &m->rules;
     int side = grid_side(r);
     size_t width = (size_t)side * 2 + 4;
-    rg_start(&o, buf, len);
-    rg_add(&o, "Marked cells (x):");
+    tb_start(&o, buf, len);
+    tb_add(&o, "Marked cells (x):");
     for (int s = 0; s < GRID_SEATS; s++) {
         char head[64];
         snprintf(head, sizeof head, "seat %d", s + 1);
-        rg_add(&o, s ? "" : "\n   ");
+        tb_add(&o, s ? "" : "\n   ");
         if (s < GRID_SEATS - 1) rg_pad(&o, head, width);
-        else rg_add(&o, "%s", head);
+        else tb_add(&o, "%s", head);
     }
     for (int row = 0; row < side; row++) {
-        rg_add(&o, "\n%d  ", row + 1);
+        tb_add(&o, "\n%d  ", row + 1);
         for (int s = 0; s < GRID_SEATS; s++) {
             char cells[32];
             size_t k = 0;
@@ -234,41 +189,41 @@ size_t render_grid_marks(const grid_match *m, const char *const names[GRID_SEATS
                 cells[k++] = col < side - 1 ? ' ' : 0;
             }
             if (s < GRID_SEATS - 1) rg_pad(&o, cells, width);
-            else rg_add(&o, "%s", cells);
+            else tb_add(&o, "%s", cells);
         }
     }
-    rg_add(&o, "\n(");
+    tb_add(&o, "\n(");
     for (int s = 0; s < GRID_SEATS; s++) { /* "alice (seat 1)" → "seat 1: alice" */
         const char *who = rg_who(names, s), *cut = strstr(who, " (seat ");
-        rg_add(&o, "%sseat %d: %.*s", s ? ", " : "", s + 1, cut ? (int)(cut - who) : (int)strlen(who), who);
+        tb_add(&o, "%sseat %d: %.*s", s ? ", " : "", s + 1, cut ? (int)(cut - who) : (int)strlen(who), who);
     }
-    rg_add(&o, ")");
-    return rg_end(&o);
+    tb_add(&o, ")");
+    return tb_end(&o);
 }
 
 /* ---- hands ---- */
 
 size_t render_grid_hand(const grid_state *st, int seat, char *buf, size_t len)
 {
-    rg_out o;
-    rg_start(&o, buf, len);
+    textbuf o;
+    tb_start(&o, buf, len);
     if (seat < 0 || seat >= GRID_SEATS) return 0;
     rg_set(&o, st->hand[seat], st->trump < SUIT_COUNT ? st->trump : -1);
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- events ---- */
 
-static void ev_dealt(rg_out *o, const grid_state *st, const grid_event *e)
+static void ev_dealt(textbuf *o, const grid_state *st, const grid_event *e)
 {
     grid_set set = 0;
     for (int i = 0; i < e->n; i++) set |= GRID_BIT(e->cards[i]);
     (void)st;
-    rg_add(o, "Your cards: ");
+    tb_add(o, "Your cards: ");
     rg_set(o, set, -1);
 }
 
-static void ev_score(rg_out *o, const grid_state *st, const grid_event *e, const char *const names[])
+static void ev_score(textbuf *o, const grid_state *st, const grid_event *e, const char *const names[])
 {
     const grid_match *m = &st->match;
     const grid_rules *r = &m->rules;
@@ -276,235 +231,235 @@ static void ev_score(rg_out *o, const grid_state *st, const grid_event *e, const
     uint16_t made = 0, bids = st->bids[s];
     for (int i = 0; i < grid_cells(r); i++)
         if (m->grid[s][i] < GRID_CONTRACTS && (st->result.values[s] >> m->grid[s][i] & 1)) made |= (uint16_t)(1u << i);
-    rg_add(o, "%s scores %d for unmarked values + %d for bids + %d for lines = %d, total %d.", rg_who(names, s),
+    tb_add(o, "%s scores %d for unmarked values + %d for bids + %d for lines = %d, total %d.", rg_who(names, s),
            e->part[GRID_PART_UNMARKED], e->part[GRID_PART_BIDS], e->part[GRID_PART_LINES], e->part[GRID_PART_TOTAL],
            (int)e->score);
-    rg_add(o, " Bids made: ");
+    tb_add(o, " Bids made: ");
     rg_cells(o, r, m->grid[s], bids & made);
     if (bids & ~made) {
-        rg_add(o, "; missed: ");
+        tb_add(o, "; missed: ");
         rg_cells(o, r, m->grid[s], bids & ~made);
     }
-    rg_add(o, ".");
+    tb_add(o, ".");
     if (e->cells) {
-        rg_add(o, " Newly marked: ");
+        tb_add(o, " Newly marked: ");
         rg_cells(o, r, m->grid[s], e->cells);
-        rg_add(o, ".");
+        tb_add(o, ".");
     }
 }
 
-static void ev_game_over(rg_out *o, const grid_state *st, const grid_event *e, const char *const names[])
+static void ev_game_over(textbuf *o, const grid_state *st, const grid_event *e, const char *const names[])
 {
     const grid_match *m = &st->match;
-    rg_add(o, "Game over after %d hand%s. Ranking:", m->hands, m->hands == 1 ? "" : "s");
+    tb_add(o, "Game over after %d hand%s. Ranking:", m->hands, m->hands == 1 ? "" : "s");
     for (int place = 1; place <= GRID_SEATS; place++)
         for (int s = 0; s < GRID_SEATS; s++) {
             if (m->place[s] != place) continue;
-            rg_add(o, " %d. %s %d", place, rg_who(names, s), (int)m->scores[s]);
-            if (grid_match_complete(m, s)) rg_add(o, " (complete grid)");
-            else if (m->scores[s] >= m->rules.cap) rg_add(o, " (reached the cap without a complete grid)");
-            rg_add(o, ";");
+            tb_add(o, " %d. %s %d", place, rg_who(names, s), (int)m->scores[s]);
+            if (grid_match_complete(m, s)) tb_add(o, " (complete grid)");
+            else if (m->scores[s] >= m->rules.cap) tb_add(o, " (reached the cap without a complete grid)");
+            tb_add(o, ";");
         }
     if (o->used && !o->full && o->buf[o->used - 1] == ';') o->buf[--o->used] = 0;
     int k = 0, n = __builtin_popcount(e->flag);
-    rg_add(o, ". ");
+    tb_add(o, ". ");
     for (int s = 0; s < GRID_SEATS; s++)
-        if (e->flag >> s & 1) rg_add(o, "%s%s", k++ ? (k == n ? " and " : ", ") : "", rg_who(names, s));
-    rg_add(o, n > 1 ? " share the win!" : " wins the game!");
+        if (e->flag >> s & 1) tb_add(o, "%s%s", k++ ? (k == n ? " and " : ", ") : "", rg_who(names, s));
+    tb_add(o, n > 1 ? " share the win!" : " wins the game!");
 }
 
 size_t render_grid_event(const grid_state *st, const grid_event *e, int viewer, const char *const names[GRID_SEATS],
                          char *buf, size_t len)
 {
-    rg_out o;
+    textbuf o;
     const grid_match *m = &st->match;
     const char *who = rg_who(names, e->seat);
-    rg_start(&o, buf, len);
+    tb_start(&o, buf, len);
     if (e->vis == GRID_VIS_SEAT && e->to != viewer) return 0;
     switch (e->kind) {
     case GRID_EV_DEALT:
         if (viewer >= 0) ev_dealt(&o, st, e);
         break;
     case GRID_EV_EXCLUDE:
-        rg_add(&o, "%s excludes ", who);
+        tb_add(&o, "%s excludes ", who);
         rg_suit(&o, e->suit);
-        rg_add(&o, ".");
+        tb_add(&o, ".");
         break;
     case GRID_EV_TRUMP:
-        rg_add(&o, "Trump is ");
+        tb_add(&o, "Trump is ");
         rg_suit(&o, e->suit);
-        rg_add(&o, ", the suit nobody excluded; the joker is the highest trump.");
+        tb_add(&o, ", the suit nobody excluded; the joker is the highest trump.");
         break;
     case GRID_EV_BID:
-        rg_add(&o, "%s bids ", who);
+        tb_add(&o, "%s bids ", who);
         rg_cells(&o, &m->rules, m->grid[e->seat], e->cells);
-        rg_add(&o, ".");
+        tb_add(&o, ".");
         break;
     case GRID_EV_PLAY:
-        rg_add(&o, "%s plays ", who);
+        tb_add(&o, "%s plays ", who);
         rg_card(&o, e->cards[0]);
-        rg_add(&o, ".");
+        tb_add(&o, ".");
         break;
     case GRID_EV_TRICK: {
-        rg_add(&o, "Trick %d to %s: ", e->amount + 1, who);
+        tb_add(&o, "Trick %d to %s: ", e->amount + 1, who);
         rg_cards(&o, e->cards, e->n);
-        rg_add(&o, ". Tricks taken:");
+        tb_add(&o, ". Tricks taken:");
         for (int s = 0; s < GRID_SEATS; s++) { /* counted from the tricks up to this one */
             int k = 0;
             for (int t = 0; t <= e->amount && t < GRID_HAND_MAX; t++) k += st->tricks[t].winner == s;
-            rg_add(&o, "%s %s %d", s ? "," : "", rg_who(names, s), k);
+            tb_add(&o, "%s %s %d", s ? "," : "", rg_who(names, s), k);
         }
-        rg_add(&o, ".");
+        tb_add(&o, ".");
         break;
     }
     case GRID_EV_LEFT_OUT:
-        rg_add(&o, "The card left out of the deal was ");
+        tb_add(&o, "The card left out of the deal was ");
         rg_card(&o, e->cards[0]);
-        rg_add(&o, ".");
+        tb_add(&o, ".");
         break;
     case GRID_EV_VALUES:
-        rg_add(&o, "%s took %d trick%s and made: ", who, e->amount, e->amount == 1 ? "" : "s");
+        tb_add(&o, "%s took %d trick%s and made: ", who, e->amount, e->amount == 1 ? "" : "s");
         rg_contracts(&o, e->values, grid_contract_count(&m->rules));
-        rg_add(&o, ".");
+        tb_add(&o, ".");
         break;
     case GRID_EV_SCORE: ev_score(&o, st, e, names); break;
     case GRID_EV_HAND_END:
         render_grid_marks(m, names, buf, len);
         o.used = strlen(buf);
         o.full = o.used + 1 >= len;
-        if (e->seat < GRID_SEATS) rg_add(&o, "\nNext dealer: %s.", who);
+        if (e->seat < GRID_SEATS) tb_add(&o, "\nNext dealer: %s.", who);
         break;
     case GRID_EV_GAME_OVER: ev_game_over(&o, st, e, names); break;
     }
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- turns and the table ---- */
 
 /* "♠, ♥ or ♣": the suits still free to exclude. */
-static void rg_free_suits(rg_out *o, uint8_t excluded)
+static void rg_free_suits(textbuf *o, uint8_t excluded)
 {
     int n = 0, k = 0;
     for (int s = 0; s < SUIT_COUNT; s++) n += !(excluded >> s & 1);
     for (int s = 0; s < SUIT_COUNT; s++)
-        if (!(excluded >> s & 1)) rg_add(o, "%s%s", k++ ? (k == n ? " or " : ", ") : "", suit_symbol(s));
+        if (!(excluded >> s & 1)) tb_add(o, "%s%s", k++ ? (k == n ? " or " : ", ") : "", suit_symbol(s));
 }
 
 size_t render_grid_turn(const grid_state *st, const char *const names[GRID_SEATS], const char *prefix, char *buf,
                         size_t len)
 {
-    rg_out o;
+    textbuf o;
     int s = st->to_act;
-    rg_start(&o, buf, len);
+    tb_start(&o, buf, len);
     if (s >= GRID_SEATS || st->phase == GRID_PHASE_DONE) return 0;
     const char *who = rg_who(names, s);
     switch (st->phase) {
     case GRID_PHASE_EXCLUDE:
-        rg_add(&o, "%s: exclude a suit you do not want as trump " RG_DASH " %sexclude ", who, prefix);
+        tb_add(&o, "%s: exclude a suit you do not want as trump " RG_DASH " %sexclude ", who, prefix);
         rg_free_suits(&o, st->excluded);
-        rg_add(&o, " (the suit nobody excludes is trump).");
+        tb_add(&o, " (the suit nobody excludes is trump).");
         break;
     case GRID_PHASE_BID:
-        rg_add(&o, "%s: bid %d cell%s of your grid " RG_DASH " %smark CELL... (trump is %s).", who,
+        tb_add(&o, "%s: bid %d cell%s of your grid " RG_DASH " %smark CELL... (trump is %s).", who,
                st->match.rules.bids, st->match.rules.bids == 1 ? "" : "s", prefix, suit_symbol(st->trump));
         break;
     case GRID_PHASE_PLAY: {
         const grid_trick *t = &st->tricks[st->trick_no];
         if (t->n == 0) {
-            rg_add(&o, "%s: lead to trick %d " RG_DASH " %splay CARD.", who, st->trick_no + 1, prefix);
+            tb_add(&o, "%s: lead to trick %d " RG_DASH " %splay CARD.", who, st->trick_no + 1, prefix);
         } else {
-            rg_add(&o, "%s: play to trick %d (", who, st->trick_no + 1);
+            tb_add(&o, "%s: play to trick %d (", who, st->trick_no + 1);
             for (int i = 0; i < t->n; i++) {
-                if (i) rg_add(&o, ", ");
+                if (i) tb_add(&o, ", ");
                 rg_card(&o, t->card[i]);
-                rg_add(&o, " by %s", rg_who(names, t->seat[i]));
+                tb_add(&o, " by %s", rg_who(names, t->seat[i]));
             }
-            rg_add(&o, ") " RG_DASH " %splay CARD.", prefix);
+            tb_add(&o, ") " RG_DASH " %splay CARD.", prefix);
         }
         break;
     }
     }
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 size_t render_grid_scores(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len)
 {
-    rg_out o;
-    rg_start(&o, buf, len);
+    textbuf o;
+    tb_start(&o, buf, len);
     for (int s = 0; s < GRID_SEATS; s++)
-        rg_add(&o, "%s%s %d (%d/%d marked)", s ? RG_DOT : "", rg_who(names, s), (int)m->scores[s],
+        tb_add(&o, "%s%s %d (%d/%d marked)", s ? RG_DOT : "", rg_who(names, s), (int)m->scores[s],
                rg_count16(m->marked[s]), grid_cells(&m->rules));
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
-static void rg_trick(rg_out *o, const grid_trick *t, const char *const names[])
+static void rg_trick(textbuf *o, const grid_trick *t, const char *const names[])
 {
     for (int i = 0; i < t->n; i++) {
-        if (i) rg_add(o, ", ");
+        if (i) tb_add(o, ", ");
         rg_card(o, t->card[i]);
-        rg_add(o, " (%s)", rg_who(names, t->seat[i]));
+        tb_add(o, " (%s)", rg_who(names, t->seat[i]));
     }
 }
 
 size_t render_grid_table(const grid_state *st, int viewer, const char *const names[GRID_SEATS], char *buf,
                          size_t len)
 {
-    rg_out o;
+    textbuf o;
     const grid_match *m = &st->match;
-    rg_start(&o, buf, len);
-    rg_add(&o, "Hand %d, dealer %s.", m->hands + (st->phase != GRID_PHASE_DONE), rg_who(names, st->dealer));
+    tb_start(&o, buf, len);
+    tb_add(&o, "Hand %d, dealer %s.", m->hands + (st->phase != GRID_PHASE_DONE), rg_who(names, st->dealer));
     if (st->trump < SUIT_COUNT) {
-        rg_add(&o, " Trump: ");
+        tb_add(&o, " Trump: ");
         rg_suit(&o, st->trump);
-        rg_add(&o, ".");
+        tb_add(&o, ".");
     }
     if (st->excluded) {
-        rg_add(&o, " Excluded:");
+        tb_add(&o, " Excluded:");
         int k = 0;
         for (int su = 0; su < SUIT_COUNT; su++)
             if (st->excluded >> su & 1)
-                rg_add(&o, "%s %s by %s", k++ ? "," : "", suit_symbol(su), rg_who(names, st->excluder[su]));
-        rg_add(&o, ".");
+                tb_add(&o, "%s %s by %s", k++ ? "," : "", suit_symbol(su), rg_who(names, st->excluder[su]));
+        tb_add(&o, ".");
     }
     for (int s = 0; s < GRID_SEATS; s++)
         if (st->bid_done >> s & 1) {
-            rg_add(&o, "\nBids of %s: ", rg_who(names, s));
+            tb_add(&o, "\nBids of %s: ", rg_who(names, s));
             rg_cells(&o, &m->rules, m->grid[s], st->bids[s]);
         }
     if (st->phase == GRID_PHASE_PLAY || st->phase == GRID_PHASE_DONE) {
-        rg_add(&o, "\nTricks taken:");
-        for (int s = 0; s < GRID_SEATS; s++) rg_add(&o, "%s %s %d", s ? "," : "", rg_who(names, s), st->tricks_taken[s]);
-        rg_add(&o, ".");
+        tb_add(&o, "\nTricks taken:");
+        for (int s = 0; s < GRID_SEATS; s++) tb_add(&o, "%s %s %d", s ? "," : "", rg_who(names, s), st->tricks_taken[s]);
+        tb_add(&o, ".");
     }
     if (st->phase == GRID_PHASE_PLAY && st->tricks[st->trick_no].n) {
-        rg_add(&o, "\nOn the table: ");
+        tb_add(&o, "\nOn the table: ");
         rg_trick(&o, &st->tricks[st->trick_no], names);
     }
-    rg_add(&o, "\nScores: ");
+    tb_add(&o, "\nScores: ");
     char scores[512];
     render_grid_scores(m, names, scores, sizeof scores);
-    rg_add(&o, "%s (cap %d).", scores, m->rules.cap);
-    if (st->phase != GRID_PHASE_DONE && st->to_act < GRID_SEATS) rg_add(&o, "\nTo act: %s.", rg_who(names, st->to_act));
+    tb_add(&o, "%s (cap %d).", scores, m->rules.cap);
+    if (st->phase != GRID_PHASE_DONE && st->to_act < GRID_SEATS) tb_add(&o, "\nTo act: %s.", rg_who(names, st->to_act));
     if (viewer >= 0 && viewer < GRID_SEATS && st->phase != GRID_PHASE_DONE) {
-        rg_add(&o, "\nYour hand: ");
+        tb_add(&o, "\nYour hand: ");
         rg_set(&o, st->hand[viewer], st->trump < SUIT_COUNT ? st->trump : -1);
     }
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 size_t render_grid_last(const grid_state *st, const char *const names[GRID_SEATS], char *buf, size_t len)
 {
-    rg_out o;
-    rg_start(&o, buf, len);
+    textbuf o;
+    tb_start(&o, buf, len);
     if (st->trick_no == 0) {
-        rg_add(&o, "No trick has been taken in this hand yet.");
-        return rg_end(&o);
+        tb_add(&o, "No trick has been taken in this hand yet.");
+        return tb_end(&o);
     }
     const grid_trick *t = &st->tricks[st->trick_no - 1];
-    rg_add(&o, "Last trick (%d) to %s: ", st->trick_no, rg_who(names, t->winner));
+    tb_add(&o, "Last trick (%d) to %s: ", st->trick_no, rg_who(names, t->winner));
     rg_trick(&o, t, names);
-    rg_add(&o, ".");
-    return rg_end(&o);
+    tb_add(&o, ".");
+    return tb_end(&o);
 }
 
 /* ---- the cap (G-END, G-WINNER) ---- */
@@ -544,57 +499,57 @@ int render_grid_hand_max(const grid_rules *r)
 
 size_t render_grid_cap_risk(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len)
 {
-    rg_out o;
+    textbuf o;
     const grid_rules *r = &m->rules;
-    rg_start(&o, buf, len);
+    tb_start(&o, buf, len);
     for (int s = 0; s < GRID_SEATS; s++) {
         if (grid_match_complete(m, s)) continue;
         int unmarked = grid_cells(r) - rg_count16(m->marked[s]);
         int most = unmarked * r->unmarked_point + r->bids * 5 + rg_most_lines(r, m->marked[s]) * 5;
         if (m->scores[s] + most < r->cap) continue;
-        if (o.used) rg_add(&o, " ");
+        if (o.used) tb_add(&o, " ");
         if (m->scores[s] >= r->cap)
-            rg_add(&o, "%s has reached the cap of %d without a complete grid: ranks last.", rg_who(names, s), r->cap);
+            tb_add(&o, "%s has reached the cap of %d without a complete grid: ranks last.", rg_who(names, s), r->cap);
         else
-            rg_add(&o, "At risk: %s has %d of the cap %d with %d of %d cells marked, and one hand can bring up to %d "
+            tb_add(&o, "At risk: %s has %d of the cap %d with %d of %d cells marked, and one hand can bring up to %d "
                    "more; reaching the cap without a complete grid ranks below everyone.", rg_who(names, s),
                    (int)m->scores[s], r->cap, grid_cells(r) - unmarked, grid_cells(r), most);
     }
-    return rg_end(&o);
+    return tb_end(&o);
 }
 
 /* ---- rules ---- */
 
 size_t render_grid_rules(const grid_rules *r, char *buf, size_t len)
 {
-    rg_out o;
+    textbuf o;
     int side = grid_side(r);
     uint16_t lines[GRID_MAX_LINES];
-    rg_start(&o, buf, len);
-    rg_add(&o, "ContractGrid, three players: %d cards (%s in four suits, A highest) and the joker (JK), the highest "
+    tb_start(&o, buf, len);
+    tb_add(&o, "ContractGrid, three players: %d cards (%s in four suits, A highest) and the joker (JK), the highest "
                "trump; %d cards each%s. Play and the deal go clockwise.\n",
            grid_deck_size(r) - 1, r->deck == 25 ? "9 to A" : "7 to A", grid_hand_size(r),
            r->deck == 25 ? ", one left out face down until the hand ends" : "");
-    rg_add(&o, "Before the first hand each player arranges the %d contracts on a %dx%d grid (public): zero, one, two "
+    tb_add(&o, "Before the first hand each player arranges the %d contracts on a %dx%d grid (public): zero, one, two "
                "(tricks mod 3), first, second, third, different, soloist, partner%s.\n",
            grid_contract_count(r), side, side,
            r->small ? "" : ", alltrump, notrump, spades, hearts, diamonds, clubs, play");
-    rg_add(&o, "Each hand: in turn from the dealer's left each player excludes a suit (the one left is trump), then "
+    tb_add(&o, "Each hand: in turn from the dealer's left each player excludes a suit (the one left is trump), then "
                "bids %d cell%s of his grid, then %d tricks are played (follow suit; the joker counts as a trump).\n",
            r->bids, r->bids == 1 ? "" : "s", grid_hand_size(r));
-    rg_add(&o, "Scoring: %d per contract made whose cell is unmarked, 5 per bid made (its cell becomes marked), 5 per "
+    tb_add(&o, "Scoring: %d per contract made whose cell is unmarked, 5 per bid made (its cell becomes marked), 5 per "
                "completely marked line (%d lines) every hand.\n",
            r->unmarked_point, grid_lines(r, lines));
-    rg_add(&o, "The game ends when someone reaches the cap (%d) or marks his whole grid; whoever reached the cap "
+    tb_add(&o, "The game ends when someone reaches the cap (%d) or marks his whole grid; whoever reached the cap "
                "without a complete grid ranks below everyone else.\n",
            r->cap);
-    rg_add(&o, "This table:");
+    tb_add(&o, "This table:");
     for (int i = 0; grid_option_names[i]; i++) {
         char value[32];
         const char *v = grid_rules_get(r, grid_option_names[i], value, sizeof value);
-        rg_add(&o, "%s %s=%s", i ? "," : "", grid_option_names[i], v ? v : "?");
+        tb_add(&o, "%s %s=%s", i ? "," : "", grid_option_names[i], v ? v : "?");
     }
-    rg_add(&o, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
+    tb_add(&o, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
                "cardroom verify SEED COMMITMENT checks the commitment.");
-    return rg_end(&o);
+    return tb_end(&o);
 }

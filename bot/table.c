@@ -628,17 +628,8 @@ static int cmd_set(table *t, const table_env *env, const char *user, int moderat
     g304_rules r = t->rules;
     g304_error e;
     char value[64], typed[sizeof c->arg2];
-    snprintf(typed, sizeof typed, "%s", c->arg2);
-    for (char *p = typed; *p; p++)
-        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a'); /* option values are lower case */
-    if (t->started) {
-        reply(out, t, env, user, is_private, "options are set before the match starts.");
-        return 0;
-    }
-    if (!may_manage(t, user, moderator)) {
-        reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may set options.");
-        return 0;
-    }
+    table_option_value(c, typed, sizeof typed);
+    if (!table_may_change(t, env, user, moderator, is_private, "match", "set options", out)) return 0;
     if (g304_rules_set(&r, c->arg, typed, &e) != 0) {
         reply(out, t, env, user, is_private, "%s", e.msg);
         return 0;
@@ -649,14 +640,7 @@ static int cmd_set(table *t, const table_env *env, const char *user, int moderat
 
 static int cmd_start(table *t, const table_env *env, const char *user, int moderator, int is_private, table_out *out)
 {
-    if (t->started) {
-        reply(out, t, env, user, is_private, "the match is already under way.");
-        return 0;
-    }
-    if (!may_manage(t, user, moderator)) {
-        reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may start it.");
-        return 0;
-    }
+    if (!table_may_change(t, env, user, moderator, is_private, "match", "start it", out)) return 0;
     int n = 0;
     for (int s = 0; s < G304_SEATS; s++) n += seated(&t->seat[s]);
     if (n < G304_SEATS) {
@@ -1115,6 +1099,28 @@ const char *table_seat_word(const table *t, int s) { return seat_word(t, s); }
 void table_add_score(table_out *o, const store_standing *d) { out_score(o, d); }
 
 int table_may_manage(const table *t, const char *user, int moderator) { return may_manage(t, user, moderator); }
+
+int table_may_change(table *t, const table_env *env, const char *user, int moderator, int is_private,
+                     const char *game, const char *doing, table_out *out)
+{
+    if (t->started) {
+        if (!strcmp(doing, "start it")) reply(out, t, env, user, is_private, "the %s is already under way.", game);
+        else reply(out, t, env, user, is_private, "options are set before the %s starts.", game);
+        return 0;
+    }
+    if (!may_manage(t, user, moderator)) {
+        reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may %s.", doing);
+        return 0;
+    }
+    return 1;
+}
+
+void table_option_value(const cmd *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", c->arg2);
+    for (char *p = buf; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+}
 
 int table_computer_plays(const table *t, int s) { return computer_plays(&t->seat[s]); }
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "option.h"
+
 /* ---- small helpers ---- */
 
 static int team_of(int seat) { return seat & 1; }
@@ -152,30 +154,6 @@ static const word_option word_options[] = {
     {"cut", offsetof(g304_rules, cut), {"false", "true"}},
 };
 
-static int parse_small_int(const char *s, int lo, int hi, int *out)
-{
-    int v = 0;
-    if (!*s) return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return -1;
-        v = v * 10 + (*s - '0');
-        if (v > hi) return -1;
-    }
-    if (v < lo) return -1;
-    *out = v;
-    return 0;
-}
-
-static int bool_word(const char *v)
-{
-    static const char *const yes[] = {"true", "on", "yes", "1"}, *const no[] = {"false", "off", "no", "0"};
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(v, yes[i]) == 0) return 1;
-        if (strcmp(v, no[i]) == 0) return 0;
-    }
-    return -1;
-}
-
 int g304_rules_set(g304_rules *r, const char *name, const char *value, g304_error *err)
 {
     for (size_t i = 0; i < sizeof word_options / sizeof word_options[0]; i++) {
@@ -183,7 +161,7 @@ int g304_rules_set(g304_rules *r, const char *name, const char *value, g304_erro
         if (strcmp(name, o->name) != 0) continue;
         uint8_t *field = (uint8_t *)r + o->offset;
         if (strcmp(name, "cut") == 0) {
-            int b = bool_word(value);
+            int b = option_bool(value);
             if (b < 0) return fail(err, G304_E_PHASE, "option cut is true or false, not '%.40s'", value), -1;
             *field = (uint8_t)b;
             return 0;
@@ -202,13 +180,13 @@ int g304_rules_set(g304_rules *r, const char *name, const char *value, g304_erro
     }
     int v;
     if (strcmp(name, "step_above_200") == 0) {
-        if (parse_small_int(value, 5, 10, &v) < 0 || (v != 5 && v != 10))
+        if (option_uint(value, 5, 10, &v) < 0 || (v != 5 && v != 10))
             return fail(err, G304_E_PHASE, "option step_above_200 is 10 or 5, not '%.40s'", value), -1;
         r->step_above_200 = (uint8_t)v;
         return 0;
     }
     if (strcmp(name, "start_tokens") == 0) {
-        if (parse_small_int(value, 1, 100, &v) < 0)
+        if (option_uint(value, 1, 100, &v) < 0)
             return fail(err, G304_E_PHASE, "option start_tokens is a number from 1 to 100, not '%.40s'", value), -1;
         r->start_tokens = (uint8_t)v;
         return 0;

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "option.h"
+
 #define POINTS_BID 5  /* G-SCORE step 2 */
 #define POINTS_LINE 5 /* G-SCORE step 3 */
 
@@ -152,42 +154,18 @@ void grid_rules_default(grid_rules *r)
     r->unmarked_point = 1;
 }
 
-static int parse_small_int(const char *s, int lo, int hi, int *out)
-{
-    int v = 0;
-    if (!*s) return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return -1;
-        v = v * 10 + (*s - '0');
-        if (v > hi) return -1;
-    }
-    if (v < lo) return -1;
-    *out = v;
-    return 0;
-}
-
-static int bool_word(const char *v)
-{
-    static const char *const yes[] = {"true", "on", "yes", "1"}, *const no[] = {"false", "off", "no", "0"};
-    for (int i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0) return 1;
-        if (strcasecmp(v, no[i]) == 0) return 0;
-    }
-    return -1;
-}
-
 int grid_rules_set(grid_rules *r, const char *name, const char *value, grid_error *err)
 {
     int v;
     if (strcmp(name, "cap") == 0) {
-        if (parse_small_int(value, 1, GRID_CAP_MAX, &v) < 0)
+        if (option_uint(value, 1, GRID_CAP_MAX, &v) < 0)
             return fail(err, GRID_E_OPTION, "option cap is a number from 1 to %d, not '%.40s'", GRID_CAP_MAX, value),
                    -1;
         r->cap = (uint16_t)v;
         return 0;
     }
     if (strcmp(name, "bids") == 0) {
-        if (parse_small_int(value, 1, GRID_MAX_CELLS, &v) < 0)
+        if (option_uint(value, 1, GRID_MAX_CELLS, &v) < 0)
             return fail(err, GRID_E_OPTION, "option bids is a number from 1 to %d, not '%.40s'", GRID_MAX_CELLS,
                         value),
                    -1;
@@ -195,20 +173,20 @@ int grid_rules_set(grid_rules *r, const char *name, const char *value, grid_erro
         return 0;
     }
     if (strcmp(name, "deck") == 0) {
-        if (parse_small_int(value, 25, 33, &v) < 0 || (v != 25 && v != 33))
+        if (option_uint(value, 25, 33, &v) < 0 || (v != 25 && v != 33))
             return fail(err, GRID_E_OPTION, "option deck is 33 or 25, not '%.40s'", value), -1;
         r->deck = (uint8_t)v;
         return 0;
     }
     if (strcmp(name, "unmarked_point") == 0) {
-        if (parse_small_int(value, 0, 100, &v) < 0)
+        if (option_uint(value, 0, 100, &v) < 0)
             return fail(err, GRID_E_OPTION, "option unmarked_point is a number from 0 to 100, not '%.40s'", value),
                    -1;
         r->unmarked_point = (uint8_t)v;
         return 0;
     }
     if (strcmp(name, "small") == 0) {
-        int b = bool_word(value);
+        int b = option_bool(value);
         if (b < 0) return fail(err, GRID_E_OPTION, "option small is true or false, not '%.40s'", value), -1;
         r->small = (uint8_t)b;
         r->bids = b ? 3 : 4;

@@ -691,3 +691,28 @@ Test(irc_line, format_round_trips)
         for (int k = 0; k < n; k++) cr_assert_str_eq(m.params[k], params[i][k]);
     }
 }
+
+/* ==== words of a list ======================================================================== */
+
+Test(irc_line, next_word_splits_lists)
+{
+    char one[8];
+    const char *s = "  #a, #bb ,,#ccc #toolongname #d";
+    const char *want[] = {"#a", "#bb", "#ccc", "#d"};
+    int n = 0;
+    while (irc_next_word(&s, ",", one, sizeof one)) {
+        cr_assert_lt(n, 4);
+        cr_assert_str_eq(one, want[n], "word %d", n);
+        n++;
+    }
+    cr_assert_eq(n, 4, "a word too long for the buffer is skipped");
+    s = "sasl=PLAIN,EXTERNAL multi-prefix";
+    char cap[32];
+    cr_assert(irc_next_word(&s, "", cap, sizeof cap));
+    cr_assert_str_eq(cap, "sasl=PLAIN,EXTERNAL", "without stops a comma is part of the word");
+    cr_assert(irc_next_word(&s, "", cap, sizeof cap));
+    cr_assert_str_eq(cap, "multi-prefix");
+    cr_assert_not(irc_next_word(&s, "", cap, sizeof cap));
+    s = "";
+    cr_assert_not(irc_next_word(&s, ",", cap, sizeof cap));
+}

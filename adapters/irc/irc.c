@@ -24,6 +24,7 @@
 #include "core.h"
 #include "irc_line.h"
 #include "irc_proto.h"
+#include "netrun.h"
 
 #define NET "irc"
 #define KV_NS "irc"
@@ -67,6 +68,7 @@ typedef struct {
     core *core;
     irc_proto *p;
     int fatal;
+    int closing;                 /* the bot is stopping: a closed connection is not reopened */
     /* connection */
     int state, fd;
     SSL_CTX *tls;
@@ -105,51 +107,18 @@ typedef struct {
     int nlat;
 } irc;
 
-static volatile sig_atomic_t stop_now;
-static int stop_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_now = 1;
-    if (stop_pipe[1] >= 0) (void)!write(stop_pipe[1], "x", 1);
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- logging (never a password or a private message's text) ---- */
 
 static void ilog(irc *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void ilog(irc *r, int level, const char *fmt, ...)
 {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
     if (level > cfg_log_rank(r->config)) return;
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(r->o->err, "cardroom: %s: %s\n", names[level], line);
-    fflush(r->o->err);
+    netrun_log(r->o->err, r->config, level, line);
 }
 
 static void core_log(void *ctx, core_log_level level, const char *line) { ilog(ctx, (int)level, "%s", line); }
@@ -217,13 +186,13 @@ static void close_conn(irc *r, const char *why)
     r->addrs = r->next_addr = NULL;
     int was = r->state;
     r->state = C_DOWN;
-    if (stop_now) return;
+    if (netrun_stopping() || r->closing) return;
     int64_t wait = BACKOFF_FIRST_MS;
     for (int i = 0; i < r->attempts && wait < BACKOFF_MAX_MS; i++) wait *= 2;
     if (wait > BACKOFF_MAX_MS) wait = BACKOFF_MAX_MS;
     wait = wait * 3 / 4 + (int64_t)randombytes_uniform((uint32_t)(wait / 2 + 1)); /* ±25 % */
     r->attempts++;
-    r->reconnect_at = mono_ms() + wait;
+    r->reconnect_at = netrun_mono_ms() + wait;
     ilog(r, was == C_UP ? 1 : 2, "irc: %s; connecting again in %.1f s", why, (double)wait / 1000.0);
 }
 
@@ -267,7 +236,7 @@ static int connect_next(irc *r)
         if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
             r->fd = fd;
             r->state = C_CONNECTING;
-            r->state_since = mono_ms();
+            r->state_since = netrun_mono_ms();
             return 0;
         }
         close(fd);
@@ -285,10 +254,10 @@ static void start_connect(irc *r)
 static void session_up(irc *r)
 {
     r->state = C_UP;
-    r->state_since = r->last_rx = mono_ms();
+    r->state_since = r->last_rx = netrun_mono_ms();
     r->ping_out = 0;
     r->tokens = r->config->irc_flood_burst;
-    r->refill_at = mono_ms();
+    r->refill_at = netrun_mono_ms();
     irc_proto_reset(r->p);
 }
 
@@ -431,28 +400,38 @@ static void note_lat(irc *r, double us)
     if (r->lat && r->nlat < LAT_MAX) r->lat[r->nlat++] = us;
 }
 
-/* Handles every complete line in rbuf; one core_batch for the commands they carried. */
+/* Hands the events of one line to the core as one batch (one transaction). */
+static void batch_line(irc *r, int64_t started_us)
+{
+    if (r->nev == 0) return;
+    if (core_batch(r->core, NET, r->ev, r->nev, NULL) != 0) {
+        ilog(r, 0, "irc: the store failed; stopping");
+        r->fatal = 1;
+    }
+    note_lat(r, (double)(netrun_mono_us() - started_us));
+    batch_clear(r);
+}
+
+/* Handles every complete line in rbuf. Each line that carries commands is its own batch, as a
+ * line typed at the console is: the answer to one player's move is written (a turn prompt
+ * included) before the next line is read, however many lines one read brought. */
 static void handle_lines(irc *r)
 {
     size_t start = 0;
     int nlines = 0;
-    double proto_us[256];
-    int nproto = 0;
-    int64_t t0 = mono_us();
-    for (size_t i = 0; i < r->rlen; i++) {
+    for (size_t i = 0; i < r->rlen && !r->fatal; i++) {
         if (r->rbuf[i] != '\n') continue;
         size_t end = i;
         if (end > start && r->rbuf[end - 1] == '\r') end--;
         if (r->discarding) r->discarding = 0;
         else if (end > start) {
-            int64_t a = mono_us();
-            int before = r->nev;
+            int64_t a = netrun_mono_us();
             r->rbuf[end] = 0;
             if (irc_proto_line(r->p, r->rbuf + start, end - start) != 0)
                 ilog(r, 3, "irc: a line from the server was not understood");
             r->lines_in++;
             nlines++;
-            if (r->nev > before && nproto < 256) proto_us[nproto++] = (double)(mono_us() - a);
+            batch_line(r, a);
         }
         start = i + 1;
     }
@@ -463,20 +442,9 @@ static void handle_lines(irc *r)
         r->discarding = 1;
     }
     if (nlines) {
-        r->last_rx = mono_ms();
+        r->last_rx = netrun_mono_ms();
         r->ping_out = 0;
     }
-    if (r->nev > 0) {
-        int64_t b0 = mono_us();
-        if (core_batch(r->core, NET, r->ev, r->nev, NULL) != 0) {
-            ilog(r, 0, "irc: the store failed; stopping");
-            r->fatal = 1;
-        }
-        double share = (double)(mono_us() - b0) / (double)r->nev;
-        for (int k = 0; k < nproto; k++) note_lat(r, proto_us[k] + share);
-        batch_clear(r);
-    }
-    (void)t0;
     save_channels(r);
 }
 
@@ -599,19 +567,9 @@ static int enqueue(irc *r, int64_t id, const char *room, const char *user, const
 /* Whether room is one of the channels the bot means to be in. */
 static int wanted_room(irc *r, const char *room)
 {
-    char buf[IRC_NAME_MAX], id[IRC_NAME_MAX];
-    for (const char *s = r->saved_channels; *s;) {
-        while (*s == ' ') s++;
-        const char *e = s;
-        while (*e && *e != ' ') e++;
-        size_t n = (size_t)(e - s);
-        if (n && n < sizeof buf) {
-            memcpy(buf, s, n);
-            buf[n] = 0;
-            if (!strcmp(irc_proto_room_id(r->p, buf, id, sizeof id), room)) return 1;
-        }
-        s = e;
-    }
+    char one[IRC_NAME_MAX], id[IRC_NAME_MAX];
+    for (const char *s = r->saved_channels; irc_next_word(&s, "", one, sizeof one);)
+        if (!strcmp(irc_proto_room_id(r->p, one, id, sizeof id), room)) return 1;
     return 0;
 }
 
@@ -654,7 +612,7 @@ static void refill(irc *r)
         r->tokens = r->config->irc_flood_burst;
         return;
     }
-    int64_t now = mono_ms();
+    int64_t now = netrun_mono_ms();
     if (now > r->refill_at) {
         r->tokens += (double)(now - r->refill_at) / interval;
         if (r->tokens > r->config->irc_flood_burst) r->tokens = r->config->irc_flood_burst;
@@ -706,7 +664,7 @@ static void ask_ack(irc *r)
     if (r->state != C_UP || r->ack_seq || r->appended <= r->confirmed) return;
     int more = 0;
     for (qmsg *q = r->qhead; q && !more; q = q->link) more = q->next < q->n;
-    int64_t now = mono_ms();
+    int64_t now = netrun_mono_ms();
     if (more && now - r->ack_sent < ACK_EVERY_MS) return;
     r->ack_seq = ++r->acks;
     char line[64];
@@ -783,7 +741,7 @@ static void on_refused(void *ctx, const char *nick, int why)
     ilog(r, 2, "irc: %s does not accept the bot's private messages (%s)", nick,
          why == IRC_REFUSED_CALLERID ? "+g" : "registered senders only");
     if (!x || !chan) return;
-    int64_t now = mono_ms();
+    int64_t now = netrun_mono_ms();
     if (x->hinted && now - x->hinted < HINT_EVERY_MS) return;
     x->hinted = now;
     char text[600];
@@ -830,26 +788,16 @@ static void save_channels(irc *r)
 
 static void want_list(irc *r, const char *list)
 {
-    char buf[IRC_NAME_MAX];
-    for (const char *s = list; *s;) {
-        while (*s == ' ' || *s == ',') s++;
-        const char *e = s;
-        while (*e && *e != ' ' && *e != ',') e++;
-        size_t n = (size_t)(e - s);
-        if (n && n < sizeof buf) {
-            memcpy(buf, s, n);
-            buf[n] = 0;
-            if (irc_proto_want_channel(r->p, buf) != 0) ilog(r, 1, "irc: \"%s\" is not a channel name; not joined", buf);
-        }
-        s = e;
-    }
+    char one[IRC_NAME_MAX];
+    for (const char *s = list; irc_next_word(&s, ",", one, sizeof one);)
+        if (irc_proto_want_channel(r->p, one) != 0) ilog(r, 1, "irc: \"%s\" is not a channel name; not joined", one);
 }
 
 /* ---- the loop ---- */
 
 static void keepalive(irc *r)
 {
-    int64_t now = mono_ms();
+    int64_t now = netrun_mono_ms();
     if (r->state == C_CONNECTING || r->state == C_TLS) {
         if (now - r->state_since > CONNECT_TIMEOUT_MS) close_conn(r, "the connection timed out");
         return;
@@ -880,7 +828,7 @@ static void keepalive(irc *r)
 
 static int64_t next_wake(irc *r)
 {
-    int64_t now = mono_ms(), at = now + 1000;
+    int64_t now = netrun_mono_ms(), at = now + 1000;
     if (r->state == C_DOWN && r->reconnect_at < at) at = r->reconnect_at;
     int64_t p = pump_due(r);
     if (p < at) at = p;
@@ -890,7 +838,7 @@ static int64_t next_wake(irc *r)
     }
     int64_t deadline = core_next_deadline(r->core);
     if (deadline != INT64_MAX) {
-        int64_t d = now + (deadline - wall_ms());
+        int64_t d = now + (deadline - netrun_wall_ms());
         if (d < at) at = d;
     }
     return at;
@@ -898,19 +846,19 @@ static int64_t next_wake(irc *r)
 
 static int loop(irc *r)
 {
-    while (!stop_now && !r->fatal) {
-        if (r->state == C_DOWN && r->fd < 0 && mono_ms() >= r->reconnect_at) start_connect(r);
+    while (!netrun_stopping() && !r->fatal) {
+        if (r->state == C_DOWN && r->fd < 0 && netrun_mono_ms() >= r->reconnect_at) start_connect(r);
         if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
         if (core_tick(r->core) < 0 || core_flush(r->core) < 0) return 1;
         pump(r);
         flush_out(r);
         keepalive(r);
         if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
-        int64_t wait = next_wake(r) - mono_ms();
+        int64_t wait = next_wake(r) - netrun_mono_ms();
         if (wait < 0) wait = 0;
         struct pollfd fds[3];
         int n = 0;
-        fds[n++] = (struct pollfd){.fd = stop_pipe[0], .events = POLLIN};
+        fds[n++] = (struct pollfd){.fd = netrun_stop_fd(), .events = POLLIN};
         int wfd = core_wake_fd(r->core);
         if (wfd >= 0) fds[n++] = (struct pollfd){.fd = wfd, .events = POLLIN};
         int sock = -1;
@@ -961,8 +909,8 @@ static void goodbye(irc *r)
 {
     if (r->state != C_UP) return;
     wbuf_add(r, "QUIT :cardroom is stopping");
-    int64_t until = mono_ms() + STOP_GRACE_MS;
-    while (r->state == C_UP && r->wlen > 0 && mono_ms() < until) {
+    int64_t until = netrun_mono_ms() + STOP_GRACE_MS;
+    while (r->state == C_UP && r->wlen > 0 && netrun_mono_ms() < until) {
         struct pollfd pf = {.fd = r->fd, .events = POLLOUT};
         poll(&pf, 1, 100);
         flush_out(r);
@@ -1017,14 +965,7 @@ int irc_run(const cfg *config, const irc_options *o)
         fprintf(o->err, "cardroom: [irc] login = sasl needs a password (CARDROOM_IRC_PASSWORD)\n");
         return 2;
     }
-    if (pipe(stop_pipe) != 0) return 1;
-    fcntl(stop_pipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK);
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (netrun_stop_init() != 0) return 1;
     int t = setup_tls(&r);
     if (t != 0) {
         if (t == -1) fprintf(o->err, "cardroom: cannot set up TLS: %s\n", tls_error(err, sizeof err));
@@ -1073,7 +1014,7 @@ int irc_run(const cfg *config, const irc_options *o)
     report(&r);
 done:
     if (r.fd >= 0 || r.ssl) {
-        stop_now = 1; /* no reconnect from close_conn */
+        r.closing = 1; /* no reconnect from close_conn */
         close_conn(&r, "stopping");
     }
     if (r.addrs) freeaddrinfo(r.addrs);
@@ -1091,8 +1032,6 @@ done:
     irc_proto_free(r.p);
     store_close(r.db);
     SSL_CTX_free(r.tls);
-    close(stop_pipe[0]);
-    close(stop_pipe[1]);
-    stop_pipe[0] = stop_pipe[1] = -1;
+    netrun_stop_close();
     return rc;
 }

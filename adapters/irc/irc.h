@@ -7,7 +7,8 @@
  * (PING after ping_interval seconds of silence, reconnect after ping_timeout more), reconnects
  * with exponential backoff and jitter, and the sending side.
  *
- * Each read from the server is one core_batch() of the commands it carried. Messages leave the
+ * Each line from the server that carries commands is one core_batch() (one transaction), as a
+ * line typed at the console is. Messages leave the
  * core's outbox in order per destination: channel messages as NOTICE (or PRIVMSG, [irc]
  * channel_replies), private ones as PRIVMSG to the player's current nick, with red suits in
  * mIRC colours, split on UTF-8 boundaries so each line fits 512 bytes with the bot's own

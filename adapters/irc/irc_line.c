@@ -466,3 +466,22 @@ int irc_format(char *buf, size_t len, const char *command, const char *const *pa
     memcpy(w, "\r\n", 3);
     return (int)total;
 }
+
+/* Copies the next word of *s — up to a blank or one of stops — into one (a word of len bytes
+ * or more is skipped) and moves *s past it. Returns 0 when no word is left. */
+int irc_next_word(const char **s, const char *stops, char *one, size_t len)
+{
+    for (;;) {
+        while (**s && (**s == ' ' || strchr(stops, **s))) (*s)++;
+        if (!**s) return 0;
+        const char *w = *s, *e = w;
+        while (*e && *e != ' ' && !strchr(stops, *e)) e++;
+        *s = e;
+        size_t n = (size_t)(e - w);
+        if (n < len) {
+            memcpy(one, w, n);
+            one[n] = 0;
+            return 1;
+        }
+    }
+}

@@ -96,4 +96,9 @@ size_t irc_colour_suits(const char *text, char *buf, size_t len);
 int irc_format(char *buf, size_t len, const char *command, const char *const *params,
                int nparams);
 
+/* Copies the next word of *s — up to a blank or one of the characters of stops — into one (a
+ * word of len bytes or more is skipped) and moves *s past it. Returns 0 when no word is left.
+ * For lists in settings and in CAP lines: "#a, #b", "sasl=PLAIN multi-prefix". */
+int irc_next_word(const char **s, const char *stops, char *one, size_t len);
+
 #endif

@@ -148,21 +148,10 @@ static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
 static int in_list(const irc_proto *p, const char *list, const char *word)
 {
     if (!word || !*word) return 0;
-    size_t wl = strlen(word);
-    for (const char *s = list; *s;) {
-        while (*s == ' ' || *s == ',') s++;
-        const char *e = s;
-        while (*e && *e != ' ' && *e != ',') e++;
-        if ((size_t)(e - s) == wl) {
-            char a[IRC_NAME_MAX], b[IRC_NAME_MAX];
-            if (wl < sizeof a) {
-                memcpy(a, s, wl);
-                a[wl] = 0;
-                if (strcmp(fold(a, a, sizeof a), fold(word, b, sizeof b)) == 0) return 1;
-            }
-        }
-        s = e;
-    }
+    char one[IRC_NAME_MAX], a[IRC_NAME_MAX], b[IRC_NAME_MAX];
+    fold(word, b, sizeof b);
+    for (const char *s = list; irc_next_word(&s, ",", one, sizeof one);)
+        if (strcmp(fold(one, a, sizeof a), b) == 0) return 1;
     return 0;
 }
 
@@ -601,37 +590,18 @@ static void on_cap(irc_proto *p, const irc_msg *m)
     int more = m->nparams >= 4 && !strcmp(m->params[2], "*");
     const char *list = m->params[m->nparams - 1];
     if (!strcasecmp(sub, "LS")) {
-        for (const char *s = list; *s;) {
-            while (*s == ' ') s++;
-            const char *e = s;
-            while (*e && *e != ' ') e++;
-            if (e > s && (size_t)(e - s) < 256) {
-                char one[256];
-                memcpy(one, s, (size_t)(e - s));
-                one[e - s] = 0;
-                cap_add(p->offered, one);
-            }
-            s = e;
-        }
+        char one[256];
+        for (const char *s = list; irc_next_word(&s, "", one, sizeof one);) cap_add(p->offered, one);
         if (!more && !p->cap_done && !p->registered) caps_request(p);
     } else if (!strcasecmp(sub, "ACK")) {
         int sasl = 0;
-        for (const char *s = list; *s;) {
-            while (*s == ' ') s++;
-            const char *e = s;
-            while (*e && *e != ' ') e++;
-            if (e > s && (size_t)(e - s) < 256) {
-                char one[256];
-                int minus = *s == '-';
-                memcpy(one, s + minus, (size_t)(e - s - minus));
-                one[e - s - minus] = 0;
-                if (minus) cap_remove(p->acked, one);
-                else {
-                    cap_add(p->acked, one);
-                    if (!strcmp(one, "sasl")) sasl = 1;
-                }
+        char one[256];
+        for (const char *s = list; irc_next_word(&s, "", one, sizeof one);) {
+            if (one[0] == '-') cap_remove(p->acked, one + 1);
+            else {
+                cap_add(p->acked, one);
+                if (!strcmp(one, "sasl")) sasl = 1;
             }
-            s = e;
         }
         if (sasl && !p->registered) {
             p->sasl_busy = 1;
@@ -644,37 +614,21 @@ static void on_cap(irc_proto *p, const irc_msg *m)
         }
         cap_end(p);
     } else if (!strcasecmp(sub, "DEL")) {
-        for (const char *s = list; *s;) {
-            while (*s == ' ') s++;
-            const char *e = s;
-            while (*e && *e != ' ') e++;
-            if (e > s && (size_t)(e - s) < 256) {
-                char one[256];
-                memcpy(one, s, (size_t)(e - s));
-                one[e - s] = 0;
-                cap_remove(p->acked, one);
-                cap_remove(p->offered, one);
-            }
-            s = e;
+        char one[256];
+        for (const char *s = list; irc_next_word(&s, "", one, sizeof one);) {
+            cap_remove(p->acked, one);
+            cap_remove(p->offered, one);
         }
     } else if (!strcasecmp(sub, "NEW")) {
         char req[CAPS_MAX] = "";
         static const char *const wanted[] = {"account-tag", "extended-join", "account-notify", "message-tags",
                                              "server-time", "multi-prefix",  NULL};
-        for (const char *s = list; *s;) {
-            while (*s == ' ') s++;
-            const char *e = s;
-            while (*e && *e != ' ' && *e != '=') e++;
-            if (e > s && (size_t)(e - s) < 256) {
-                char one[256];
-                memcpy(one, s, (size_t)(e - s));
-                one[e - s] = 0;
-                cap_add(p->offered, one);
-                for (int i = 0; wanted[i]; i++)
-                    if (!strcmp(one, wanted[i]) && !cap_in(p->acked, one)) cap_add(req, one);
-            }
-            while (*e && *e != ' ') e++;
-            s = e;
+        char one[256];
+        for (const char *s = list; irc_next_word(&s, "", one, sizeof one);) {
+            cap_add(p->offered, one);
+            one[strcspn(one, "=")] = 0;
+            for (int i = 0; wanted[i]; i++)
+                if (!strcmp(one, wanted[i]) && !cap_in(p->acked, one)) cap_add(req, one);
         }
         if (req[0]) say(p, "CAP REQ :%s", req);
     }

@@ -21,6 +21,7 @@
 #include "mx_html.h"
 #include "mx_http.h"
 #include "mx_sync.h"
+#include "netrun.h"
 
 #define NET "matrix"
 #define API "/_matrix/client/v3"
@@ -80,34 +81,6 @@ typedef struct {
     int64_t nlat;
 } mx;
 
-static volatile sig_atomic_t stop_now;
-static int stop_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_now = 1;
-    if (stop_pipe[1] >= 0) {
-        int saved = errno;
-        (void)!write(stop_pipe[1], "x", 1);
-        errno = saved;
-    }
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ---- logging (never a token, password or message body) ---- */
 
 static int log_wanted(const mx *m, core_log_level level) { return (int)level <= cfg_log_rank(m->config); }
@@ -115,15 +88,13 @@ static int log_wanted(const mx *m, core_log_level level) { return (int)level <= 
 static void mlog(mx *m, core_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void mlog(mx *m, core_log_level level, const char *fmt, ...)
 {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
     if (!log_wanted(m, level)) return;
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(m->o->err, "cardroom: %s: %s\n", names[level], line);
-    fflush(m->o->err);
+    netrun_log(m->o->err, m->config, (int)level, line);
 }
 
 static void core_log(void *ctx, core_log_level level, const char *line)
@@ -221,10 +192,10 @@ static int call_run(mx *m, const char *method, const char *path, const char *bod
         memset(c, 0, sizeof *c);
         if (mx_http_request(m->http, method, path, body, SEND_TIMEOUT_MS, call_done, c) != 0) return -1;
         while (!c->done) {
-            int fds[1] = {stop_pipe[0]};
+            int fds[1] = {netrun_stop_fd()};
             mx_http_wait(m->http, fds, 1, 1000);
             mx_http_work(m->http);
-            if (stop_now && !c->done) continue; /* let the request end; the caller stops */
+            if (netrun_stopping() && !c->done) continue; /* let the request end; the caller stops */
         }
         mx_response r = {.status = c->status, .body = c->body ? c->body : "", .len = c->len,
                          .retry_after_ms = c->retry_after_ms};
@@ -232,11 +203,11 @@ static int call_run(mx *m, const char *method, const char *path, const char *bod
         int64_t wait = backoff_ms(&r, attempt);
         mlog(m, CORE_LOG_WARN, "%s: %s; trying again in %.1f s", what, c->why, (double)wait / 1000);
         call_free(c);
-        for (int64_t until = mono_ms() + wait; !stop_now && mono_ms() < until;) {
-            int fds[1] = {stop_pipe[0]};
-            mx_http_wait(m->http, fds, 1, (int)(until - mono_ms()));
+        for (int64_t until = netrun_mono_ms() + wait; !netrun_stopping() && netrun_mono_ms() < until;) {
+            int fds[1] = {netrun_stop_fd()};
+            mx_http_wait(m->http, fds, 1, (int)(until - netrun_mono_ms()));
         }
-        if (stop_now) return -1;
+        if (netrun_stopping()) return -1;
     }
 }
 
@@ -498,7 +469,7 @@ static void dm_created(void *ctx, const mx_response *r)
         int64_t wait = backoff_ms(r, 3);
         mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->id,
              r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
-        json_object_set_new(m->creating, d->id, json_integer(mono_ms() + wait)); /* not running: retried */
+        json_object_set_new(m->creating, d->id, json_integer(netrun_mono_ms() + wait)); /* not running: retried */
     }
     json_decref(a);
     free(d);
@@ -508,7 +479,7 @@ static void dm_created(void *ctx, const mx_response *r)
 static void open_dm(mx *m, const char *user)
 {
     json_t *t = json_object_get(m->creating, user);
-    if (t && (json_integer_value(t) < 0 || json_integer_value(t) > mono_ms())) return; /* running or waiting */
+    if (t && (json_integer_value(t) < 0 || json_integer_value(t) > netrun_mono_ms())) return; /* running or waiting */
     json_t *req = json_pack("{s:s, s:b, s:[s]}", "preset", "trusted_private_chat", "is_direct", 1, "invite", user);
     if (strcmp(m->config->matrix_encrypt_dms, "true") == 0)
         json_object_set_new(req, "initial_state",
@@ -569,7 +540,7 @@ static void job_done(void *ctx, const mx_response *r)
     j->attempts++;
     if (r->status == 401) {
         m->relogin = 1;
-        j->not_before = mono_ms();
+        j->not_before = netrun_mono_ms();
         return;
     }
     if (r->status == 200 || retryable(r)) {
@@ -577,7 +548,7 @@ static void job_done(void *ctx, const mx_response *r)
         mlog(m, r->status == 200 ? CORE_LOG_ERROR : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
              "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
              j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
-        j->not_before = mono_ms() + wait;
+        j->not_before = netrun_mono_ms() + wait;
         return;
     }
     if (j->user[0] && r->status == 403) {
@@ -589,7 +560,7 @@ static void job_done(void *ctx, const mx_response *r)
         mx_state_forget_dm(m->st, j->user);
         if (store_put(m, key, "") != 0) m->fatal = 1;
         j->room[0] = 0;
-        j->not_before = mono_ms();
+        j->not_before = netrun_mono_ms();
         return;
     }
     mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
@@ -618,7 +589,7 @@ static void start_job(mx *m, send_job *j)
         int rc = mx_e2ee_encrypt(m->e2ee, j->room, users, n, "m.room.message", j->content, &enc, err, sizeof err);
         free(users);
         if (rc == 0) {
-            j->not_before = mono_ms() + 50; /* keys are being fetched or shared */
+            j->not_before = netrun_mono_ms() + 50; /* keys are being fetched or shared */
             return;
         }
         if (rc < 0) {
@@ -734,7 +705,7 @@ static void sync_failed(mx *m, const mx_response *r, const char *err)
          "matrix: sync failed (%s); trying again in %.1f s", err ? err : why(r, buf, sizeof buf), (double)wait / 1000);
     if (r && r->status != 0 && r->status < 500 && r->status != 429)
         mlog(m, CORE_LOG_ERROR, "matrix: the homeserver refuses to sync: %s", why(r, buf, sizeof buf));
-    m->sync_not_before = mono_ms() + wait;
+    m->sync_not_before = netrun_mono_ms() + wait;
 }
 
 /* One sync answer (with the events its gaps skipped) becomes one batch. */
@@ -800,7 +771,7 @@ static void gap_finish(mx *m)
         sync_failed(m, &r, NULL);
     } else {
         char *gaps = json_dumps(m->gaps, JSON_COMPACT);
-        handle_answer(m, m->gap_body, m->gap_len, gaps, mono_us());
+        handle_answer(m, m->gap_body, m->gap_len, gaps, netrun_mono_us());
         free(gaps);
     }
     free(m->gap_body);
@@ -833,7 +804,7 @@ static void gap_done(void *ctx, const mx_response *r)
     }
     json_array_extend(have, chunk);
     const char *end = json_string_value(json_object_get(a, "end"));
-    if (end && json_array_size(chunk) > 0 && ++g->pages < GAP_PAGES && !stop_now) {
+    if (end && json_array_size(chunk) > 0 && ++g->pages < GAP_PAGES && !netrun_stopping()) {
         gap_request(m, g, end);
     } else {
         if (end && json_array_size(chunk) > 0)
@@ -889,7 +860,7 @@ static void fill_gaps(mx *m, const mx_response *r, const char *list_json)
 static void sync_done(void *ctx, const mx_response *r)
 {
     mx *m = ctx;
-    int64_t arrived = mono_us();
+    int64_t arrived = netrun_mono_us();
     m->sync_running = 0;
     if (cancelled(r)) return;
     if (r->status == 401) {
@@ -961,7 +932,7 @@ static void e2ee_requests(mx *m)
 
 static void start_due(mx *m)
 {
-    int64_t now = mono_ms();
+    int64_t now = netrun_mono_ms();
     e2ee_requests(m);
     for (send_job *j = m->jobs, *next; j; j = next) {
         next = j->next; /* start_job may remove j */
@@ -1027,7 +998,7 @@ static int after_work(mx *m)
             if (core_flush(m->core) < 0) return -1;
             mx_http_push(m->http); /* the new requests leave now; what finished waits a moment */
             if (m->sends_started > m->sends_at_arrival)
-                m->lat[m->nlat++ % LAT_MAX] = (double)(mono_us() - arrived) / 1000.0;
+                m->lat[m->nlat++ % LAT_MAX] = (double)(netrun_mono_us() - arrived) / 1000.0;
         }
     }
     return 0;
@@ -1035,23 +1006,18 @@ static int after_work(mx *m)
 
 static int loop(mx *m)
 {
-    while (!stop_now && !m->fatal) {
+    while (!netrun_stopping() && !m->fatal) {
         if (m->relogin && relogin(m) != 0) return 1;
-        if (!m->sync_running && mono_ms() >= m->sync_not_before) start_sync(m);
+        if (!m->sync_running && netrun_mono_ms() >= m->sync_not_before) start_sync(m);
         start_due(m);
         if (core_tick(m->core) < 0 || core_flush(m->core) < 0) return 1;
         mx_http_work(m->http);
         if (after_work(m) != 0) return 1;
-        int64_t now = mono_ms(), due = next_due(m), deadline = core_next_deadline(m->core);
+        int64_t now = netrun_mono_ms(), due = next_due(m), deadline = core_next_deadline(m->core);
         int64_t wait = 1000;
         if (due != INT64_MAX && due - now < wait) wait = due - now;
-        if (deadline != INT64_MAX) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-            if (deadline - wall < wait) wait = deadline - wall;
-        }
-        int fds[2] = {core_wake_fd(m->core), stop_pipe[0]};
+        if (deadline != INT64_MAX && deadline - netrun_wall_ms() < wait) wait = deadline - netrun_wall_ms();
+        int fds[2] = {core_wake_fd(m->core), netrun_stop_fd()};
         mx_http_wait(m->http, fds, 2, wait < 0 ? 0 : (int)wait);
         mx_http_work(m->http);
         if (after_work(m) != 0) return 1;
@@ -1072,14 +1038,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
         fprintf(o->err, "cardroom: [matrix] user: must be the bot's full user id, like @cardroom:example.org\n");
         return 2;
     }
-    if (pipe(stop_pipe) != 0) return 1;
-    fcntl(stop_pipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK);
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (netrun_stop_init() != 0) return 1;
     const char *path = o->db ? o->db : config->database;
     if (store_open(&m.db, path, err, sizeof err) != 0) {
         fprintf(o->err, "cardroom: %s\n", err);
@@ -1094,7 +1053,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
         goto done;
     }
     if (start_up(&m) != 0) {
-        rc = stop_now ? 0 : 1;
+        rc = netrun_stopping() ? 0 : 1;
         goto done;
     }
     core_options co = {.config = config, .db = m.db, .log = core_log, .log_ctx = &m, .fixed_seed = o->fixed_seed,
@@ -1122,8 +1081,6 @@ done:
     free(m.gap_body);
     store_close(m.db);
     sodium_memzero(m.token, sizeof m.token);
-    close(stop_pipe[0]);
-    close(stop_pipe[1]);
-    stop_pipe[0] = stop_pipe[1] = -1;
+    netrun_stop_close();
     return rc;
 }
