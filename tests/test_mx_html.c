@@ -63,12 +63,12 @@ static int valid_utf8(const char *s)
 static int is_red_open(const char *s) { return strncmp(s, "<font color=\"#d00000\" data-mx-color=\"#d00000\">", 46) == 0; }
 
 /* Length of the tag at s (s[0] == '<') if it is one the scheme may write, else 0; *kind is
- * 'b', 'a', 'f' or 'r' (br), *closing whether it is a closing tag. */
+ * 'b', 'a', 'f', 'p' (pre) or 'r' (br), *closing whether it is a closing tag. */
 static size_t tag_at(const char *s, char *kind, int *closing)
 {
-    static const char *const fixed[] = {"<b>", "</b>", "<br>", "</font>", "</a>"};
-    static const char kinds[] = {'b', 'b', 'r', 'f', 'a'};
-    for (int i = 0; i < 5; i++)
+    static const char *const fixed[] = {"<b>", "</b>", "<br>", "</font>", "</a>", "<pre>", "</pre>"};
+    static const char kinds[] = {'b', 'b', 'r', 'f', 'a', 'p', 'p'};
+    for (int i = 0; i < 7; i++)
         if (strncmp(s, fixed[i], strlen(fixed[i])) == 0) {
             *kind = kinds[i];
             *closing = fixed[i][1] == '/';
@@ -299,6 +299,16 @@ Test(mx_html, what_is_not_a_heading)
     EXPECT("Trick 2: a: b", NULL, NULL, "<b>Trick 2</b>: a: b");
 }
 
+Test(mx_html, column_lines_in_a_pre_block)
+{
+    /* A grid of contracts: its lines keep their blanks in one <pre> block; prose around it does
+     * not, and two blanks (before "(indicator …)") are prose. */
+    EXPECT("Grid of alice (seat 1):\n    a           b\n1   zero        [one]\nNext: bob  (x)", NULL, NULL,
+           "Grid of alice (seat 1):<br><pre>    a           b\n1   zero        [one]</pre><br><b>Next</b>: bob  (x)");
+    EXPECT("    a   b\n1   \xE2\x99\xA5", NULL, NULL, "<pre>    a   b\n1   " RED("\xE2\x99\xA5") "</pre>");
+    EXPECT("x   y\n\nz   w", NULL, NULL, "<pre>x   y</pre><br><br><pre>z   w</pre>");
+}
+
 Test(mx_html, mention_pill)
 {
     EXPECT("alice (South): bid 160 or more, pass, or ask partner", "@alice:example.org", "alice",
@@ -396,14 +406,17 @@ static void open_closers(const char *h, size_t n, char *closers)
         int closing;
         size_t k = h[i] == '<' ? tag_at(h + i, &kind, &closing) : 0;
         if (k == 0) { i++; continue; }
-        if (kind == 'b' || kind == 'a') {
+        if (kind == 'b' || kind == 'a' || kind == 'p') {
             if (closing) depth--;
             else stack[depth++] = kind;
         }
         i += k;
     }
     closers[0] = 0;
-    while (depth > 0) strcat(closers, stack[--depth] == 'a' ? "</a>" : "</b>");
+    while (depth > 0) {
+        char kind = stack[--depth];
+        strcat(closers, kind == 'a' ? "</a>" : kind == 'p' ? "</pre>" : "</b>");
+    }
 }
 
 /* Whether a cut of full at k leaves every piece whole: not inside a tag, an entity, a UTF-8
@@ -440,12 +453,14 @@ static void check_cut(const char *full, const char *got, size_t len)
     char closers[80], text[BIG];
     int found = 0;
     /* Try every split of got into a prefix and a tail made of closing tags. */
-    for (size_t k = g;; k -= 4) {
+    for (size_t k = g;;) {
         if (strncmp(full, got, k) == 0 && whole_at(full, k)) {
             open_closers(full, k, closers);
             if (strcmp(got + k, closers) == 0) { found = 1; break; }
         }
-        if (k < 4 || (strncmp(got + k - 4, "</a>", 4) != 0 && strncmp(got + k - 4, "</b>", 4) != 0)) break;
+        if (k >= 4 && (strncmp(got + k - 4, "</a>", 4) == 0 || strncmp(got + k - 4, "</b>", 4) == 0)) k -= 4;
+        else if (k >= 6 && strncmp(got + k - 6, "</pre>", 6) == 0) k -= 6;
+        else break;
     }
     cr_assert(found, "len %zu: bad cut \"%s\" of \"%s\"", len, got, full);
     cr_assert(valid_utf8(got), "len %zu: invalid UTF-8", len);
@@ -455,15 +470,13 @@ static void check_cut(const char *full, const char *got, size_t len)
     cr_assert_geq(g + 120, len - 1, "len %zu: only %zu bytes used", len, g);
 }
 
-Test(mx_html, cut_at_every_length)
+/* Every cut of text's HTML, from no room to more than enough. */
+static void cut_all(const char *text, const char *user, const char *name, int pills)
 {
-    const char *text = "[Card night \xC2\xB7 table 2] Tokens: \xE2\x99\xA5 J 9 \xC2\xB7 \xE2\x99\xA6 A & <x> \"q\" 'a'\n"
-                       "Dealer: alice (South): go \xE2\x99\xA3 \xF0\x9F\x82\xA0 \xC3\xA9\xE2\x99\xA5";
-    const char *user = "@ali ce:example.org", *name = "alice (South)";
     static char full[BIG], got[BIG], back[BIG];
     size_t n = mx_html(text, user, name, full, sizeof full);
     cr_assert_eq(n, strlen(full));
-    cr_assert_eq(strip(full, back, sizeof back), 1);
+    cr_assert_eq(strip(full, back, sizeof back), pills);
     cr_assert_str_eq(back, text);
     size_t prev = 0;
     for (size_t len = 0; len <= n + 2; len++) {
@@ -492,6 +505,16 @@ Test(mx_html, cut_at_every_length)
     cr_assert_gt(prev, strlen(text) / 2, "the cuts near the full length kept too little");
 }
 
+Test(mx_html, cut_at_every_length)
+{
+    cut_all("[Card night \xC2\xB7 table 2] Tokens: \xE2\x99\xA5 J 9 \xC2\xB7 \xE2\x99\xA6 A & <x> \"q\" 'a'\n"
+            "Dealer: alice (South): go \xE2\x99\xA3 \xF0\x9F\x82\xA0 \xC3\xA9\xE2\x99\xA5",
+            "@ali ce:example.org", "alice (South)", 1);
+    /* A grid in a <pre> block, with the mention inside it. */
+    cut_all("Grid of seat 1:\n    a           b\n1   alice       [one]\n2   \xE2\x99\xA5 x   y\nDone.",
+            "@alice:example.org", "alice", 1);
+}
+
 /* ---- random texts ---- */
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
@@ -508,7 +531,7 @@ static const char *const bits[] = {
     "a", "b", "Z", "7", " ", " ", "(South)", "alice", "bob", "\xE2\x99\xA0", "\xE2\x99\xA5", "\xE2\x99\xA6",
     "\xE2\x99\xA3", "\xE2\x99\xA1", "\xE2\x99\xA2", "<", ">", "&", "\"", "'", "\n", "\n", "[Card night \xC2\xB7 table 3] ",
     "[room] ", "[", "]", "Tokens: ", "Your turn. Your hand: ", ": ", ". ", "\xC2\xB7", "\xE2\x80\x94", "\xC3\xA9",
-    "\xF0\x9F\x82\xA0", "&amp;", "<br>", "<b>x</b>", "\t", "Trick 3:",
+    "\xF0\x9F\x82\xA0", "&amp;", "<br>", "<b>x</b>", "\t", "Trick 3:", "   ", "1   zero        [one]\n",
 };
 
 static void random_text(char *t, size_t cap)

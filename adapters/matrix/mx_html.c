@@ -16,12 +16,11 @@
 #define MX_FFFD "\xEF\xBF\xBD"
 #define MX_PILL_OPEN "<a href=\"https://matrix.to/#/"
 #define MX_PILL_END "\">"
-#define MX_CLOSE_LEN 4   /* "</b>" and "</a>" */
-#define MX_DEPTH 4       /* at most a bold span and the pill are open at once */
+#define MX_DEPTH 4       /* at most a table block, a bold span and the pill are open at once */
 #define MX_LABEL_MAX 24  /* the longest heading label, in bytes */
 #define MX_TABLE_HEAD " \xC2\xB7 table " /* " · table " in "[room · table 1] " */
 
-enum { MX_BOLD, MX_PILL };
+enum { MX_BOLD, MX_PILL, MX_PRE };
 enum { MX_PENDING, MX_WRITTEN, MX_DONE };
 
 typedef struct {
@@ -72,7 +71,12 @@ static char *mx_url_write(char *p, const char *s)
 
 /* ---- bounded output ---- */
 
-static size_t mx_open_len(const mx_out *o, int kind) { return kind == MX_PILL ? o->pill_open_len : 3; }
+static size_t mx_open_len(const mx_out *o, int kind)
+{
+    return kind == MX_PILL ? o->pill_open_len : kind == MX_PRE ? 5 : 3; /* "<pre>", "<b>" */
+}
+
+static size_t mx_close_len(int kind) { return kind == MX_PRE ? 6 : 4; } /* "</pre>", "</a>", "</b>" */
 
 static void mx_write_open(mx_out *o, int kind)
 {
@@ -82,15 +86,15 @@ static void mx_write_open(mx_out *o, int kind)
         p = mx_url_write(p + sizeof MX_PILL_OPEN - 1, o->user);
         memcpy(p, MX_PILL_END, sizeof MX_PILL_END - 1);
     } else {
-        memcpy(p, "<b>", 3);
+        memcpy(p, kind == MX_PRE ? "<pre>" : "<b>", mx_open_len(o, kind));
     }
     o->used += mx_open_len(o, kind);
 }
 
 static void mx_write_close(mx_out *o, int kind)
 {
-    memcpy(o->buf + o->used, kind == MX_PILL ? "</a>" : "</b>", MX_CLOSE_LEN);
-    o->used += MX_CLOSE_LEN;
+    memcpy(o->buf + o->used, kind == MX_PILL ? "</a>" : kind == MX_PRE ? "</pre>" : "</b>", mx_close_len(kind));
+    o->used += mx_close_len(kind);
 }
 
 /* Adds one whole piece of n bytes, with the opening tags of elements still pending, or else
@@ -103,14 +107,14 @@ static void mx_put(mx_out *o, const char *s, size_t n)
     for (int i = 0; i < o->depth; i++)
         if (o->st[i].state == MX_PENDING) {
             need += mx_open_len(o, o->st[i].kind);
-            reserve += MX_CLOSE_LEN;
+            reserve += mx_close_len(o->st[i].kind);
         }
     if (o->used + need + reserve < o->len) {
         for (int i = 0; i < o->depth; i++)
             if (o->st[i].state == MX_PENDING) {
                 mx_write_open(o, o->st[i].kind);
                 o->st[i].state = MX_WRITTEN;
-                o->reserve += MX_CLOSE_LEN;
+                o->reserve += mx_close_len(o->st[i].kind);
             }
         memcpy(o->buf + o->used, s, n);
         o->used += n;
@@ -135,10 +139,10 @@ static void mx_open(mx_out *o, int kind, size_t end)
 static void mx_close(mx_out *o)
 {
     mx_elem *e = &o->st[--o->depth];
-    o->total += MX_CLOSE_LEN;
+    o->total += mx_close_len(e->kind);
     if (e->state != MX_WRITTEN) return;
     mx_write_close(o, e->kind); /* fits: its room was kept */
-    o->reserve -= MX_CLOSE_LEN;
+    o->reserve -= mx_close_len(e->kind);
 }
 
 /* ---- UTF-8 ---- */
@@ -296,6 +300,27 @@ static int mx_fits(mx_span b, mx_span m)
     return (b.start <= m.start && m.end <= b.end) || (m.start <= b.start && b.end <= m.end);
 }
 
+/* Whether the line [ls, le) is laid out in columns: it has a run of three or more blanks
+ * (a grid of contracts). Prose never has one. */
+static int mx_columns(const char *t, size_t ls, size_t le)
+{
+    for (size_t q = ls; q + 2 < le; q++)
+        if (t[q] == ' ' && t[q + 1] == ' ' && t[q + 2] == ' ') return 1;
+    return 0;
+}
+
+/* The end of the block of column lines that starts with the line [ls, le): the end of its last
+ * line (its \n, or the text's end). */
+static size_t mx_block_end(const char *t, size_t le)
+{
+    while (t[le] == '\n') {
+        size_t next = le + 1 + strcspn(t + le + 1, "\n");
+        if (!mx_columns(t, le + 1, next)) break;
+        le = next;
+    }
+    return le;
+}
+
 /* ---- the text ---- */
 
 size_t mx_html(const char *text, const char *mention_user, const char *mention_name, char *buf, size_t len)
@@ -310,10 +335,14 @@ size_t mx_html(const char *text, const char *mention_user, const char *mention_n
     }
     mx_span bold[2] = {{0, 0}, {0, 0}};
     int line_start = 1, first_line = 1;
-    size_t p = 0;
+    size_t p = 0, block_end = 0; /* block_end: the end of the open <pre> block (0: none) */
     for (;;) {
         if (line_start) {
             size_t le = p + strcspn(t + p, "\n");
+            if (p >= block_end && mx_columns(t, p, le)) {
+                block_end = mx_block_end(t, le);
+                mx_open(&o, MX_PRE, block_end);
+            }
             size_t he = mx_head(t, p, le, first_line);
             bold[0] = (mx_span){p, he};
             bold[1] = mx_label(t, he > p ? he + 1 : p, le);
@@ -335,7 +364,8 @@ size_t mx_html(const char *text, const char *mention_user, const char *mention_n
         }
         if (pill_here) mx_open(&o, MX_PILL, m.end);
         if (t[p] == '\n') {
-            mx_put(&o, "<br>", 4);
+            if (p < block_end) mx_put(&o, "\n", 1); /* inside a <pre> block */
+            else mx_put(&o, "<br>", 4);
             p++;
             line_start = 1;
         } else {

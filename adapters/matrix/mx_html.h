@@ -5,7 +5,8 @@
  * or reorders text: strip the tags, read <br> as a line break and resolve the five entities,
  * and you get the text back (except that invalid UTF-8 and control characters, which have no
  * place in a message, become U+FFFD). Only tags from the spec's list of HTML clients should
- * allow are used (b, br, font, a), and nothing from the text is ever passed through as markup.
+ * allow are used (b, br, font, a, pre), and nothing from the text is ever passed through as
+ * markup.
  *
  * The scheme, character by character and line by line:
  *   - & < > " ' are written &amp; &lt; &gt; &quot; &#39;.
@@ -13,6 +14,9 @@
  *     <font color="#d00000" data-mx-color="#d00000">…</font>; ♠ ♣ keep the theme's colour, so
  *     they stay readable on dark themes.
  *   - Every \n becomes <br> (no newline is added to the HTML). Blanks are left as they are.
+ *   - Lines laid out in columns — a line with a run of three or more blanks, such as the rows of
+ *     a ContractGrid grid — keep their blanks: each block of such lines is one <pre>…</pre>,
+ *     with a plain \n (not <br>) between its lines. Prose never has three blanks in a row.
  *   - Invalid UTF-8 becomes U+FFFD, one per bad byte; so do control characters other than \n
  *     and \t (C0, DEL, and C1 U+0080..U+009F). NULL text is the empty text.
  *   - The head of a private message is bold: a line that starts with "[… · table N] " gets
@@ -42,7 +46,7 @@
  * with its font tags, an opening or closing tag), so a cut never splits any of them. An
  * element is opened only together with its first piece of content, and room is kept for
  * closing every open element: a cut output is the longest such prefix of the full HTML
- * followed by the closing tags of the elements still open there ("</a>", "</b>"), i.e.
+ * followed by the closing tags of the elements still open there ("</a>", "</b>", "</pre>"), i.e.
  * well-formed HTML in valid UTF-8. No allocation; thread-safe. */
 #ifndef CARDROOM_MX_HTML_H
 #define CARDROOM_MX_HTML_H
