@@ -336,7 +336,14 @@ Test(irc_proto, ignored_lines)
     feed(p, ":Alice!a@h PRIVMSG someoneelse :!new 304");
     feed(p, "");
     feed(p, ":::: :::");
+    /* Numerics and commands without the parameters they should have are logged or ignored. */
+    feed(p, ":irc.test 475");
+    feed(p, ":irc.test 404");
+    feed(p, ":irc.test 716 cardroom");
+    feed(p, "PING");
+    feed(p, ":irc.test PONG");
     cr_assert_eq(R.nev, 0);
+    cr_assert_eq(R.nrefused, 0);
     irc_proto_free(p);
 }
 

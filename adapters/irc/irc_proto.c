@@ -901,15 +901,18 @@ static void on_invite(irc_proto *p, const irc_msg *m)
     irc_proto_want_channel(p, chan);
 }
 
+/* The last parameter of m ("" when it has none). */
+static const char *last_param(const irc_msg *m) { return m->nparams > 0 ? m->params[m->nparams - 1] : ""; }
+
 int irc_proto_line(irc_proto *p, char *line, size_t len)
 {
     irc_msg m;
     if (irc_parse_len(line, len, &m) != 0) return -1;
     const char *cmd = m.command;
     if (!strcasecmp(cmd, "PING")) {
-        say(p, "PONG :%s", m.nparams ? m.params[m.nparams - 1] : "");
+        say(p, "PONG :%s", last_param(&m));
     } else if (!strcasecmp(cmd, "PONG")) {
-        if (m.nparams >= 1 && p->h.pong) p->h.pong(p->h.ctx, m.params[m.nparams - 1]);
+        if (m.nparams >= 1 && p->h.pong) p->h.pong(p->h.ctx, last_param(&m));
     } else if (!strcasecmp(cmd, "PRIVMSG")) {
         on_privmsg(p, &m);
     } else if (!strcasecmp(cmd, "NOTICE")) {
@@ -973,9 +976,9 @@ int irc_proto_line(irc_proto *p, char *line, size_t len)
             p->h.refused(p->h.ctx, m.params[1], IRC_REFUSED_REGONLY);
     } else if (!strcmp(cmd, "471") || !strcmp(cmd, "473") || !strcmp(cmd, "474") || !strcmp(cmd, "475") ||
                !strcmp(cmd, "403") || !strcmp(cmd, "405") || !strcmp(cmd, "477")) {
-        plog(p, 1, "irc: cannot join %s: %s", m.nparams >= 2 ? m.params[1] : "?", m.params[m.nparams - 1]);
+        plog(p, 1, "irc: cannot join %s: %s", m.nparams >= 2 ? m.params[1] : "?", last_param(&m));
     } else if (!strcmp(cmd, "404")) {
-        plog(p, 1, "irc: cannot speak in %s: %s", m.nparams >= 2 ? m.params[1] : "?", m.params[m.nparams - 1]);
+        plog(p, 1, "irc: cannot speak in %s: %s", m.nparams >= 2 ? m.params[1] : "?", last_param(&m));
     } else if (!strcmp(cmd, "401")) {
         plog(p, 2, "irc: %s is not on the network; a message to them was lost", m.nparams >= 2 ? m.params[1] : "?");
     } else if (!strcasecmp(cmd, "ERROR")) {
