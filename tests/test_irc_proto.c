@@ -446,6 +446,7 @@ Test(irc_proto, refused_private_messages)
 Test(irc_proto, invites)
 {
     irc_proto *p = registered("alice, dave");
+    unsigned v = irc_proto_channels_version(p);
     int at = R.nsent;
     feed(p, ":Alice!a@h INVITE cardroom #poker");
     feed(p, ":bob!b@h INVITE cardroom #bobs");
@@ -454,6 +455,10 @@ Test(irc_proto, invites)
     int wanted = 0;
     irc_proto_each_channel(p, count_channel, &wanted);
     cr_assert_eq(wanted, 2);
+    cr_assert_neq(irc_proto_channels_version(p), v, "the list changed: it must be saved again");
+    v = irc_proto_channels_version(p);
+    feed(p, ":bob!b@h INVITE cardroom #bobs");
+    cr_assert_eq(irc_proto_channels_version(p), v, "nothing changed");
     irc_proto_free(p);
     /* With accounts on the network, only a listed account counts, not a nick. */
     p = make("", IRC_LOGIN_AUTO, "alice");

@@ -2,7 +2,6 @@
 #include "irc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,7 +10,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
-#include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -83,7 +81,7 @@ typedef struct {
     int discarding;
     char *wbuf;
     size_t wlen, wcap;
-    int64_t appended, written;   /* bytes of this connection put in wbuf, and written out */
+    int64_t appended;            /* bytes of this connection put in wbuf */
     int64_t confirmed;           /* bytes the server has handled: acknowledged by a PONG */
     int64_t ack_seq, ack_mark, ack_sent; /* the acknowledging PING out (0 none), what it covers, when */
     int64_t acks;                /* acknowledging PINGs sent so far (their numbers) */
@@ -101,6 +99,7 @@ typedef struct {
     recent rec[RECENT_MAX];
     int nrec;
     char saved_channels[CFG_STR * 4];
+    unsigned saved_version;      /* irc_proto_channels_version() when they were saved */
     /* figures */
     int64_t lines_in, lines_out, msgs_out;
     double *lat;
@@ -166,8 +165,8 @@ static void send_now(void *ctx, const char *line)
     if (r->config->irc_flood_interval_ms > 0) r->tokens -= 1; /* the server counts these too */
 }
 
-static void requeue_unwritten(irc *r);
-static void settle_written(irc *r);
+static void requeue_unconfirmed(irc *r);
+static void settle_confirmed(irc *r);
 
 static void close_conn(irc *r, const char *why)
 {
@@ -179,7 +178,7 @@ static void close_conn(irc *r, const char *why)
     r->fd = -1;
     if (r->wbuf) sodium_memzero(r->wbuf, r->wcap); /* it may hold AUTHENTICATE */
     r->wlen = 0;
-    requeue_unwritten(r);
+    requeue_unconfirmed(r);
     r->rlen = 0;
     r->discarding = 0;
     if (r->addrs) freeaddrinfo(r->addrs);
@@ -356,7 +355,6 @@ static void flush_out(irc *r)
         sodium_memzero(r->wbuf, (size_t)n);
         memmove(r->wbuf, r->wbuf + n, r->wlen - (size_t)n);
         r->wlen -= (size_t)n;
-        r->written += (int64_t)n;
     }
 }
 
@@ -623,9 +621,9 @@ static void refill(irc *r)
 /* Messages whose every line the server has handled are delivered: the core marks them done.
  * IRC has no acknowledgements, but a server handles a client's lines in order, so the PONG to a
  * PING sent after some lines proves those lines were handled (relayed or refused). A connection
- * lost before that sends the unconfirmed lines again on the next one (requeue_unwritten): a
+ * lost before that sends the unconfirmed lines again on the next one (requeue_unconfirmed): a
  * server killed with lines in its buffers loses none of them. */
-static void settle_written(irc *r)
+static void settle_confirmed(irc *r)
 {
     qmsg *prev = NULL, *q = r->qhead;
     while (q) {
@@ -644,8 +642,8 @@ static void settle_written(irc *r)
     }
 }
 
-/* The connection is gone: lines handed to it but not written go out again on the next one. */
-static void requeue_unwritten(irc *r)
+/* The connection is gone: lines handed to it but not confirmed go out again on the next one. */
+static void requeue_unconfirmed(irc *r)
 {
     for (qmsg *q = r->qhead; q; q = q->link) {
         int first = q->next;
@@ -653,7 +651,7 @@ static void requeue_unwritten(irc *r)
         r->qlines += q->next - first;
         q->next = first;
     }
-    r->appended = r->written = r->confirmed = 0;
+    r->appended = r->confirmed = 0;
     r->ack_seq = 0;
 }
 
@@ -682,7 +680,7 @@ static void on_pong(void *ctx, const char *token)
     if (sscanf(token, "cardroom-ack-%lld%c", &seq, &tail) != 1 || seq != r->ack_seq) return;
     r->confirmed = r->ack_mark;
     r->ack_seq = 0;
-    settle_written(r);
+    settle_confirmed(r);
 }
 
 /* Hands game lines to the socket while the bucket has tokens. */
@@ -710,7 +708,7 @@ static void pump(irc *r)
         r->qlines--;
         q->ends[q->next++] = r->appended;
     }
-    settle_written(r); /* empty messages */
+    settle_confirmed(r); /* empty messages */
     ask_ack(r);
 }
 
@@ -779,6 +777,8 @@ static void add_saved(void *ctx, const char *channel)
 
 static void save_channels(irc *r)
 {
+    if (r->saved_version == irc_proto_channels_version(r->p)) return;
+    r->saved_version = irc_proto_channels_version(r->p);
     char now[CFG_STR * 4] = "";
     irc_proto_each_channel(r->p, add_saved, now);
     if (!strcmp(now, r->saved_channels)) return;

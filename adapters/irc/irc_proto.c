@@ -51,6 +51,7 @@ struct irc_proto {
     char chanmodes[4][64];
     int64_t last_nick_try;
     int casemap;                /* MAP_*, from ISUPPORT CASEMAPPING (rfc1459 until told) */
+    unsigned want_version;      /* changes with the list of wanted channels */
 };
 
 static void reset_state(irc_proto *p);
@@ -435,6 +436,7 @@ int irc_proto_want_channel(irc_proto *p, const char *name)
     if (!b) return -1;
     p->want = b;
     snprintf(p->want[p->nwant++], IRC_NAME_MAX, "%s", name);
+    p->want_version++;
     if (p->registered) say(p, "JOIN %s", name);
     return 0;
 }
@@ -445,9 +447,12 @@ static void unwant(irc_proto *p, const char *name)
         if (same(p->want[i], name)) {
             memmove(p->want[i], p->want[i + 1], (size_t)(p->nwant - i - 1) * sizeof *p->want);
             p->nwant--;
+            p->want_version++;
             return;
         }
 }
+
+unsigned irc_proto_channels_version(const irc_proto *p) { return p->want_version; }
 
 void irc_proto_each_channel(irc_proto *p, void (*fn)(void *ctx, const char *channel), void *ctx)
 {

@@ -2,11 +2,9 @@
 #include "matrix.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
-#include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdlib.h>
