@@ -357,6 +357,7 @@ typedef struct {
     int64_t table_ids[64];
     int ntables;
     int closed[64];
+    char game[64][16];    /* each table's game, as the store names it */
 } dump;
 
 static void dump_free(dump *d)
@@ -425,6 +426,7 @@ static void dump_of(const char *path, dump *d)
         cr_assert_lt(d->ntables, 64);
         d->table_ids[d->ntables] = sqlite3_column_int64(st, 0);
         d->closed[d->ntables] = sqlite3_column_int(st, 5);
+        snprintf(d->game[d->ntables], sizeof d->game[d->ntables], "%s", (const char *)sqlite3_column_text(st, 3));
         d->ntables++;
         lines_add(&d->tables, "%lld" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%d" SEP "%s",
                   (long long)sqlite3_column_int64(st, 0), sqlite3_column_text(st, 1), sqlite3_column_text(st, 2),
@@ -524,7 +526,9 @@ static void replay_all(const char *path, const dump *d)
     for (int i = 0; i < d->ntables; i++) {
         entries e = {0};
         cr_assert_eq(store_journal_each(s, d->table_ids[i], collect_entry, &e), 0, "%s", store_error(s));
-        table_init(t, d->table_ids[i], "console", config.console_room, "", &config.rules);
+        table_init(t, d->table_ids[i], "console", config.console_room, "");
+        cr_assert_eq(table_set_game(t, d->game[i], &config), 0, "%s: table %" PRId64 " has the unknown game \"%s\"",
+                     path, d->table_ids[i], d->game[i]);
         for (int k = 0; k < e.n; k++) {
             char why[256] = "";
             cr_assert_eq(table_exec(t, &env, e.v[k], NULL, why, sizeof why), 0,
