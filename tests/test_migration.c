@@ -22,6 +22,7 @@
 #include "store.h"
 #include "table.h"
 #include "test_dirs.h"
+#include "test_journal.h"
 
 #ifndef SOURCE_DIR
 #error "build with -DSOURCE_DIR=\"/path/to/the/source\""
@@ -85,24 +86,6 @@ static void log_line(void *ctx, core_log_level level, const char *line)
     if (!l->errors++) snprintf(l->first, sizeof l->first, "%s", line);
 }
 
-typedef struct {
-    int n, cap;
-    char **v;
-} entries;
-
-static int collect_entry(void *ctx, int64_t seq, const char *entry)
-{
-    entries *e = ctx;
-    (void)seq;
-    if (e->n == e->cap) {
-        e->cap = e->cap ? 2 * e->cap : 256;
-        e->v = realloc(e->v, (size_t)e->cap * sizeof *e->v);
-        cr_assert_not_null(e->v);
-    }
-    e->v[e->n++] = strdup(entry);
-    return 0;
-}
-
 static int stored_seed(void *ctx, int64_t table_id, int hand_no, uint8_t seed[STORE_SEED_BYTES])
 {
     return store_hand_seed(ctx, table_id, hand_no, seed) == 0 ? 0 : -1;
@@ -150,10 +133,9 @@ Test(migration, every_table_rebuilds)
     cr_assert_not_null(judge);
     table_env env = {.judge = judge, .seed = stored_seed, .ctx = s, .prefix = "!", .private_how = "with /msg"};
     for (int i = 0; i < n; i++) {
-        entries e = {0};
+        journal_entries e = journal_read(s, ids[i]);
         table t;
         char why[256] = "";
-        cr_assert_eq(store_journal_each(s, ids[i], collect_entry, &e), 0, "%s", store_error(s));
         table_init(&t, ids[i], "console", "room", "");
         cr_assert_eq(table_set_game(&t, games[i], &conf), 0, "table %d: game %s", (int)ids[i], games[i]);
         cr_assert_eq(table_replay(&t, &env, e.v, e.n, why, sizeof why), 0, "table %d: %s", (int)ids[i], why);
@@ -162,8 +144,7 @@ Test(migration, every_table_rebuilds)
         int start = 0;
         for (int k = 0; k < e.n; k++) start |= strcmp(e.v[k], "start") == 0;
         cr_assert_eq(t.started, start, "table %d: started=%d", (int)ids[i], t.started);
-        for (int k = 0; k < e.n; k++) free(e.v[k]);
-        free(e.v);
+        journal_free(&e);
     }
     caps_solver_free(judge);
     store_close(s);
