@@ -5,9 +5,10 @@
  * messages and standings, and knows no game. A game is a table_game: a constant struct of the
  * operations below, and a state of its own that lives in the table's game_state (at most
  * TABLE_GAME_STATE_MAX bytes; the core never looks inside). The games a table can host are
- * listed in games.c, so adding a game adds its files and one line there; a variant of a game
- * (304 for six players is 304 with players = 6) is the same game with other options, giving
- * its own seat count, seat names and deals through the same operations.
+ * listed in games.c, so adding a game adds its files and one line there (and the greeting
+ * core.c gives for !new before a table exists); a variant of a game (304 for six players is
+ * 304 with players = 6) is the same game with other options, giving its own seat count, seat
+ * names and deals through the same operations.
  *
  * Operations (gs is the game's state at the table; h the host, valid for the call only):
  *   name, title, match    "304"/"grid" for !new and the store; "304"/"ContractGrid" in

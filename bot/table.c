@@ -754,7 +754,7 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len)
 {
     host x;
-    host_of(&x, (table *)t, env, NULL);
+    host_of(&x, (table *)t, env, NULL); /* match_text only reads: it asks the host for seat labels */
     return t->game->match_text(t->game_state.bytes, &x.h, buf, len);
 }
 
