@@ -16,8 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ai304.h"
-#include "aigrid.h"
 #include "command.h"
 #include "render.h"
 #include "seed.h"
@@ -326,9 +324,7 @@ static void schedule(core *c, slot *s)
     j->seat = seat;
     j->seed = mix64((uint64_t)t->id * 0x100000001B3ull ^ (uint64_t)t->seq);
     j->not_before = now_ms(c) + c->o.config->bot_delay_ms;
-    j->grid = t->game == TABLE_GAME_GRID;
-    if (j->grid) aigrid_input_of(&t->g.st, seat, &j->gin);
-    else ai304_input_of(&t->st, seat, &j->in);
+    j->think = table_computer_question(t, seat, &j->q);
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
@@ -378,8 +374,8 @@ static int do_new(core *c, const asker *q, const cmd *m)
     int64_t id;
     if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0) return -1;
     s = slot_add(c);
-    table_init(&s->t, id, q->net, q->room, q->user, &c->o.config->rules);
-    table_set_game(&s->t, m->arg);
+    table_init(&s->t, id, q->net, q->room, q->user);
+    table_set_game(&s->t, m->arg, c->o.config);
     s->t.touched = now_ms(c);
     const char *p = c->o.config->prefix;
     char line[768];
@@ -580,15 +576,7 @@ static int apply_answer(core *c, const work_job *j)
     s->dirty = 1; /* re-ask if the answer came too late */
     if (s->t.over) return 0;
     table_out o = {0};
-    if (j->grid) {
-        grid_action a = j->gaction;
-        if (!j->ok) a.kind = GRID_DO_COUNT; /* the table falls back to a legal move */
-        table_computer_move_grid(&s->t, env_for(c, s->t.net), j->seat, j->seq, &a, &o);
-        return write_and_clear(c, s, &o);
-    }
-    g304_action a = j->action;
-    if (!j->ok) a.kind = G304_DO_COUNT; /* the table falls back to a legal move */
-    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &a, &o);
+    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &j->q, j->ok, &o); /* !ok: a legal move */
     return write_and_clear(c, s, &o);
 }
 
@@ -793,9 +781,9 @@ static int restore_one(core *c, const store_table *row)
     char err[256];
     int rc = store_journal_each(c->o.db, row->id, collect_entry, &l);
     slot *s = rc == 0 ? slot_add(c) : NULL;
-    if (s) table_init(&s->t, row->id, row->net, row->room, row->creator, &c->o.config->rules);
+    if (s) table_init(&s->t, row->id, row->net, row->room, row->creator);
     int bad = 0;
-    if (s && table_set_game(&s->t, row->game) != 0) {
+    if (s && table_set_game(&s->t, row->game, c->o.config) != 0) {
         snprintf(err, sizeof err, "the game \"%s\" is unknown", row->game);
         bad = 1;
     } else if (s) {

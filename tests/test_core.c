@@ -21,6 +21,7 @@
 #include "config.h"
 #include "core.h"
 #include "g304.h"
+#include "game304.h"
 #include "judge.h"
 #include "store.h"
 #include "table.h"
@@ -256,11 +257,15 @@ static void table_of(rig *r, int64_t id, table *t)
     char err[256];
     table_env env = {.judge = r->judge, .seed = env_seed, .ctx = r, .prefix = "!", .private_how = ""};
     journal_of(r, id, &l);
-    table_init(t, id, NET, ROOM, "", &r->conf.rules);
+    table_init(t, id, NET, ROOM, "");
+    cr_assert_eq(table_set_game(t, "304", &r->conf), 0);
     for (int i = 0; i < l.n; i++)
         cr_assert_eq(table_exec(t, &env, l.e[i], NULL, err, sizeof err), 0, "entry %d '%s': %s", i + 1, l.e[i], err);
     entries_free(&l);
 }
+
+/* The hand being played at a 304 table. */
+static const g304_state *st_of(const table *t) { return &game304_of(t)->st; }
 
 static int is_facedown(const g304_state *st, int seat, const g304_action *a)
 {
@@ -281,8 +286,9 @@ static void play_one(rig *r, const char *user, int seat)
     g304_action legal[G304_MAX_LEGAL], a;
     char text[64];
     table_of(r, 1, &t);
-    cr_assert_eq(t.st.to_act, seat, "seat %d is not to act (phase %d, to act %d)", seat, t.st.phase, t.st.to_act);
-    int n = g304_legal(&t.st, seat, legal);
+    cr_assert_eq(st_of(&t)->to_act, seat, "seat %d is not to act (phase %d, to act %d)", seat, st_of(&t)->phase,
+                 st_of(&t)->to_act);
+    int n = g304_legal(st_of(&t), seat, legal);
     cr_assert_gt(n, 0);
     a = legal[0];
     for (int i = 0; i < n; i++)
@@ -296,7 +302,7 @@ static void play_one(rig *r, const char *user, int seat)
     default: snprintf(text, sizeof text, "!%s", g304_do_name(a.kind)); break;
     }
     int before = journal_count(r, 1);
-    if (a.kind == G304_DO_TRUMP || is_facedown(&t.st, seat, &a))
+    if (a.kind == G304_DO_TRUMP || is_facedown(st_of(&t), seat, &a))
         whisper(r, user, text);
     else
         say(r, user, text);
@@ -314,7 +320,7 @@ static void alice_and_computers(rig *r)
     cr_assert_eq(core_busy(r->core), 0);
     table t;
     table_of(r, 1, &t);
-    cr_assert_eq(t.st.to_act, 0, "the computers stopped with seat %d to act", t.st.to_act);
+    cr_assert_eq(st_of(&t)->to_act, 0, "the computers stopped with seat %d to act", st_of(&t)->to_act);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -374,7 +380,7 @@ Test(core, reminder_once_then_takeover_then_back)
     table_of(&r, 1, &t);
     cr_assert(!t.seat[0].away);
     if (!t.over) {
-        cr_assert_eq(t.st.to_act, 0, "after !back the computers stop at alice's turn");
+        cr_assert_eq(st_of(&t)->to_act, 0, "after !back the computers stop at alice's turn");
         int prompts = 0;
         for (int i = mark; i < r.net.n; i++) prompts += strcmp(r.net.o[i].mention, "alice") == 0;
         cr_assert_gt(prompts, 0, "alice was not told it is her turn");
@@ -398,7 +404,7 @@ Test(core, reminder_again_for_a_new_turn)
     settle(&r, 1000);
     table t;
     table_of(&r, 1, &t);
-    cr_assert_eq(t.st.to_act, 0);
+    cr_assert_eq(st_of(&t)->to_act, 0);
     int64_t turn = r.now;
     r.now = turn + 59999;
     tick(&r);
@@ -607,12 +613,12 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     for (int guard = 0; guard < 400; guard++) {
         table_of(&r, 1, &t);
         cr_assert(!t.over, "the match ended before a hand reached its third trick");
-        if (t.st.phase == G304_PHASE_PLAY && t.st.trick_no >= 2 && t.st.to_act == 0) break;
+        if (st_of(&t)->phase == G304_PHASE_PLAY && st_of(&t)->trick_no >= 2 && st_of(&t)->to_act == 0) break;
         play_one(&r, "alice", 0);
         settle(&r, 1000);
     }
-    cr_assert(t.st.phase == G304_PHASE_PLAY && t.st.trick_no >= 2);
-    g304_state before = t.st;
+    cr_assert(st_of(&t)->phase == G304_PHASE_PLAY && st_of(&t)->trick_no >= 2);
+    g304_state before = *st_of(&t);
     views v1, v2;
     views_of(&r, &v1);
     cr_assert(strstr(v1.alice_hand, "\xE2\x99"), "no cards in: %s", v1.alice_hand);
@@ -629,7 +635,7 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     cr_assert_str_eq(v2.alice_hand, v1.alice_hand);
     cr_assert_str_eq(v2.alice_last, v1.alice_last);
     table_of(&r, 1, &t);
-    cr_assert_eq(memcmp(&t.st, &before, sizeof before), 0, "the rebuilt state differs");
+    cr_assert_eq(memcmp(st_of(&t), &before, sizeof before), 0, "the rebuilt state differs");
 
     /* play goes on: alice moves, the computers answer */
     int n0 = journal_count(&r, 1);
@@ -645,7 +651,7 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     /* a restart while a computer is to move: its move is asked for again */
     for (int guard = 0; guard < 20; guard++) { /* no settle: the computers' answer stays pending */
         table_of(&r, 1, &t);
-        if (t.over || t.st.to_act != 0) break;
+        if (t.over || st_of(&t)->to_act != 0) break;
         play_one(&r, "alice", 0);
     }
     cr_assert(!t.over);
@@ -657,7 +663,7 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     settle(&r, 1000);
     cr_assert_gt(journal_count(&r, 1), n1, "the computers did not move after the restore");
     table_of(&r, 1, &t);
-    cr_assert(t.over || t.st.to_act == 0);
+    cr_assert(t.over || st_of(&t)->to_act == 0);
     rig_stop(&r);
 }
 
