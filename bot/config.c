@@ -82,6 +82,7 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_BOT, "threads", threads, 1, 64, "a whole number from 1 to 64"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
+    CFG_INT(CFG_SEC_TIMERS, "leave_grace", leave_grace, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "table_idle_close", table_idle_close, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "bot_delay_ms", bot_delay_ms, 0, 60000, "a number of milliseconds from 0 to 60000"),
     CFG_TEXT(CFG_SEC_MATRIX, "homeserver", matrix_homeserver, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
@@ -147,6 +148,7 @@ void cfg_defaults(cfg *c)
     c->threads = 2;
     c->remind_after = 120;
     c->idle_takeover = 600;
+    c->leave_grace = 120;
     c->table_idle_close = 86400;
     c->bot_delay_ms = 0;
     g304_rules_default(&c->rules);

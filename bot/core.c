@@ -492,17 +492,28 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     return write_and_clear(c, s, &o);
 }
 
-/* A player who leaves the room leaves an unstarted table, and is away from a running one. */
+/* A player who leaves the room keeps his seat for [timers] leave_grace: coming back or speaking
+ * ends the wait (handle_seen), else he then leaves an unstarted table and is away from a
+ * running one. The slot is marked so that after_commit() counts the new timer. */
 static int handle_leave(core *c, const char *net, const adapter_event *e)
 {
     slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
-    int seat = s ? table_seat_of(&s->t, e->sender) : -1;
-    if (seat < 0) return 0;
+    if (!s) return 0;
     table_out o = {0};
-    char entry[32], err[256];
-    snprintf(entry, sizeof entry, s->t.started ? "away %d" : "leave %d", seat);
-    if (!(s->t.started && s->t.seat[seat].away)) table_exec(&s->t, env_for(c, net), entry, &o, err, sizeof err);
+    int64_t grace = (int64_t)c->o.config->leave_grace * 1000;
+    if (table_player_left(&s->t, env_for(c, net), e->sender, now_ms(c), grace, &o) >= 0) s->dirty = 1;
     return write_and_clear(c, s, &o);
+}
+
+/* Somebody joined a room or spoke (in a room, or privately: then at all his tables): he has not
+ * left, whatever left event came before. */
+static void handle_seen(core *c, const char *net, const adapter_event *e)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        table *t = &c->slots[i]->t;
+        if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
+            table_player_seen(t, e->sender);
+    }
 }
 
 /* ---- batches ---- */
@@ -554,6 +565,7 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
             logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
             continue;
         }
+        if (ev[i].kind == ADAPTER_MESSAGE || ev[i].kind == ADAPTER_JOIN) handle_seen(c, net, &ev[i]);
         if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text) rc = handle_message(c, net, &ev[i]);
         else if (ev[i].kind == ADAPTER_LEAVE) rc = handle_leave(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");

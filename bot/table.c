@@ -5,7 +5,10 @@
  * Every change goes through exec_entry() as a journal entry, live or on a rebuild, so a table
  * rebuilt from its journal is the table that was running. The core's own entries are
  *   join SEAT USER | bot SEAT | leave SEAT | away SEAT | back SEAT | abort
- * and every other entry is the game's (game->entry). Commands from people are checked first,
+ * and every other entry is the game's (game->entry). A player who leaves the room is not
+ * away at once: his seat waits (gone_at, runtime only) and a timer makes the entry. A table
+ * whose players are all away pauses (table_paused, derived from the seats, so a rebuild finds
+ * it paused again without an entry of its own). Commands from people are checked first,
  * so that a refusal says why in words and leaves no entry: seats, `set`, `start` and what one
  * may see (`hand`, `table`, `last`) here, asking the game what it alone knows; moves and the
  * game's own commands in game->command, which gives one entry or a refusal. Messages are only
@@ -345,6 +348,7 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
     } else {
         return 1;
     }
+    t->gone_at[seat] = 0; /* whoever sits here now has not left the room */
     if (before_start && t->game->seat_changed && strcmp(word, "away") != 0 && strcmp(word, "back") != 0)
         t->game->seat_changed(t->game_state.bytes, seat);
     return 0;
@@ -416,6 +420,7 @@ int table_replay(table *t, const table_env *env, char *const *entries, int n, ch
         if (exec_entry(t, env, entries[i], 1, NULL, err, errlen) != 0) bad = i + 1;
     }
     free(skip);
+    t->pause_told = (uint8_t)table_paused(t); /* the room heard it before the restart */
     return bad;
 }
 
@@ -654,7 +659,7 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
 int table_auto(table *t, const table_env *env, table_out *out)
 {
     host x;
-    if (!t->started || t->over) return 0;
+    if (!t->started || t->over || table_paused(t)) return 0;
     host_of(&x, t, env, out);
     return t->game->follow_up(t->game_state.bytes, &x.h);
 }
@@ -663,7 +668,7 @@ int table_to_act(const table *t) { return t->game ? t->game->to_act(t->game_stat
 
 int table_computer_to_act(const table *t)
 {
-    if (!hand_in_play(t)) return -1;
+    if (!hand_in_play(t) || table_paused(t)) return -1;
     int s = table_to_act(t);
     if (s < 0 || !table_seat_computer(&t->seat[s])) return -1;
     return s;
@@ -684,9 +689,58 @@ int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, c
     return exec_live(t, env, out, "%s", entry);
 }
 
+/* ---- people who are not here ---- */
+
+int table_paused(const table *t)
+{
+    int away = 0;
+    if (!t->started || t->over) return 0;
+    for (int s = 0; s < nseats(t); s++) {
+        if (!table_seat_computer(&t->seat[s])) return 0;
+        away |= t->seat[s].away;
+    }
+    return away;
+}
+
+/* Says once that the table pauses; said again only after it went on in between. */
+static void tell_pause(table *t, const table_env *env, table_out *out)
+{
+    int paused = table_paused(t);
+    if (paused && !t->pause_told)
+        out_room(out, NULL, "Table %" PRId64 " pauses: all its players are away. It goes on when one of them says %sback.",
+                 t->id, env->prefix);
+    t->pause_told = (uint8_t)paused;
+}
+
+/* The player of seat has left the room for good: he leaves an unstarted table, and is away
+ * from a running one. */
+static void seat_gone(table *t, const table_env *env, int seat, table_out *out)
+{
+    t->gone_at[seat] = 0;
+    if (!t->started) exec_live(t, env, out, "leave %d", seat);
+    else if (!t->seat[seat].away) exec_live(t, env, out, "away %d", seat);
+}
+
+int table_player_left(table *t, const table_env *env, const char *user, int64_t now, int64_t grace_ms,
+                      table_out *out)
+{
+    int seat = table_seat_of(t, user);
+    if (seat < 0 || t->over) return -1;
+    if (grace_ms <= 0) seat_gone(t, env, seat, out);
+    else if (!t->gone_at[seat] && !t->seat[seat].away) t->gone_at[seat] = now + grace_ms;
+    return seat;
+}
+
+void table_player_seen(table *t, const char *user)
+{
+    int seat = table_seat_of(t, user);
+    if (seat >= 0) t->gone_at[seat] = 0;
+}
+
 void table_prompt(table *t, const table_env *env, table_out *out)
 {
     host x;
+    tell_pause(t, env, out);
     if (t->prompted == t->seq || !hand_in_play(t)) return;
     int s = table_to_act(t);
     if (s < 0 || table_seat_computer(&t->seat[s])) return;
@@ -719,6 +773,8 @@ int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int
     int64_t next = INT64_MAX;
     if (t->over) return next;
     if (close_ms > 0) next = t->touched + close_ms;
+    for (int s = 0; s < nseats(t); s++)
+        if (t->gone_at[s] && t->gone_at[s] < next) next = t->gone_at[s];
     if (human_to_act(t) < 0) return next;
     if (remind_ms > 0 && !t->reminded && t->turn_since + remind_ms < next) next = t->turn_since + remind_ms;
     if (idle_ms > 0 && t->turn_since + idle_ms < next) next = t->turn_since + idle_ms;
@@ -735,6 +791,8 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
         if (out) out->closed = "idle";
         return INT64_MAX;
     }
+    for (int s = 0; s < nseats(t); s++)
+        if (t->gone_at[s] && now >= t->gone_at[s]) seat_gone(t, env, s, out);
     table_note_turn(t, now);
     int s = human_to_act(t);
     if (s >= 0 && idle_ms > 0 && now - t->turn_since >= idle_ms) {

@@ -117,6 +117,9 @@ typedef struct table {
     table_seat seat[TABLE_MAX_SEATS]; /* the game says how many are in use */
     int64_t seq;                /* journal entries applied */
     /* runtime only (timers), never journaled */
+    int64_t gone_at[TABLE_MAX_SEATS]; /* ms: when the seat's player, who left the room, is gone
+                                         (0: he has not left); a restart forgets it */
+    uint8_t pause_told;         /* the room was told that the table pauses */
     int64_t turn_since;         /* ms: when the seat to act got the turn */
     int64_t touched;            /* ms: last accepted action */
     int64_t prompted;           /* journal position the last turn prompt was made for */
@@ -158,10 +161,26 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
 int table_auto(table *t, const table_env *env, table_out *out);
 
 /* After a batch: if a person is to act and has not been told since the table last moved, the
- * room hears whose turn it is (mentioning them) and, in play, the player gets the hand. */
+ * room hears whose turn it is (mentioning them) and, in play, the player gets the hand; a
+ * table that has just paused (table_paused) says so, once. */
 void table_prompt(table *t, const table_env *env, table_out *out);
 
-/* The seat a computer must move for now (bot or away), or -1. */
+/* Whether the table pauses: its match is under way, no person is playing (every seat is a
+ * computer player or away) and somebody away is still seated, so there is someone to wait
+ * for. Nothing moves by itself meanwhile; a player's !back (or his move), or a newcomer taking
+ * a computer player's seat, ends it. Computer players alone (only !bot seats, or after every
+ * person handed his seat over with !leave) have nobody to wait for and play on. */
+int table_paused(const table *t);
+
+/* A seated player left the room (PART, QUIT, a lost connection): after grace_ms (0: at once),
+ * unless table_player_seen() comes first, he leaves the seat of an unstarted table and is away
+ * from a running one (table_timers). Returns his seat, or -1 when user has none. */
+int table_player_left(table *t, const table_env *env, const char *user, int64_t now, int64_t grace_ms,
+                      table_out *out);
+/* The player came back to the room or spoke: the wait table_player_left() began ends. */
+void table_player_seen(table *t, const char *user);
+
+/* The seat a computer must move for now (bot or away), or -1 (none, or the table pauses). */
 int table_computer_to_act(const table *t);
 
 /* The seat whose move it is in the hand being played (person or computer), or -1. */
@@ -178,8 +197,9 @@ int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, c
                         table_out *out);
 
 /* Timers (ms): remind the player to act after remind_ms, let a computer take the seat after
- * idle_ms, close the table when untouched for close_ms (0 = that timer is off). Returns the
- * earliest time a timer of this table could fire next (INT64_MAX for none). */
+ * idle_ms, close the table when untouched for close_ms (0 = that timer is off), and end the
+ * waits of players who left the room (table_player_left). Returns the earliest time a timer
+ * of this table could fire next (INT64_MAX for none). */
 int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind_ms, int64_t idle_ms,
                      int64_t close_ms, table_out *out);
 

@@ -5,8 +5,10 @@
  * Covers: the timers (reminder once after remind_after, a computer taking an idle player's
  * seat, `!back`, closing an untouched table, timers switched off), one batch being one store
  * transaction (all or nothing), core_restore() rebuilding a table mid-hand that then goes on,
- * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), and players leaving the
- * room (a free seat before the start, an away seat during a match). */
+ * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), players leaving the
+ * room (a free seat before the start, an away seat during a match), the grace a player who
+ * left keeps (ended by coming back or speaking, the turn timer running meanwhile, forgotten by
+ * a restart), and a table whose players are all away pausing until one is back. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sqlite3.h>
@@ -113,7 +115,8 @@ static void rig_core(rig *r)
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
 
-/* Timers in seconds (0 = off); db NULL: in memory. */
+/* Timers in seconds (0 = off; no grace for players who leave the room: the tests of the
+ * grace set it); db NULL: in memory. */
 static void rig_start(rig *r, int remind, int idle, int close, const char *db)
 {
     char err[256];
@@ -123,6 +126,7 @@ static void rig_start(rig *r, int remind, int idle, int close, const char *db)
     r->conf.remind_after = remind;
     r->conf.idle_takeover = idle;
     r->conf.table_idle_close = close;
+    r->conf.leave_grace = 0;
     cr_assert_eq(store_open(&r->db, db ? db : ":memory:", err, sizeof err), 0, "%s", err);
     r->now = 1700000000000;
     r->judge = caps_solver_new(0);
@@ -363,11 +367,20 @@ Test(core, reminder_once_then_takeover_then_back)
     tick(&r);
     cr_assert_eq(offers_with(&r, mark, "is away: a computer player plays for them until they say !back."), 1);
     cr_assert(strncmp(last_offer_with(&r, mark, "is away")->text, "alice (South", 12) == 0);
+    /* alice was the only person: the table pauses, says so once, and nothing moves */
+    cr_assert_eq(offers_with(&r, mark, "Table 1 pauses: all its players are away. It goes on when one of them says !back."),
+                 1);
     settle(&r, 12);
+    for (int k = 1; k <= 3; k++) { /* within the hour after which an untouched table closes */
+        r.now = t0 + 300000 + k * 600000LL;
+        tick(&r);
+    }
+    cr_assert_eq(core_busy(r.core), 0, "a computer player thinks at a paused table");
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 1, "the pause was told more than once");
     journal_of(&r, 1, &l);
     int away = entry_find(&l, before, "away 0");
     cr_assert_geq(away, 0, "no away entry");
-    cr_assert_geq(entry_find(&l, away, "move 0 "), 0, "the computer did not play alice's seat");
+    cr_assert_eq(l.n, away + 1, "the table moved while paused: %s", l.e[l.n - 1]);
     entries_free(&l);
     table t;
     table_of(&r, 1, &t);
@@ -938,6 +951,231 @@ Test(core, away_notice_names_the_seat_once)
     leave(&r, "carol");
     cr_expect_eq(offers_with(&r, mark, "carol (North) is away: a computer player plays for them until they say !back."),
                  1, "got: %s", r.net.n > mark ? r.net.o[r.net.n - 1].text : "nothing");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (f) A player who drops off: the grace, and a table whose players are all away pausing   */
+/* ---------------------------------------------------------------------------------------- */
+
+static void join_room(rig *r, const char *user)
+{
+    adapter_event e = {ADAPTER_JOIN, ROOM, user, NULL, 0, 0};
+    batch(r, &e, 1);
+}
+
+/* alice at South and carol at North with two computer players, the match started and the
+ * computers settled. */
+static void alice_carol_and_computers(rig *r)
+{
+    say(r, "alice", "!new 304");
+    say(r, "alice", "!join");
+    say(r, "alice", "!bot");
+    say(r, "carol", "!join");
+    say(r, "alice", "!bot");
+    say(r, "alice", "!start");
+    settle(r, 1000);
+}
+
+static int is_away(rig *r, int seat)
+{
+    table t;
+    table_of(r, 1, &t);
+    return t.seat[seat].away;
+}
+
+Test(core, leaving_the_room_keeps_the_seat_for_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_carol_and_computers(&r);
+    int64_t t0 = r.now;
+    int mark = r.net.n, n0 = journal_count(&r, 1);
+    leave(&r, "carol");
+    cr_assert_eq(r.net.n, mark, "something was said when carol left");
+    cr_assert_eq(journal_count(&r, 1), n0);
+    cr_assert_eq(core_next_deadline(r.core), t0 + 120000, "no timer for the end of the grace");
+    r.now = t0 + 30000;
+    leave(&r, "carol"); /* a QUIT after her PART: the wait does not start again */
+    r.now = t0 + 119999;
+    tick(&r);
+    cr_assert(!is_away(&r, 2), "carol is away before the grace is over");
+    cr_assert_eq(offers_with(&r, mark, "is away"), 0);
+    r.now = t0 + 120000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is away: a computer player plays for them until they say !back."), 1);
+    cr_assert(is_away(&r, 2));
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 0, "alice still plays: no pause");
+    r.now += 600000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "is away"), 1, "the grace ended twice");
+    rig_stop(&r);
+}
+
+Test(core, coming_back_or_speaking_ends_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_carol_and_computers(&r);
+    int mark = r.net.n;
+    /* she joins the room again */
+    leave(&r, "carol");
+    r.now += 60000;
+    join_room(&r, "carol");
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2), "carol came back, yet she is away");
+    /* she says something in the room (not a command) */
+    leave(&r, "carol");
+    r.now += 60000;
+    say(&r, "carol", "sorry, my connection dropped");
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2));
+    /* she writes to the bot privately */
+    leave(&r, "carol");
+    r.now += 60000;
+    whisper(&r, "carol", "!hand");
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2));
+    cr_assert_eq(offers_with(&r, mark, "is away"), 0);
+    /* somebody else joining or speaking does not end her wait */
+    leave(&r, "carol");
+    int64_t left = r.now;
+    say(&r, "alice", "where is carol?");
+    join_room(&r, "zed");
+    whisper(&r, "zed", "!help");
+    r.now = left + 120000;
+    tick(&r);
+    cr_assert(is_away(&r, 2), "carol is not away after the grace");
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is away"), 1);
+    rig_stop(&r);
+}
+
+Test(core, leaving_an_unstarted_table_frees_the_seat_after_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    say(&r, "bob", "!join");
+    int mark = r.net.n;
+    int64_t t0 = r.now;
+    leave(&r, "bob");
+    r.now = t0 + 119999;
+    tick(&r);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[1].user, "bob", "bob lost his seat before the grace was over");
+    r.now = t0 + 120000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "bob (East) leaves."), 1);
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[1].user, "");
+    rig_stop(&r);
+}
+
+/* During the grace the turn timer still runs: a player who left on his turn is away after
+ * idle_takeover, and the end of the grace then changes nothing. */
+Test(core, the_turn_timer_runs_during_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 60, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_and_computers(&r);
+    int64_t t0 = r.now;
+    int mark = r.net.n;
+    leave(&r, "alice");
+    cr_assert_eq(core_next_deadline(r.core), t0 + 60000, "the turn timer comes first");
+    r.now = t0 + 60000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "alice (South) is away"), 1);
+    int n = journal_count(&r, 1);
+    r.now = t0 + 120000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "is away"), 1);
+    cr_assert_eq(journal_count(&r, 1), n, "the end of the grace made an entry");
+    rig_stop(&r);
+}
+
+/* A restart forgets a grace that was running: the seat stays its player's (the safe way:
+ * nobody is made away who may be back already), and the turn timer covers a player who is not. */
+Test(core, a_restart_forgets_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_carol_and_computers(&r);
+    leave(&r, "carol");
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2), "a grace from before the restart made carol away");
+    rig_stop(&r);
+}
+
+/* Every person away: the table pauses, says so once (also across a restart), nothing moves;
+ * the player to act comes back by playing and the table goes on. */
+Test(core, a_table_whose_players_are_all_away_pauses)
+{
+    rig r;
+    rig_start(&r, 0, 0, 3600, NULL);
+    alice_carol_and_computers(&r);
+    leave(&r, "alice"); /* no grace in this rig: away at once */
+    settle(&r, 1000);   /* the computers play for alice up to carol's turn */
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert(t.seat[0].away);
+    cr_assert_eq(st_of(&t)->to_act, 2, "the computers stopped with seat %d to act", st_of(&t)->to_act);
+    int mark = r.net.n;
+    leave(&r, "carol");
+    cr_assert_eq(offers_with(&r, mark, "Table 1 pauses: all its players are away. It goes on when one of them says !back."),
+                 1);
+    int n = journal_count(&r, 1);
+    settle(&r, 1000);
+    for (int k = 1; k <= 5; k++) {
+        r.now += 600000;
+        tick(&r);
+    }
+    cr_assert_eq(core_busy(r.core), 0, "a computer player thinks at a paused table");
+    cr_assert_eq(journal_count(&r, 1), n, "the table moved while paused");
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 1, "closed before the hour untouched");
+
+    /* a restart: still paused, and not told again */
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    tick(&r);
+    say(&r, "alice", "!table");
+    cr_assert_eq(core_busy(r.core), 0);
+    cr_assert_eq(journal_count(&r, 1), n);
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 1, "the pause was told again");
+
+    /* carol plays her turn: she is back and the computers go on for alice */
+    mark = r.net.n;
+    play_one(&r, "carol", 2);
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is back."), 1);
+    settle(&r, 1000);
+    entries l;
+    journal_of(&r, 1, &l);
+    cr_assert_geq(entry_find(&l, n + 2, "move 0 "), 0, "the computer did not play alice's seat after the pause");
+    entries_free(&l);
+
+    /* the untouched table still closes */
+    table_of(&r, 1, &t);
+    cr_assert(!t.over);
+    cr_assert_eq(st_of(&t)->to_act, 2);
+    leave(&r, "carol");
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 1, "the new pause was not told");
+    r.now += 3600000;
+    tick(&r);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 0, "a paused table did not close after the hour untouched");
     rig_stop(&r);
 }
 
