@@ -27,13 +27,29 @@
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
+#define BACKLOG_ROOM_MS 3000   /* a room's unsent messages that make its computer players wait */
+#define BACKLOG_NET_MS 10000   /* the same for all the rooms of one network together */
 
 typedef struct {
     table t;
     int job_pending;
     int64_t job_seq;
     int dirty;
+    int held;                  /* a computer player waits for the backlog (schedule) */
 } slot;
+
+/* What the undelivered messages of one room take at its network's pace (see the backlog). */
+typedef struct {
+    int net;                   /* index in core.nets */
+    char room[TABLE_ROOM_MAX];
+    int64_t ms;
+} room_backlog;
+
+typedef struct {
+    int64_t id;                /* outbox id */
+    int64_t ms;
+    int room;                  /* index in core.rooms */
+} unsent_msg;
 
 struct core {
     core_options o;
@@ -55,6 +71,11 @@ struct core {
     int64_t next_deadline;
     int broken;
     core_stats stats;
+    room_backlog *rooms;       /* the backlog: rooms with messages that cost time to send */
+    int nrooms, crooms;
+    unsent_msg *unsent;        /* those messages, by id */
+    int nunsent, cunsent;
+    int64_t net_ms[CORE_MAX_NETS];
 };
 
 /* ---- small helpers ---- */
@@ -185,6 +206,8 @@ void core_free(core *c)
     }
     free(c->delivered);
     free(c->inflight);
+    free(c->rooms);
+    free(c->unsent);
     free(c);
 }
 
@@ -263,6 +286,94 @@ static void slots_sweep(core *c)
     c->nslots = k;
 }
 
+/* ---- the backlog: messages written but not yet delivered, at their network's pace ----
+ * A message costs what the adapter's pace_ms says when it is written; the cost counts for its
+ * room and network until the adapter reports it delivered. Computer players wait while either
+ * sum is over its limit (schedule), and the tables that wait are asked again whenever a
+ * delivery shortens a backlog. Messages that cost nothing (the console) are not kept, so a
+ * network without a pace plays exactly as fast as before. */
+
+static void schedule(core *c, slot *s);
+
+static void backlog_add(core *c, const char *net, const store_msg *m)
+{
+    const adapter *a = net_of(c, net);
+    int64_t ms = a && a->pace_ms ? a->pace_ms(a->ctx, m) : 0;
+    if (ms <= 0) return;
+    int n = (int)(a - c->nets), k = 0;
+    while (k < c->nrooms && (c->rooms[k].net != n || strcmp(c->rooms[k].room, m->room) != 0)) k++;
+    if (k == c->nrooms) {
+        c->rooms = grow(c->rooms, &c->crooms, c->nrooms + 1, sizeof *c->rooms);
+        c->rooms[k] = (room_backlog){.net = n};
+        snprintf(c->rooms[k].room, sizeof c->rooms[k].room, "%s", m->room);
+        c->nrooms++;
+    }
+    c->rooms[k].ms += ms;
+    c->net_ms[n] += ms;
+    c->unsent = grow(c->unsent, &c->cunsent, c->nunsent + 1, sizeof *c->unsent);
+    c->unsent[c->nunsent++] = (unsent_msg){m->id, ms, k};
+}
+
+/* Message id is delivered: its cost leaves the backlog, and waiting tables are asked again. */
+static void backlog_done(core *c, int64_t id)
+{
+    int lo = 0, hi = c->nunsent; /* ids only grow, so the list is in order */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c->unsent[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == c->nunsent || c->unsent[lo].id != id) return;
+    room_backlog *r = &c->rooms[c->unsent[lo].room];
+    r->ms -= c->unsent[lo].ms;
+    c->net_ms[r->net] -= c->unsent[lo].ms;
+    memmove(&c->unsent[lo], &c->unsent[lo + 1], (size_t)(c->nunsent - lo - 1) * sizeof *c->unsent);
+    c->nunsent--;
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i]->held) schedule(c, c->slots[i]);
+}
+
+/* Whether the room's computer players wait: its backlog, or its network's, is too long. */
+static int backlog_full(core *c, const char *net, const char *room)
+{
+    const adapter *a = net_of(c, net);
+    int n = a ? (int)(a - c->nets) : -1;
+    if (n < 0 || c->net_ms[n] == 0) return 0;
+    if (c->net_ms[n] >= BACKLOG_NET_MS) return 1;
+    for (int k = 0; k < c->nrooms; k++)
+        if (c->rooms[k].net == n && strcmp(c->rooms[k].room, room) == 0) return c->rooms[k].ms >= BACKLOG_ROOM_MS;
+    return 0;
+}
+
+/* A message say() just wrote. */
+static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
+                            const char *mention, const char *text)
+{
+    const adapter *a = net_of(c, net);
+    if (!a || !a->pace_ms) return;
+    store_msg m = {.id = id, .text = (char *)text}; /* the adapter only reads it */
+    snprintf(m.net, sizeof m.net, "%s", net);
+    snprintf(m.room, sizeof m.room, "%s", room ? room : "");
+    snprintf(m.user, sizeof m.user, "%s", user ? user : "");
+    snprintf(m.mention, sizeof m.mention, "%s", mention ? mention : "");
+    backlog_add(c, net, &m);
+}
+
+static int backlog_restore_one(void *ctx, const store_msg *m)
+{
+    backlog_add(ctx, m->net, m);
+    return 0;
+}
+
+/* At the start: the messages a restart left undelivered. */
+static int backlog_restore(core *c)
+{
+    for (int i = 0; i < c->nnets; i++)
+        if (c->nets[i].pace_ms && store_outbox_pending(c->o.db, c->nets[i].net, 0, backlog_restore_one, c) != 0)
+            return -1;
+    return 0;
+}
+
 /* ---- writing what happened ---- */
 
 static int say(core *c, const char *net, const char *room, const char *user, const char *mention, const char *text)
@@ -271,6 +382,7 @@ static int say(core *c, const char *net, const char *room, const char *user, con
     if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", text, &id) != 0)
         return -1;
     c->stats.messages++;
+    backlog_written(c, net, id, room, user, mention, text);
     return 0;
 }
 
@@ -312,11 +424,18 @@ static int settle(core *c, slot *s)
     return write_and_clear(c, s, &o);
 }
 
+/* Asks a computer player to move when one is to act, unless the room's messages are still
+ * queued too long (then it waits for backlog_done). */
 static void schedule(core *c, slot *s)
 {
     table *t = &s->t;
     int seat = table_computer_to_act(t);
+    s->held = 0;
     if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return;
+    if (backlog_full(c, t->net, t->room)) {
+        s->held = 1;
+        return;
+    }
     work_job *j = calloc(1, sizeof *j);
     if (!j) abort();
     j->table = t->id;
@@ -703,6 +822,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
         for (int i = 0; rc == 0 && i < ndone; i++) rc = store_outbox_done(c->o.db, done[i]);
         rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
     }
+    for (int i = 0; rc == 0 && i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
     for (int i = 0; i < l.n; i++) free(l.m[i].text);
@@ -733,9 +853,11 @@ int core_flush(core *c)
 int core_sent_many(core *c, const int64_t *ids, int n)
 {
     if (n <= 0) return 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
         for (int i = 0; i < c->ninflight; i++)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
+        backlog_done(c, ids[k]);
+    }
     if (store_begin(c->o.db) != 0) return fail_store(c, "marking messages sent");
     for (int k = 0; k < n; k++)
         if (store_outbox_done(c->o.db, ids[k]) != 0) return fail_store(c, "marking messages sent");
@@ -753,6 +875,7 @@ int core_delivered(core *c, int64_t id)
     if (c->ndelivered == 0) c->delivered_since = now_ms(c);
     c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + 1, sizeof *c->delivered);
     c->delivered[c->ndelivered++] = id;
+    backlog_done(c, id);
     return 0;
 }
 
@@ -819,7 +942,8 @@ static int restore_one(core *c, const store_table *row)
 int core_restore(core *c)
 {
     table_list l = {0};
-    int rc = store_tables_open(c->o.db, collect_table, &l);
+    int rc = backlog_restore(c);
+    if (rc == 0) rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
     if (rc != 0) {

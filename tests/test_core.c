@@ -8,7 +8,10 @@
  * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), players leaving the
  * room (a free seat before the start, an away seat during a match), the grace a player who
  * left keeps (ended by coming back or speaking, the turn timer running meanwhile, forgotten by
- * a restart), and a table whose players are all away pausing until one is back. */
+ * a restart), a table whose players are all away pausing until one is back, and back-pressure:
+ * over a slow network (a pace of one line a second, delivering one line a second of the fake
+ * clock) computer players hold while their room's queue, or the network's, is long, also
+ * after a restart, go on as it drains, and a person's command is answered within seconds. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sqlite3.h>
@@ -51,7 +54,23 @@ struct mem_net {
     int (*decide)(mem_net *m, const store_msg *msg); /* NULL: ADAPTER_SENT */
     int block_room;       /* for decide functions */
     char block_user[64];
+    int64_t line_ms;      /* the network's pace: each line of a message takes this long (0: none) */
+    int sent;             /* the slow network: offers before this one are delivered */
+    int64_t credit;       /* ms of sending time not used yet */
 };
+
+static int64_t lines_of(const char *text)
+{
+    int64_t lines = 1;
+    for (const char *p = text; *p; p++) lines += *p == '\n';
+    return lines;
+}
+
+static int64_t mem_pace(void *ctx, const store_msg *m)
+{
+    const mem_net *net = ctx;
+    return lines_of(m->text) * net->line_ms;
+}
 
 static int mem_send(void *ctx, const store_msg *m)
 {
@@ -111,7 +130,8 @@ static void rig_core(rig *r)
                       .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
     r->core = core_new(&o, err, sizeof err);
     cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message"};
+    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
+                 .pace_ms = mem_pace};
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
 
@@ -1176,6 +1196,151 @@ Test(core, a_table_whose_players_are_all_away_pauses)
     r.now += 3600000;
     tick(&r);
     cr_assert_eq(core_table_of(r.core, NET, ROOM), 0, "a paused table did not close after the hour untouched");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (g) Back-pressure: computer players keep to the network's pace                           */
+/* ---------------------------------------------------------------------------------------- */
+
+#define SLOW_LINE_MS 1000 /* the slow network sends one line a second */
+/* The most lines a table may have waiting: what that network sends in the core's limit of 3 s,
+ * and what one more move may add (a trick, the end of a hand and the next deal). */
+#define SLOW_MOST_LINES 16
+
+static int add_lines(void *ctx, const store_msg *m)
+{
+    *(int64_t *)ctx += lines_of(m->text);
+    return 0;
+}
+
+/* Lines of the messages not yet delivered (queued or in flight). */
+static int64_t backlog_lines(rig *r)
+{
+    int64_t n = 0;
+    cr_assert_eq(store_outbox_pending(r->db, NET, 0, add_lines, &n), 0);
+    return n;
+}
+
+/* The slow network runs for ms of the fake clock, in steps of 100 ms: it takes every message
+ * (queue_all) and delivers them one after the other in the order they were offered, each line
+ * taking line_ms; the core does what falls due meanwhile. Returns the most lines that were
+ * waiting at any step. */
+static int64_t network_runs(rig *r, int64_t ms)
+{
+    int64_t most = 0, end = r->now + ms;
+    while (r->now < end) {
+        r->now += 100;
+        r->net.credit += 100;
+        while (r->net.sent < r->net.n) {
+            int64_t id = r->net.o[r->net.sent].id, cost = lines_of(r->net.o[r->net.sent].text) * r->net.line_ms;
+            if (r->net.credit < cost) break;
+            r->net.credit -= cost;
+            r->net.sent++;
+            cr_assert_eq(core_sent(r->core, id), 0);
+        }
+        if (r->net.sent == r->net.n) r->net.credit = 0; /* an idle network saves no time for later */
+        tick(r);
+        int64_t waiting = backlog_lines(r);
+        if (waiting > most) most = waiting;
+    }
+    return most;
+}
+
+/* A person's command in the room while the computers play: the ms until its answer (the
+ * first message naming him) is delivered. */
+static int64_t answer_delay(rig *r, const char *user, const char *text)
+{
+    int mark = r->net.n;
+    int64_t asked = r->now;
+    say(r, user, text);
+    int64_t id = 0;
+    for (int64_t waited = 0; waited < 600000; waited += 100) {
+        for (int i = mark; i < r->net.n && !id; i++)
+            if (strstr(r->net.o[i].text, user)) id = r->net.o[i].id;
+        int delivered = 0;
+        for (int i = 0; i < r->net.sent; i++) delivered |= id && r->net.o[i].id == id;
+        if (delivered) return r->now - asked;
+        network_runs(r, 100);
+    }
+    cr_assert_fail("the answer to '%s' was never delivered", text);
+    return -1;
+}
+
+static void four_computers(rig *r)
+{
+    say(r, "carol", "!new 304");
+    for (int i = 0; i < 4; i++) say(r, "carol", "!bot");
+    say(r, "carol", "!start");
+    settle(r, 100000);
+}
+
+Test(core, computer_players_wait_for_a_slow_network)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    r.net.line_ms = SLOW_LINE_MS;
+    four_computers(&r);
+    /* nothing delivered yet: the room has more than 3 s of lines waiting, nobody moves */
+    int n = journal_count(&r, 1);
+    cr_assert_eq(n, 6, "4 computer players, start and deal: the computers moved with the room's lines waiting");
+    cr_assert_eq(core_busy(r.core), 0);
+    for (int k = 0; k < 5; k++) {
+        r.now += 60000;
+        tick(&r);
+    }
+    cr_assert_eq(journal_count(&r, 1), n);
+
+    /* a restart finds the same lines waiting and still holds the computers */
+    core_free(r.core);
+    rig_core(&r);
+    r.net.sent = r.net.n; /* a new connection: the core offers its waiting messages again */
+    cr_assert_eq(core_restore(r.core), 1);
+    tick(&r);
+    cr_assert_eq(core_busy(r.core), 0);
+    cr_assert_eq(journal_count(&r, 1), n);
+
+    /* the network sends: the table goes on at its pace, and its queue stays short */
+    int64_t most = network_runs(&r, 120000);
+    int moved = journal_count(&r, 1) - n;
+    cr_assert_gt(moved, 20, "the table did not go on as the lines left (%d moves in 120 s)", moved);
+    cr_assert_lt(moved, 200, "the table played faster than the network sends (%d moves in 120 s)", moved);
+    cr_assert_leq(most, SLOW_MOST_LINES, "%lld lines waited", (long long)most);
+
+    /* a person's command is answered within the short queue, not behind the whole match */
+    int64_t delay = answer_delay(&r, "dave", "!leave");
+    cr_assert_leq(delay, (SLOW_MOST_LINES + 1) * SLOW_LINE_MS, "the answer to dave waited %lld ms", (long long)delay);
+    most = network_runs(&r, 60000);
+    cr_assert_leq(most, SLOW_MOST_LINES, "%lld lines waited", (long long)most);
+    rig_stop(&r);
+}
+
+/* The network's whole backlog counts too: another room's long output holds this room's
+ * computer players although their own room has little waiting. */
+Test(core, a_long_backlog_elsewhere_holds_computer_players)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    say(&r, "carol", "!new 304"); /* set up on a network without a pace: nothing waits for it */
+    for (int i = 0; i < 4; i++) say(&r, "carol", "!bot");
+    r.net.line_ms = SLOW_LINE_MS;
+    for (int i = 0; i < 2; i++) {
+        adapter_event e = {ADAPTER_MESSAGE, "!other", "erin", "!help", 0, 0};
+        batch(&r, &e, 1);
+    }
+    int64_t elsewhere = backlog_lines(&r);
+    cr_assert_gt(elsewhere, 10, "erin's help is %lld lines", (long long)elsewhere);
+    say(&r, "carol", "!start");
+    settle(&r, 100000);
+    cr_assert_eq(backlog_lines(&r) - elsewhere, 2, "the start and the deal are 2 lines: under the room's 3 s");
+    int n = journal_count(&r, 1);
+    cr_assert_eq(n, 6, "the computers moved while the network had more than 10 s to send");
+    cr_assert_eq(core_busy(r.core), 0);
+    /* once erin's help is out, they go on */
+    network_runs(&r, (elsewhere + 2) * SLOW_LINE_MS + 2000);
+    cr_assert_gt(journal_count(&r, 1), n, "the computers did not go on once the network's backlog was sent");
     rig_stop(&r);
 }
 
