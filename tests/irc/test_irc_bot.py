@@ -15,7 +15,10 @@ clients play people:
     is killed (so the test can fail);
   * SASL login to the bot's services account, account-based identity: a player who changes nick
     keeps his seat, and somebody else taking his old nick does not get it;
-  * a player with +g is told in the channel how to accept the bot's private messages.
+  * a player with +g is told in the channel how to accept the bot's private messages;
+  * players who drop off (two quit, two lose their connection): their seats wait the grace
+    before they are away, then the table, with nobody left to play, pauses and says so once, and
+    goes on when one of them comes back.
 
 Ordering: each scripted line is sent by its client followed by a PING to the server; the PONG
 comes after the server has handled (and relayed to the bot) the line, so lines reach the bot in
@@ -63,7 +66,7 @@ def squash(lines):
 class Bot:
     """One `cardroom run` process on an IRC server."""
 
-    def __init__(self, workdir, settings, env=None):
+    def __init__(self, workdir, settings, env=None, timers=""):
         self.workdir = workdir
         self.config = os.path.join(workdir, "cardroom.ini")
         self.db = os.path.join(workdir, "cardroom.db")
@@ -71,7 +74,7 @@ class Bot:
         self.env = dict(os.environ)
         self.env.update(env or {})
         with open(self.config, "w", encoding="utf-8") as f:
-            f.write("[bot]\nlog_level = debug\n" + mh.TIMERS + "[irc]\n")
+            f.write("[bot]\nlog_level = debug\n" + mh.TIMERS + timers + "[irc]\n")
             for key, value in settings.items():
                 f.write(f"{key} = {value}\n")
         self.proc = None
@@ -137,8 +140,8 @@ class IrcTestCase(unittest.TestCase):
             return False
         return any(t is self for t, _ in result.failures + result.errors)
 
-    def bot(self, settings, env=None):
-        b = Bot(self.work, settings, env)
+    def bot(self, settings, env=None, timers=""):
+        b = Bot(self.work, settings, env, timers)
         self.bots.append(b)
         return b.start()
 
@@ -298,6 +301,53 @@ class MatchOnNgircd(IrcTestCase):
         log = bot.log_text()
         self.assertRegex(log, r"connecting again in \d+\.\d s")
         self.assertGreaterEqual(log.count("irc: registered as cardroom"), 2)
+
+    def said(self, c, text, start):
+        """The bot's first channel notice from index start on that contains text."""
+        return c.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
+                            and text in plain(m.params[1]), timeout=BOT_TIMEOUT, start=start)
+
+    def test_players_who_drop_off_keep_their_seats_then_the_table_pauses(self):
+        grace = 4
+        self.bot(self.settings(), timers="leave_grace = %d\n" % grace)
+        watcher = self.client("watcher")
+        watcher.join(CHANNEL)
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.say(people["alice"], CHANNEL, "!new 304")
+        for name in PLAYERS:
+            self.say(people[name], CHANNEL, "!join")
+        self.say(people["alice"], CHANNEL, "!start")
+        self.said(watcher, "alice (South): bid", 0)
+        start = len(watcher.received)
+        # Two quit; two lose their connection, and the server says they quit.
+        people["alice"].quit("off for tea")
+        people["bob"].quit("bye")
+        people["carol"].close()
+        people["dave"].close()
+        left = {}
+        for name in PLAYERS:
+            left[name] = watcher.read_until(lambda m, name=name: m.command == "QUIT" and m.nick == name,
+                                            timeout=BOT_TIMEOUT, start=start).time
+        # Each seat waits the grace (the watcher heard the QUIT when the bot did, give or take).
+        for name, seat in zip(PLAYERS, ("South", "East", "North", "West")):
+            away = self.said(watcher, "%s (%s) is away" % (name, seat), start)
+            self.assertGreaterEqual(away.time - left[name], grace - 0.5, "%s was away before the grace" % name)
+        pause = self.said(watcher, "Table 1 pauses: all its players are away.", start)
+        # bob comes back: a computer bids for alice (South, first to bid), then it is bob's turn.
+        bob = self.client("bob")
+        bob.join(CHANNEL)
+        self.say(bob, CHANNEL, "!back")
+        back = self.said(watcher, "bob (East) is back.", start)
+        self.assertGreater(back.time, pause.time)
+        after = watcher.received.index(back)
+        for_alice = self.said(watcher, "alice (South, away) ", after)
+        turn = self.said(watcher, "bob (East): ", after)
+        self.assertLess(watcher.received.index(for_alice), watcher.received.index(turn))
+        notices = [plain(m.params[1]) for m in watcher.received[start:]
+                   if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2]
+        self.assertEqual(sum("pauses" in n for n in notices), 1, "\n".join(notices))
 
     def test_long_multibyte_output_is_split_whole(self):
         # The bot's longest lines (~270 bytes) fit IRC's 512; a network that relays only 200-byte
