@@ -335,16 +335,18 @@ class MatchOnNgircd(IrcTestCase):
             away = self.said(watcher, "%s (%s) is away" % (name, seat), start)
             self.assertGreaterEqual(away.time - left[name], grace - 0.5, "%s was away before the grace" % name)
         pause = self.said(watcher, "Table 1 pauses: all its players are away.", start)
-        # bob comes back: a computer bids for alice (South, first to bid), then it is bob's turn.
+        # bob comes back: the table goes on up to his turn (the computers bid for the seats that
+        # were away before his, if any); he passes and the computers bid for the others.
         bob = self.client("bob")
         bob.join(CHANNEL)
         self.say(bob, CHANNEL, "!back")
         back = self.said(watcher, "bob (East) is back.", start)
         self.assertGreater(back.time, pause.time)
-        after = watcher.received.index(back)
-        for_alice = self.said(watcher, "alice (South, away) ", after)
-        turn = self.said(watcher, "bob (East): ", after)
-        self.assertLess(watcher.received.index(for_alice), watcher.received.index(turn))
+        turn = self.said(watcher, "bob (East): ", watcher.received.index(back))
+        self.assertIn("pass", plain(turn.params[1]))
+        self.say(bob, CHANNEL, "!pass")
+        self.said(watcher, "bob (East) passes.", watcher.received.index(turn))
+        self.said(watcher, ", away) ", watcher.received.index(turn))
         notices = [plain(m.params[1]) for m in watcher.received[start:]
                    if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2]
         self.assertEqual(sum("pauses" in n for n in notices), 1, "\n".join(notices))
