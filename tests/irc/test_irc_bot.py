@@ -562,6 +562,26 @@ class OnInspircd(IrcTestCase):
         check_short_lines(self, {"alice": alice}, console_order(lines), 160)
         self.assertEqual(bot.stop(), 0, bot.tail())
 
+    def test_a_line_cut_inside_a_character_is_still_text(self):
+        # InspIRCd cuts a relayed line at 512 bytes with the sender's prefix, here inside a ♥:
+        # the bot reads the text without that broken character, as if it had not been sent.
+        bot = self.bot(self.settings(login="none", nick="cardcut"))
+        alice, watcher = self.client("alice"), self.client("watcher")
+        for c in (alice, watcher):
+            c.join(CHANNEL)
+            self.wait_bot_in(c, nick="cardcut")
+        self.wait_bot_in(watcher, nick="alice")
+        text = "!new 304 " + "x" * 11 + "♥" * 158
+        self.assertLessEqual(len(("PRIVMSG %s :%s" % (CHANNEL, text)).encode()) + 2, 512)
+        self.say(alice, CHANNEL, text)
+        cut = watcher.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "alice", timeout=30).params[1]
+        self.assertTrue(cut.endswith("\ufffd"), "the server did not cut inside a character: %r" % cut[-5:])
+        first = alice.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardcut", timeout=30).params[1]
+        self.say(alice, CHANNEL, cut.rstrip("\ufffd"))
+        second = alice.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardcut", timeout=30).params[1]
+        self.assertEqual(first, second)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
     def test_wrong_tls_settings_are_errors_that_name_the_setting(self):
         server = {"server": "127.0.0.1", "nick": "cardroom"}
         plain_port = self.bot(dict(server, port=self.server.port, tls="true"), name="plain-port")
