@@ -465,7 +465,11 @@ static void on_event(void *ctx, const adapter_event *e)
     c.room = keep(r, e->room);
     c.sender = keep(r, e->sender);
     c.text = keep(r, e->text);
-    if (!c.sender || (e->text && !c.text) || (e->room && !c.room)) return;
+    c.origin = keep(r, e->origin);
+    c.renamed_to = keep(r, e->renamed_to);
+    if (!c.sender || (e->text && !c.text) || (e->room && !c.room) || (e->origin && !c.origin) ||
+        (e->renamed_to && !c.renamed_to))
+        return;
     r->ev[r->nev++] = c;
 }
 
@@ -623,11 +627,12 @@ static int split_rest(qmsg *q, size_t budget)
     split_ctx s = {.base = q->next < q->n ? q->starts[q->next] : 0};
     irc_split(q->text + s.base, budget, add_chunk, &s);
     int n = q->next + s.n;
-    char **lines = s.failed ? NULL : realloc(q->lines, (size_t)(n ? n : 1) * sizeof *lines);
+    size_t room = (size_t)(n > q->n ? n : q->n > 0 ? q->n : 1); /* never smaller: q stays whole on failure */
+    char **lines = s.failed ? NULL : realloc(q->lines, room * sizeof *lines);
     if (lines) q->lines = lines;
-    size_t *starts = lines ? realloc(q->starts, (size_t)(n ? n : 1) * sizeof *starts) : NULL;
+    size_t *starts = lines ? realloc(q->starts, room * sizeof *starts) : NULL;
     if (starts) q->starts = starts;
-    int64_t *ends = starts ? realloc(q->ends, (size_t)(n ? n : 1) * sizeof *ends) : NULL;
+    int64_t *ends = starts ? realloc(q->ends, room * sizeof *ends) : NULL;
     if (!ends) {
         for (int i = 0; i < s.n; i++) free(s.lines[i]);
         free(s.lines);

@@ -196,7 +196,7 @@ static void cap_remove(char *list, const char *cap)
 
 /* ---- users and channels ---- */
 
-static user *user_find(irc_proto *p, const char *nick)
+static user *user_find(const irc_proto *p, const char *nick)
 {
     for (int i = 0; i < p->nu; i++)
         if (same(p->u[i].nick, nick)) return &p->u[i];
@@ -252,7 +252,7 @@ static channel *chan_find(irc_proto *p, const char *name)
     return NULL;
 }
 
-static member *member_find(const irc_proto *p, channel *c, const char *nick)
+static member *member_find(const irc_proto *p, const channel *c, const char *nick)
 {
     for (int i = 0; i < c->n; i++)
         if (same(c->m[i].nick, nick)) return &c->m[i];
@@ -294,16 +294,9 @@ static void chan_remove(irc_proto *p, channel *c)
 
 /* ---- identity ---- */
 
-static const user *user_of(const irc_proto *p, const char *nick)
-{
-    for (int i = 0; i < p->nu; i++)
-        if (same(p->u[i].nick, nick)) return &p->u[i];
-    return NULL;
-}
-
 static const char *id_of(const irc_proto *p, const char *nick, char *buf, size_t len)
 {
-    const user *u = user_of(p, nick);
+    const user *u = user_find(p, nick);
     if (u && u->account[0]) {
         char acc[IRC_NAME_MAX];
         size_t i = 0;
@@ -326,7 +319,7 @@ const char *irc_proto_user_id(const irc_proto *p, const char *nick, char *buf, s
 /* Where nick connects from, for events: "" when his identity is an account, or not known. */
 static const char *origin_of(const irc_proto *p, const char *nick)
 {
-    const user *u = user_of(p, nick);
+    const user *u = user_find(p, nick);
     return u && !u->account[0] ? u->origin : "";
 }
 
@@ -765,7 +758,7 @@ static void emit_about(irc_proto *p, adapter_event_kind kind, const channel *c, 
     id_of(p, nick, id, sizeof id);
     adapter_event e = {.kind = kind, .room = c ? c->id : NULL, .sender = id, .text = text, .is_private = !c,
                        .origin = origin_of(p, nick)};
-    if (c && kind == ADAPTER_MESSAGE) e.moderator = is_moderator(p, member_find(p, (channel *)c, nick));
+    if (c && kind == ADAPTER_MESSAGE) e.moderator = is_moderator(p, member_find(p, c, nick));
     emit(p, &e);
 }
 
