@@ -17,6 +17,8 @@ typedef enum {
     ADAPTER_MESSAGE = 0, /* text from sender, in room or (is_private) to the bot directly */
     ADAPTER_JOIN,        /* sender joined room */
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
+    ADAPTER_RENAME,      /* sender is now known as renamed_to: a nick change seen in room (one
+                          * event per room the bot shares with him) */
 } adapter_event_kind;
 
 typedef struct {
@@ -26,6 +28,11 @@ typedef struct {
     const char *text;     /* MESSAGE only */
     int is_private;       /* MESSAGE: sent to the bot alone */
     int moderator;        /* the sender may moderate room (abort any table there) */
+    /* Where the sender connects from as the network shows it (IRC: "user@host"); NULL or ""
+     * when the sender is identified by an account, or it is not known. Another client with
+     * the same nick shows another origin. */
+    const char *origin;
+    const char *renamed_to; /* RENAME only: the sender's identity after the change */
 } adapter_event;
 
 /* What a send() reports. */

@@ -172,13 +172,13 @@ static void batch(rig *r, adapter_event *e, int n)
 
 static void say(rig *r, const char *user, const char *text)
 {
-    adapter_event e = {ADAPTER_MESSAGE, ROOM, user, text, 0, 0};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = user, .text = text};
     batch(r, &e, 1);
 }
 
 static void whisper(rig *r, const char *user, const char *text)
 {
-    adapter_event e = {ADAPTER_MESSAGE, NULL, user, text, 1, 0};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .sender = user, .text = text, .is_private = 1};
     batch(r, &e, 1);
 }
 
@@ -549,11 +549,14 @@ Test(core, one_batch_is_one_transaction)
 
     /* a batch of many events lands together, with its position */
     adapter_event many[] = {
-        {ADAPTER_MESSAGE, ROOM, "alice", "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "alice", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "bob", "!join", 0, 0},      {ADAPTER_JOIN, ROOM, "zed", NULL, 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "carol", "!join", 0, 0},    {ADAPTER_MESSAGE, ROOM, "dave", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "alice", "!set caps strict", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "bob", "!start", 0, 0},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!new 304"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!join"},
+        {.kind = ADAPTER_JOIN, .room = ROOM, .sender = "zed"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "carol", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "dave", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!set caps strict"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!start"},
     };
     core_stats s0, s1;
     core_stats_of(r.core, &s0);
@@ -572,11 +575,11 @@ Test(core, one_batch_is_one_transaction)
     sql(db, "CREATE TRIGGER boom BEFORE INSERT ON journal WHEN NEW.entry LIKE '%boom%' "
             "BEGIN SELECT RAISE(ABORT, 'boom'); END;");
     adapter_event bad[] = {
-        {ADAPTER_MESSAGE, "!other", "xavier", "!new 304", 0, 0},
-        {ADAPTER_MESSAGE, "!other", "xavier", "!join", 0, 0},
-        {ADAPTER_MESSAGE, "!other", "yvonne", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "alice", "!table", 0, 0},
-        {ADAPTER_MESSAGE, "!other", "boom", "!join", 0, 0},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "xavier", .text = "!new 304"},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "xavier", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "yvonne", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!table"},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "boom", .text = "!join"},
     };
     cr_assert_eq(core_batch(r.core, NET, bad, 5, "p2"), -1, "the failed batch was reported as done");
     cr_assert_eq(open_tables(&r), 1, "the new table of the failed batch is stored");
@@ -879,7 +882,7 @@ Test(core, delivered_marks_share_a_transaction)
 
 static void leave(rig *r, const char *user)
 {
-    adapter_event e = {ADAPTER_LEAVE, ROOM, user, NULL, 0, 0};
+    adapter_event e = {.kind = ADAPTER_LEAVE, .room = ROOM, .sender = user};
     batch(r, &e, 1);
 }
 
@@ -903,7 +906,7 @@ Test(core, leaving_an_unstarted_table_frees_the_seat)
     mark = r.net.n;
     int n = journal_count(&r, 1);
     leave(&r, "zed");
-    adapter_event j = {ADAPTER_JOIN, ROOM, "yan", NULL, 0, 0};
+    adapter_event j = {.kind = ADAPTER_JOIN, .room = ROOM, .sender = "yan"};
     batch(&r, &j, 1);
     cr_assert_eq(r.net.n, mark);
     cr_assert_eq(journal_count(&r, 1), n);
@@ -980,7 +983,7 @@ Test(core, away_notice_names_the_seat_once)
 
 static void join_room(rig *r, const char *user)
 {
-    adapter_event e = {ADAPTER_JOIN, ROOM, user, NULL, 0, 0};
+    adapter_event e = {.kind = ADAPTER_JOIN, .room = ROOM, .sender = user};
     batch(r, &e, 1);
 }
 
@@ -1327,7 +1330,7 @@ Test(core, a_long_backlog_elsewhere_holds_computer_players)
     for (int i = 0; i < 4; i++) say(&r, "carol", "!bot");
     r.net.line_ms = SLOW_LINE_MS;
     for (int i = 0; i < 2; i++) {
-        adapter_event e = {ADAPTER_MESSAGE, "!other", "erin", "!help", 0, 0};
+        adapter_event e = {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "erin", .text = "!help"};
         batch(&r, &e, 1);
     }
     int64_t elsewhere = backlog_lines(&r);
@@ -1353,7 +1356,7 @@ Test(core, moderators_may_abort_any_table)
     say(&r, "bob", "!abort");
     cr_assert_eq(offers_with(&r, mark, "bob: only the table's creator or a room moderator may abort it."), 1);
     cr_assert_gt(core_table_of(r.core, NET, ROOM), 0);
-    adapter_event e = {ADAPTER_MESSAGE, ROOM, "mod", "!abort", 0, 1};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "mod", .text = "!abort", .moderator = 1};
     batch(&r, &e, 1);
     cr_assert_eq(offers_with(&r, mark, "The table is closed."), 1);
     cr_assert_eq(core_table_of(r.core, NET, ROOM), 0);
@@ -1369,7 +1372,8 @@ Test(core, names_too_long_for_a_table_are_ignored)
     memset(name, 'a', sizeof name - 1);
     name[sizeof name - 1] = 0;
     rig_start(&r, 0, 0, 0, NULL);
-    adapter_event e[2] = {{ADAPTER_MESSAGE, ROOM, name, "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "bob", "!new 304", 0, 0}};
+    adapter_event e[2] = {{.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = name, .text = "!new 304"},
+                          {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!new 304"}};
     batch(&r, e, 2);
     cr_assert_eq(r.problems, 1, "one warning for the long name");
     cr_assert(strstr(r.first_problem, "too long"), "%s", r.first_problem);

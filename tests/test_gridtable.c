@@ -978,7 +978,7 @@ static core *core_up(cfg *conf, store *db, mem_net *net)
 
 static void core_say(core *c, const char *user, const char *text)
 {
-    adapter_event e = {ADAPTER_MESSAGE, "!room", user, text, 0, 0};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = "!room", .sender = user, .text = text};
     cr_assert_eq(core_batch(c, "mem", &e, 1, NULL), 0);
     cr_assert_geq(core_flush(c), 0);
 }
