@@ -254,12 +254,12 @@ static slot *slot_of_id(core *c, int64_t id)
 
 /* The table a private message is about: where the sender sits, preferring one where it is his
  * turn, else the most recently created. */
-static slot *slot_of_player(core *c, const char *net, const char *user)
+static slot *slot_of_player(core *c, const char *net, const char *user, const char *origin)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        int seat = table_seat_of(&s->t, user);
+        int seat = table_seat_of(&s->t, user, origin);
         if (s->t.over || seat < 0 || strcmp(s->t.net, net) != 0) continue;
         if (table_to_act(&s->t) == seat && s->t.started) return s;
         best = s;
@@ -590,7 +590,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
     cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
     if (m.kind == CMD_NONE) return 0;
-    slot *s = q.is_private ? slot_of_player(c, net, e->sender) : slot_of_room(c, net, e->room);
+    slot *s = q.is_private ? slot_of_player(c, net, e->sender, e->origin) : slot_of_room(c, net, e->room);
     switch (m.kind) {
     case CMD_BAD: return answer(&q, "%s", m.err);
     case CMD_NEW: return do_new(c, &q, &m);
@@ -607,7 +607,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
     table_out o = {0};
-    table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o);
+    table_command(&s->t, env_for(c, net), e->sender, e->origin, e->moderator, q.is_private, &m, &o);
     return write_and_clear(c, s, &o);
 }
 
@@ -620,7 +620,7 @@ static int handle_leave(core *c, const char *net, const adapter_event *e)
     if (!s) return 0;
     table_out o = {0};
     int64_t grace = (int64_t)c->o.config->leave_grace * 1000;
-    if (table_player_left(&s->t, env_for(c, net), e->sender, now_ms(c), grace, &o) >= 0) s->dirty = 1;
+    if (table_player_left(&s->t, env_for(c, net), e->sender, e->origin, now_ms(c), grace, &o) >= 0) s->dirty = 1;
     return write_and_clear(c, s, &o);
 }
 
@@ -631,8 +631,24 @@ static void handle_seen(core *c, const char *net, const adapter_event *e)
     for (int i = 0; i < c->nslots; i++) {
         table *t = &c->slots[i]->t;
         if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
-            table_player_seen(t, e->sender);
+            table_player_seen(t, e->sender, e->origin);
     }
+}
+
+/* A player seen changing his nick (one event per room the bot shares with him): his seats on
+ * that network follow him, wherever he sits; the later events of the same change find nothing
+ * left to rename. */
+static int handle_rename(core *c, const char *net, const adapter_event *e)
+{
+    if (!e->renamed_to || strlen(e->renamed_to) >= TABLE_USER_MAX) return 0;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        if (strcmp(s->t.net, net) != 0) continue;
+        table_out o = {0};
+        table_player_renamed(&s->t, env_for(c, net), e->sender, e->origin, e->renamed_to, &o);
+        if (write_and_clear(c, s, &o) != 0) return -1;
+    }
+    return 0;
 }
 
 /* ---- batches ---- */
@@ -680,13 +696,15 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     for (int i = 0; i < n; i++) {
         int rc = 0;
-        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
-            logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
+        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX) ||
+            (ev[i].origin && strlen(ev[i].origin) >= TABLE_ORIGIN_MAX)) {
+            logf_(c, CORE_LOG_WARN, "an event with a user, room or origin too long for a table was ignored");
             continue;
         }
         if (ev[i].kind == ADAPTER_MESSAGE || ev[i].kind == ADAPTER_JOIN) handle_seen(c, net, &ev[i]);
         if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text) rc = handle_message(c, net, &ev[i]);
         else if (ev[i].kind == ADAPTER_LEAVE) rc = handle_leave(c, net, &ev[i]);
+        else if (ev[i].kind == ADAPTER_RENAME) rc = handle_rename(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");

@@ -4,7 +4,7 @@
  *
  * Every change goes through exec_entry() as a journal entry, live or on a rebuild, so a table
  * rebuilt from its journal is the table that was running. The core's own entries are
- *   join SEAT USER | bot SEAT | leave SEAT | away SEAT | back SEAT | abort
+ *   join SEAT USER [ORIGIN] | bot SEAT | leave SEAT | away SEAT | back SEAT | rename SEAT USER | abort
  * and every other entry is the game's (game->entry). A player who leaves the room is not
  * away at once: his seat waits (gone_at, runtime only) and a timer makes the entry. A table
  * whose players are all away pauses (table_paused, derived from the seats, so a rebuild finds
@@ -111,7 +111,8 @@ static void out_private(table_out *o, const table_env *env, const table *t, cons
 {
     char line[2 * TABLE_TEXT_MAX + TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
     const char *label = t->room;
-    if (!o || !user[0]) return;
+    int seat = user[0] ? table_seat_of(t, user, NULL) : -1;
+    if (!o || !user[0] || (seat >= 0 && t->absent[seat])) return; /* the name may be another's now */
     if (env && env->room_name && env->room_name(env->ctx, t->room, room, sizeof room)) label = room;
     snprintf(line, sizeof line, "[%s · table %" PRId64 "] %s", label, t->id, text);
     out_text(o, user, NULL, line);
@@ -153,10 +154,13 @@ static const char *seat_label(const table *t, const table_env *env, int s, char 
     return buf;
 }
 
-int table_seat_of(const table *t, const char *user)
+int table_seat_of(const table *t, const char *user, const char *origin)
 {
-    for (int s = 0; s < nseats(t); s++)
-        if (t->seat[s].user[0] && strcmp(t->seat[s].user, user) == 0) return s;
+    for (int s = 0; s < nseats(t); s++) {
+        const table_seat *p = &t->seat[s];
+        if (!p->user[0] || strcmp(p->user, user) != 0) continue;
+        if (!origin || !origin[0] || !p->origin[0] || strcmp(p->origin, origin) == 0) return s;
+    }
     return -1;
 }
 
@@ -300,7 +304,7 @@ static int is_word(const char *word, const char *const *words)
     return 0;
 }
 
-static const char *const seat_entries[] = {"join", "bot", "leave", "away", "back", NULL};
+static const char *const seat_entries[] = {"join", "bot", "leave", "away", "back", "rename", NULL};
 
 /* The core's own entries for seat. Returns 0 when applied, 1 when the entry does not apply. */
 static int exec_seat_entry(table *t, const table_env *env, const char *word, int seat, const char *rest,
@@ -311,7 +315,9 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
     int before_start = !t->started;
     if (strcmp(word, "join") == 0 && *rest) {
         int was_bot = p->bot;
-        snprintf(p->user, sizeof p->user, "%s", rest);
+        size_t len = strcspn(rest, " "); /* "USER" or "USER ORIGIN" */
+        snprintf(p->user, sizeof p->user, "%.*s", (int)len, rest);
+        snprintf(p->origin, sizeof p->origin, "%s", rest[len] ? rest + len + 1 : "");
         p->bot = p->away = 0;
         if (out) {
             seat_label(t, env, seat, label, sizeof label);
@@ -345,11 +351,18 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
     } else if (strcmp(word, "back") == 0 && p->away) {
         p->away = 0;
         if (out) out_room(out, NULL, "%s is back.", seat_label(t, env, seat, label, sizeof label));
+    } else if (strcmp(word, "rename") == 0 && p->user[0] && *rest) {
+        /* the same player: nothing to say, and a turn of his goes on as it was (no new prompt,
+         * the same clock); seq moves past this entry next */
+        snprintf(p->user, sizeof p->user, "%s", rest);
+        if (t->prompted == t->seq) t->prompted++;
+        if (t->turn_seq == t->seq) t->turn_seq++;
     } else {
         return 1;
     }
     t->gone_at[seat] = 0; /* whoever sits here now has not left the room */
-    if (before_start && t->game->seat_changed && strcmp(word, "away") != 0 && strcmp(word, "back") != 0)
+    t->absent[seat] = 0;
+    if (before_start && t->game->seat_changed && (!strcmp(word, "join") || !strcmp(word, "bot") || !strcmp(word, "leave")))
         t->game->seat_changed(t->game_state.bytes, seat);
     return 0;
 }
@@ -492,9 +505,10 @@ static void reply_seats(table *t, const table_env *env, const char *user, int is
     reply(out, t, env, user, is_private, "a %s table has seats 1 to %d: %s.", t->game->title, n, list);
 }
 
-static int cmd_join(table *t, const table_env *env, const char *user, int is_private, const cmd *c, table_out *out)
+static int cmd_join(table *t, const table_env *env, const char *user, const char *origin, int is_private, const cmd *c,
+                    table_out *out)
 {
-    int mine = table_seat_of(t, user);
+    int mine = table_seat_of(t, user, NULL);
     if (mine >= 0) {
         reply(out, t, env, user, is_private, "you already sit at %s.", seat_word(t, mine));
         return 0;
@@ -509,6 +523,7 @@ static int cmd_join(table *t, const table_env *env, const char *user, int is_pri
         else reply(out, t, env, user, is_private, t->started ? "no seat is free: the match is under way." : "the table is full.");
         return 0;
     }
+    if (origin && origin[0]) return exec_live(t, env, out, "join %d %s %s", s, user, origin);
     return exec_live(t, env, out, "join %d %s", s, user);
 }
 
@@ -532,7 +547,7 @@ static int cmd_bot(table *t, const table_env *env, const char *user, int is_priv
 
 static int may_manage(const table *t, const char *user, int moderator)
 {
-    return moderator || strcmp(t->creator, user) == 0 || table_seat_of(t, user) >= 0;
+    return moderator || strcmp(t->creator, user) == 0 || table_seat_of(t, user, NULL) >= 0;
 }
 
 /* The checks `set` and `start` share: before the start, by someone who may manage the table.
@@ -590,7 +605,7 @@ static void cmd_show(table *t, const table_env *env, const char *user, int is_pr
 {
     char text[2 * TABLE_TEXT_MAX];
     host x;
-    int seat = table_seat_of(t, user);
+    int seat = table_seat_of(t, user, NULL);
     host_of(&x, t, env, out);
     if (c->kind == CMD_HAND) {
         if (seat < 0 || !t->game->view(t->game_state.bytes, &x.h, GAME_VIEW_HAND, seat, text, sizeof text)) {
@@ -612,20 +627,30 @@ static int cmd_game(table *t, const table_env *env, const char *user, int is_pri
 {
     char entry[TABLE_ENTRY_MAX];
     host x;
-    int seat = table_seat_of(t, user), applied = 0;
+    int seat = table_seat_of(t, user, NULL), applied = 0;
     host_of(&x, t, env, out);
     if (!t->game->command(t->game_state.bytes, &x.h, user, seat, is_private, c, entry, sizeof entry)) return 0;
     if (seat >= 0 && t->seat[seat].away) applied += exec_live(t, env, out, "back %d", seat);
     return applied + exec_live(t, env, out, "%s", entry);
 }
 
-int table_command(table *t, const table_env *env, const char *user, int moderator, int is_private, const cmd *c,
-                  table_out *out)
+int table_command(table *t, const table_env *env, const char *user, const char *origin, int moderator,
+                  int is_private, const cmd *c, table_out *out)
 {
-    int seat = table_seat_of(t, user);
+    int seat = table_seat_of(t, user, NULL);
     if (!t->game) return 0;
+    if (seat >= 0 && table_seat_of(t, user, origin) < 0) { /* another client under a seated name */
+        if (!is_private && (c->kind == CMD_TABLE || c->kind == CMD_LAST)) {
+            cmd_show(t, env, user, 0, c, out); /* what the whole room sees */
+            return 0;
+        }
+        reply(out, t, env, user, is_private,
+              "you are not the %s who sits at %s: that player sat down from another address. Use another nick to play.",
+              user, seat_word(t, seat));
+        return 0;
+    }
     switch (c->kind) {
-    case CMD_JOIN: return cmd_join(t, env, user, is_private, c, out);
+    case CMD_JOIN: return cmd_join(t, env, user, origin, is_private, c, out);
     case CMD_BOT: return cmd_bot(t, env, user, is_private, c, out);
     case CMD_LEAVE:
         if (seat < 0) {
@@ -721,20 +746,30 @@ static void seat_gone(table *t, const table_env *env, int seat, table_out *out)
     else if (!t->seat[seat].away) exec_live(t, env, out, "away %d", seat);
 }
 
-int table_player_left(table *t, const table_env *env, const char *user, int64_t now, int64_t grace_ms,
-                      table_out *out)
+int table_player_left(table *t, const table_env *env, const char *user, const char *origin, int64_t now,
+                      int64_t grace_ms, table_out *out)
 {
-    int seat = table_seat_of(t, user);
+    int seat = table_seat_of(t, user, origin);
     if (seat < 0 || t->over) return -1;
     if (grace_ms <= 0) seat_gone(t, env, seat, out);
     else if (!t->gone_at[seat] && !t->seat[seat].away) t->gone_at[seat] = now + grace_ms;
+    t->absent[seat] = 1;
     return seat;
 }
 
-void table_player_seen(table *t, const char *user)
+void table_player_seen(table *t, const char *user, const char *origin)
 {
-    int seat = table_seat_of(t, user);
-    if (seat >= 0) t->gone_at[seat] = 0;
+    int seat = table_seat_of(t, user, origin);
+    if (seat >= 0) t->gone_at[seat] = t->absent[seat] = 0;
+}
+
+int table_player_renamed(table *t, const table_env *env, const char *user, const char *origin,
+                         const char *renamed_to, table_out *out)
+{
+    int seat = table_seat_of(t, user, origin);
+    if (seat < 0 || t->over || !renamed_to[0] || strchr(renamed_to, ' ') || !strcmp(user, renamed_to)) return 0;
+    if (table_seat_of(t, renamed_to, NULL) >= 0) return 0; /* the name is another seat's: his stays */
+    return exec_live(t, env, out, "rename %d %s", seat, renamed_to);
 }
 
 void table_prompt(table *t, const table_env *env, table_out *out)

@@ -26,6 +26,7 @@
 #define TABLE_MAX_SEATS 6         /* the most seats any game has (304 for six) */
 #define TABLE_NO_SEAT 0xFF
 #define TABLE_USER_MAX 256
+#define TABLE_ORIGIN_MAX 200      /* "user@host" (so "join SEAT USER ORIGIN" fits an entry) */
 #define TABLE_ROOM_MAX 256
 #define TABLE_TEXT_MAX 2048       /* the longest line a table says in one go */
 #define TABLE_ENTRY_MAX 512       /* the longest journal entry */
@@ -36,6 +37,11 @@ typedef struct table_game table_game; /* a game's operations (game.h) */
 
 typedef struct {
     char user[TABLE_USER_MAX]; /* the player ("" for none) */
+    /* Where the player sat down from when the network knows him by a name anybody may take
+     * (IRC without an account: "user@host"); "" when his name is his own (an account, a
+     * Matrix id, the console) or the seat was taken before origins were kept. The seat is his
+     * only from that origin (table_seat_of). */
+    char origin[TABLE_ORIGIN_MAX];
     uint8_t bot;               /* a computer player sits here */
     uint8_t away;              /* the player is away: a computer player takes his turns (`back`) */
 } table_seat;
@@ -119,6 +125,9 @@ typedef struct table {
     /* runtime only (timers), never journaled */
     int64_t gone_at[TABLE_MAX_SEATS]; /* ms: when the seat's player, who left the room, is gone
                                          (0: he has not left); a restart forgets it */
+    uint8_t absent[TABLE_MAX_SEATS];  /* the seat's player left the room and has not been seen
+                                         since: nothing private goes to his name, which anybody
+                                         may have taken meanwhile */
     uint8_t pause_told;         /* the room was told that the table pauses */
     int64_t turn_since;         /* ms: when the seat to act got the turn */
     int64_t touched;            /* ms: last accepted action */
@@ -149,11 +158,13 @@ int table_exec(table *t, const table_env *env, const char *entry, table_out *out
 int table_replay(table *t, const table_env *env, char *const *entries, int n, char *err, size_t errlen);
 
 /* A player's table command (anything but new/help/rules/standings, which the core answers).
+ * origin: where user connects from (see table_seat; NULL or "" when his name is his own);
  * moderator: the user may moderate the room; is_private: sent to the bot alone. Accepted
- * commands become entries; refusals become a reply to the user. Returns 1 if something was
- * accepted, 0 if refused or purely informative. */
-int table_command(table *t, const table_env *env, const char *user, int moderator, int is_private,
-                  const cmd *c, table_out *out);
+ * commands become entries; refusals become a reply to the user. Somebody who bears a seated
+ * player's name from another origin is refused everything but the room's view of the table.
+ * Returns 1 if something was accepted, 0 if refused or purely informative. */
+int table_command(table *t, const table_env *env, const char *user, const char *origin, int moderator,
+                  int is_private, const cmd *c, table_out *out);
 
 /* Follow-ups nobody has to ask for: deal the next hand after one ends (or the first after
  * start), and Caps calls for seats a computer plays once the judge finds Caps certain for
@@ -174,11 +185,16 @@ int table_paused(const table *t);
 
 /* A seated player left the room (PART, QUIT, a lost connection): after grace_ms (0: at once),
  * unless table_player_seen() comes first, he leaves the seat of an unstarted table and is away
- * from a running one (table_timers). Returns his seat, or -1 when user has none. */
-int table_player_left(table *t, const table_env *env, const char *user, int64_t now, int64_t grace_ms,
-                      table_out *out);
+ * from a running one (table_timers); meanwhile nothing private goes to his name. Returns his
+ * seat, or -1 when user has none (from that origin: somebody else leaving changes nothing). */
+int table_player_left(table *t, const table_env *env, const char *user, const char *origin, int64_t now,
+                      int64_t grace_ms, table_out *out);
 /* The player came back to the room or spoke: the wait table_player_left() began ends. */
-void table_player_seen(table *t, const char *user);
+void table_player_seen(table *t, const char *user, const char *origin);
+/* The player was seen changing his name to renamed_to (an IRC nick change in a channel the bot
+ * shares with him): his seat follows him (an entry). Returns 1 if a seat was renamed. */
+int table_player_renamed(table *t, const table_env *env, const char *user, const char *origin,
+                         const char *renamed_to, table_out *out);
 
 /* The seat a computer must move for now (bot or away), or -1 (none, or the table pauses). */
 int table_computer_to_act(const table *t);
@@ -208,8 +224,9 @@ void table_note_turn(table *t, int64_t now);
 /* When a timer of this table could fire next (INT64_MAX: none), for the same settings. */
 int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int64_t close_ms);
 
-/* The seat of user, or -1. */
-int table_seat_of(const table *t, const char *user);
+/* The seat of user from origin (NULL or "": from anywhere), or -1. A seat taken from an origin
+ * is not the seat of the same name from another one. */
+int table_seat_of(const table *t, const char *user, const char *origin);
 
 /* The running match in words for `standings` (304: tokens per team and hand number;
  * ContractGrid: the scores, marks and who risks the cap). */

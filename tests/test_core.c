@@ -11,7 +11,10 @@
  * a restart), a table whose players are all away pausing until one is back, and back-pressure:
  * over a slow network (a pace of one line a second, delivering one line a second of the fake
  * clock) computer players hold while their room's queue, or the network's, is long, also
- * after a restart, go on as it drains, and a person's command is answered within seconds. */
+ * after a restart, go on as it drains, and a person's command is answered within seconds; and
+ * seats bound to the address their player sat down from (an impostor under his nick gets
+ * nothing private and changes nothing, his nick change moves the seat, nothing private goes to
+ * the nick of a player who left). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sqlite3.h>
@@ -1344,6 +1347,197 @@ Test(core, a_long_backlog_elsewhere_holds_computer_players)
     /* once erin's help is out, they go on */
     network_runs(&r, (elsewhere + 2) * SLOW_LINE_MS + 2000);
     cr_assert_gt(journal_count(&r, 1), n, "the computers did not go on once the network's backlog was sent");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (h) Seats bound to where their player sat down (IRC without accounts)                    */
+/* ---------------------------------------------------------------------------------------- */
+
+#define HOME "~alice@home.example"
+#define ELSEWHERE "~eve@elsewhere.example"
+#define TABLE_HEAD "[" ROOM " \xC2\xB7 table 1] " /* the head of the table's private messages */
+
+static void event_from(rig *r, adapter_event e, const char *origin)
+{
+    e.origin = origin;
+    batch(r, &e, 1);
+}
+
+static void say_from(rig *r, const char *user, const char *origin, const char *text)
+{
+    event_from(r, (adapter_event){.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = user, .text = text}, origin);
+}
+
+static void whisper_from(rig *r, const char *user, const char *origin, const char *text)
+{
+    event_from(r, (adapter_event){.kind = ADAPTER_MESSAGE, .sender = user, .text = text, .is_private = 1}, origin);
+}
+
+static void rename_from(rig *r, const char *user, const char *origin, const char *to)
+{
+    event_from(r, (adapter_event){.kind = ADAPTER_RENAME, .room = ROOM, .sender = user, .renamed_to = to}, origin);
+}
+
+/* Messages to user after mark that come from the table privately (cards, turns). */
+static int private_from_table(const rig *r, int mark, const char *user)
+{
+    int k = 0;
+    for (int i = mark; i < r->net.n; i++)
+        k += !strcmp(r->net.o[i].user, user) && !strncmp(r->net.o[i].text, TABLE_HEAD, strlen(TABLE_HEAD));
+    return k;
+}
+
+/* alice from HOME at South, carol from her own address at North, two computer players; started. */
+static void alice_from_home(rig *r)
+{
+    say_from(r, "alice", HOME, "!new 304");
+    say_from(r, "alice", HOME, "!join");
+    say_from(r, "alice", HOME, "!bot");
+    say_from(r, "carol", "~carol@far.example", "!join");
+    say_from(r, "alice", HOME, "!bot");
+    say_from(r, "alice", HOME, "!start");
+    settle(r, 1000);
+}
+
+Test(core, a_seat_is_bound_to_where_its_player_sat_down)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_from_home(&r);
+    entries l;
+    journal_of(&r, 1, &l);
+    cr_assert_geq(entry_find(&l, 0, "join 0 alice " HOME), 0, "the seat's origin is not in the journal");
+    entries_free(&l);
+    int n = journal_count(&r, 1), mark = r.net.n;
+
+    /* eve, under alice's nick from elsewhere: nothing private, nothing changed */
+    whisper_from(&r, "alice", ELSEWHERE, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "you are not sitting at a table"), 1);
+    say_from(&r, "alice", ELSEWHERE, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "alice: you are not the alice who sits at South: that player sat down from another "
+                                       "address. Use another nick to play."), 1);
+    static const char *const tries[] = {"!pass", "!bid 160", "!leave", "!back", "!join 1", "!start", "!set caps off"};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) say_from(&r, "alice", ELSEWHERE, tries[i]);
+    cr_assert_eq(offers_with(&r, mark, "you are not the alice who sits at South"), 8);
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 0, "the impostor got something private from the table");
+    int before = r.net.n;
+    say_from(&r, "alice", ELSEWHERE, "!table"); /* what the whole room may see */
+    cr_assert_eq(r.net.n - before, 1);
+    cr_assert_str_eq(r.net.o[before].user, "");
+    cr_assert_null(strstr(r.net.o[before].text, "you are not"));
+    event_from(&r, (adapter_event){.kind = ADAPTER_LEAVE, .room = ROOM, .sender = "alice"}, ELSEWHERE);
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 0), "the impostor's leave made alice away");
+    cr_assert_eq(journal_count(&r, 1), n);
+
+    /* alice herself leaves; the impostor joining or speaking does not end her wait */
+    event_from(&r, (adapter_event){.kind = ADAPTER_LEAVE, .room = ROOM, .sender = "alice"}, HOME);
+    int64_t left = r.now;
+    event_from(&r, (adapter_event){.kind = ADAPTER_JOIN, .room = ROOM, .sender = "alice"}, ELSEWHERE);
+    say_from(&r, "alice", ELSEWHERE, "hello?");
+    r.now = left + 120000;
+    tick(&r);
+    cr_assert(is_away(&r, 0), "the impostor ended alice's wait");
+
+    /* alice from home comes back and has her hand; after a restart too, the impostor has not */
+    mark = r.net.n;
+    say_from(&r, "alice", HOME, "!back");
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "alice (South) is back."), 1);
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 1, "alice did not get her hand");
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    settle(&r, 1000);
+    mark = r.net.n;
+    whisper_from(&r, "alice", ELSEWHERE, "!hand");
+    say_from(&r, "alice", ELSEWHERE, "!hand");
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "you are not the alice who sits at South"), 1);
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 1, "after a restart: alice's hand once, to her only");
+    rig_stop(&r);
+}
+
+Test(core, a_seat_follows_its_player_to_a_new_nick)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    alice_from_home(&r);
+    int n = journal_count(&r, 1), mark = r.net.n;
+    rename_from(&r, "alice", HOME, "alicia");
+    rename_from(&r, "alice", HOME, "alicia"); /* the same change seen in another shared channel */
+    entries l;
+    journal_of(&r, 1, &l);
+    cr_assert_eq(l.n, n + 1);
+    cr_assert_str_eq(l.e[n], "rename 0 alicia");
+    entries_free(&l);
+    cr_assert_eq(r.net.n, mark, "a nick change is announced by the network, not by the bot");
+    whisper_from(&r, "alicia", HOME, "!hand");
+    cr_assert_eq(private_from_table(&r, mark, "alicia"), 1);
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "you are not sitting at a table"), 1, "the old nick still has the seat");
+
+    /* what does not rename a seat: another client's change, and a name another seat has */
+    rename_from(&r, "alicia", ELSEWHERE, "mallory");
+    rename_from(&r, "carol", HOME, "carla");
+    rename_from(&r, "alicia", HOME, "carol");
+    cr_assert_eq(journal_count(&r, 1), n + 1);
+
+    /* the rename is journaled: after a restart alicia from home still plays South */
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    settle(&r, 1000);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[0].user, "alicia");
+    cr_assert_str_eq(t.seat[0].origin, HOME);
+    mark = r.net.n;
+    say_from(&r, "alicia", ELSEWHERE, "!leave");
+    cr_assert_eq(offers_with(&r, mark, "you are not the alicia who sits at South"), 1);
+    rig_stop(&r);
+}
+
+/* Once a player has left the room anybody may take his nick: the table sends that nick nothing
+ * private (his turn, his cards) until he is back. */
+Test(core, nothing_private_goes_to_a_player_who_left)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 600;
+    alice_from_home(&r);
+    table t;
+    for (int guard = 0; guard < 400; guard++) { /* up to carol's turn in the play of a trick */
+        table_of(&r, 1, &t);
+        cr_assert(!t.over);
+        const g304_state *st = st_of(&t);
+        if (st->phase == G304_PHASE_PLAY && st->to_act == 2 && st->trick_no < 7) break;
+        if (st->to_act == 0) {
+            whisper_from(&r, "alice", HOME, "!hand"); /* play_one speaks without an origin */
+            play_one(&r, "alice", 0);
+        } else {
+            play_one(&r, "carol", 2);
+        }
+        settle(&r, 1000);
+    }
+    table_of(&r, 1, &t);
+    cr_assert(st_of(&t)->phase == G304_PHASE_PLAY && st_of(&t)->to_act == 2);
+    event_from(&r, (adapter_event){.kind = ADAPTER_LEAVE, .room = ROOM, .sender = "alice"}, HOME);
+    int mark = r.net.n;
+    play_one(&r, "carol", 2);
+    settle(&r, 1000);
+    table_of(&r, 1, &t);
+    cr_assert_eq(st_of(&t)->to_act, 0, "alice's turn did not come");
+    int told = 0;
+    for (int i = mark; i < r.net.n; i++) told += !r.net.o[i].user[0] && !strcmp(r.net.o[i].mention, "alice");
+    cr_assert_gt(told, 0, "the room was not told it is alice's turn");
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 0, "her turn and hand went to her nick while she was gone");
+    event_from(&r, (adapter_event){.kind = ADAPTER_JOIN, .room = ROOM, .sender = "alice"}, HOME);
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 1, "back in the room, alice does not get her hand");
     rig_stop(&r);
 }
 

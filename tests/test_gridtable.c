@@ -143,7 +143,7 @@ static int rig_say(rig *g, const char *user, int is_private, const char *fmt, ..
     cmd_parse(text, strlen(text), "!", is_private, &c);
     cr_assert_neq(c.kind, CMD_BAD, "'%s' does not parse: %s", text, c.err);
     if (c.kind == CMD_NONE) return 0;
-    int rc = table_command(&g->t, &g->env, user, 0, is_private, &c, &o);
+    int rc = table_command(&g->t, &g->env, user, NULL, 0, is_private, &c, &o);
     rig_settle(g, &o);
     return rc;
 }

@@ -23,7 +23,10 @@ clients play people:
   * a player with +g is told in the channel how to accept the bot's private messages;
   * players who drop off (two quit, two lose their connection): their seats wait the grace
     before they are away, then the table, with nobody left to play, pauses and says so once, and
-    goes on when one of them comes back.
+    goes on when one of them comes back;
+  * without services (ngircd) a seat is bound to the nick and the user@host its player sat down
+    from: his seat follows his nick change, and a client from another user@host under the
+    seat's nick gets no cards, is refused, and its quit does not make the seat away.
 
 Ordering: each scripted line is sent by its client followed by a PING to the server; the PONG
 comes after the server has handled (and relayed to the bot) the line, so lines reach the bot in
@@ -453,6 +456,64 @@ class MatchOnNgircd(IrcTestCase):
         notices = [plain(m.params[1]) for m in watcher.received[start:]
                    if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2]
         self.assertEqual(sum("pauses" in n for n in notices), 1, "\n".join(notices))
+
+    def hand_for(self, c, nick, start):
+        """The bot's first private message to nick from index start on that comes from table 1."""
+        return c.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "cardroom" and m.params[0] == nick
+                            and "· table 1] " in plain(m.params[1]), timeout=BOT_TIMEOUT, start=start)
+
+    def test_a_seat_is_bound_to_the_nick_and_address_it_was_taken_from(self):
+        # No grace: a leave the bot took for the seat's would make it away at once.
+        bot = self.bot(self.settings(), timers="leave_grace = 0\n")
+        watcher = self.client("watcher")
+        watcher.join(CHANNEL)
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.say(people["alice"], CHANNEL, "!new 304")
+        for name in PLAYERS:
+            self.say(people[name], CHANNEL, "!join")
+        self.say(people["alice"], CHANNEL, "!start")
+        self.said(watcher, "alice (South): bid", 0)
+        # bob becomes robert in the channel: the seat follows him.
+        bob = people["bob"]
+        bob.nick("robert")
+        start = len(bob.received)
+        self.say(bob, "cardroom", "!hand")
+        self.hand_for(bob, "robert", start)
+        # While the bot is down he becomes bobby, unseen; back up, the seat is still robert's.
+        self.assertEqual(bot.stop(), 0, bot.tail())
+        bob.nick("bobby")
+        bot.start()
+        self.wait_bot_in(watcher)
+        # eve takes the nick robert from another user@host: no cards, refused, her quit changes nothing.
+        eve = self.client("robert", username="eve")
+        start = len(eve.received)
+        self.say(eve, "cardroom", "!hand")
+        m = eve.read_until(lambda m: m.nick == "cardroom" and m.command == "PRIVMSG", timeout=BOT_TIMEOUT, start=start)
+        self.assertIn("not sitting at a table", plain(m.params[1]))
+        mark = len(watcher.received)
+        eve.join(CHANNEL)
+        self.say(eve, CHANNEL, "!hand")
+        refused = self.said(watcher, "robert: you are not the robert who sits at East", mark)
+        self.say(eve, CHANNEL, "!pass")
+        self.said(watcher, "robert: you are not the robert who sits at East", watcher.received.index(refused) + 1)
+        eve.quit("bye")
+        watcher.read_until(lambda m: m.command == "QUIT" and m.nick == "robert", timeout=BOT_TIMEOUT, start=mark)
+        # The bot handles the QUIT before bobby's line after it, so its answer comes after any away notice.
+        self.say(bob, CHANNEL, "!table")
+        answer = self.said(watcher, "Dealer: ", mark)
+        for m in watcher.received[mark:watcher.received.index(answer)]:
+            if m.command == "NOTICE" and m.nick == "cardroom":
+                self.assertNotIn("is away", plain(m.params[1]))
+        self.assertFalse([m for m in eve.received if m.command == "PRIVMSG" and "· table 1] " in plain(m.params[1])],
+                         "eve got a private message of the table")
+        # bobby takes the nick robert back (seen): from his own address the seat is his again.
+        bob.nick("robert")
+        start = len(bob.received)
+        self.say(bob, "cardroom", "!hand")
+        self.hand_for(bob, "robert", start)
+        self.assertEqual(bot.stop(), 0, bot.tail())
 
     def test_long_multibyte_output_is_split_whole(self):
         # The bot's longest lines (~270 bytes) fit IRC's 512; a network that relays only 200-byte
