@@ -28,7 +28,8 @@
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
 #define BACKLOG_ROOM_MS 3000   /* a room's unsent messages that make its computer players wait */
-#define BACKLOG_NET_MS 10000   /* the same for all the rooms of one network together */
+#define BACKLOG_ROOM_MSGS 3    /* as many: a network may send a room one message at a time */
+#define BACKLOG_NET_MS 5000    /* what all the rooms of one network have unsent together */
 
 typedef struct {
     table t;
@@ -38,10 +39,12 @@ typedef struct {
     int held;                  /* a computer player waits for the backlog (schedule) */
 } slot;
 
-/* What the undelivered messages of one room take at its network's pace (see the backlog). */
+/* The undelivered messages of one room and what they take at its network's pace (see the
+ * backlog). */
 typedef struct {
     int net;                   /* index in core.nets */
     char room[TABLE_ROOM_MAX];
+    int n;
     int64_t ms;
 } room_backlog;
 
@@ -76,6 +79,7 @@ struct core {
     unsent_msg *unsent;        /* those messages, by id */
     int nunsent, cunsent;
     int64_t net_ms[CORE_MAX_NETS];
+    int resume_next;           /* the slot backlog_done() looks at first */
 };
 
 /* ---- small helpers ---- */
@@ -293,7 +297,7 @@ static void slots_sweep(core *c)
  * delivery shortens a backlog. Messages that cost nothing (the console) are not kept, so a
  * network without a pace plays exactly as fast as before. */
 
-static void schedule(core *c, slot *s);
+static int schedule(core *c, slot *s);
 
 static void backlog_add(core *c, const char *net, const store_msg *m)
 {
@@ -308,13 +312,16 @@ static void backlog_add(core *c, const char *net, const store_msg *m)
         snprintf(c->rooms[k].room, sizeof c->rooms[k].room, "%s", m->room);
         c->nrooms++;
     }
+    c->rooms[k].n++;
     c->rooms[k].ms += ms;
     c->net_ms[n] += ms;
     c->unsent = grow(c->unsent, &c->cunsent, c->nunsent + 1, sizeof *c->unsent);
     c->unsent[c->nunsent++] = (unsent_msg){m->id, ms, k};
 }
 
-/* Message id is delivered: its cost leaves the backlog, and waiting tables are asked again. */
+/* Message id is delivered: its cost leaves the backlog, and one waiting table goes on (a
+ * message out, a move in; the tables in turn). Waking them all at once would let every one of
+ * them add its move before the first of those is counted. */
 static void backlog_done(core *c, int64_t id)
 {
     int lo = 0, hi = c->nunsent; /* ids only grow, so the list is in order */
@@ -325,12 +332,18 @@ static void backlog_done(core *c, int64_t id)
     }
     if (lo == c->nunsent || c->unsent[lo].id != id) return;
     room_backlog *r = &c->rooms[c->unsent[lo].room];
+    r->n--;
     r->ms -= c->unsent[lo].ms;
     c->net_ms[r->net] -= c->unsent[lo].ms;
     memmove(&c->unsent[lo], &c->unsent[lo + 1], (size_t)(c->nunsent - lo - 1) * sizeof *c->unsent);
     c->nunsent--;
-    for (int i = 0; i < c->nslots; i++)
-        if (c->slots[i]->held) schedule(c, c->slots[i]);
+    for (int k = 0; k < c->nslots; k++) {
+        int i = (c->resume_next + k) % c->nslots;
+        if (c->slots[i]->held && schedule(c, c->slots[i])) {
+            c->resume_next = i + 1;
+            break;
+        }
+    }
 }
 
 /* Whether the room's computer players wait: its backlog, or its network's, is too long. */
@@ -341,7 +354,8 @@ static int backlog_full(core *c, const char *net, const char *room)
     if (n < 0 || c->net_ms[n] == 0) return 0;
     if (c->net_ms[n] >= BACKLOG_NET_MS) return 1;
     for (int k = 0; k < c->nrooms; k++)
-        if (c->rooms[k].net == n && strcmp(c->rooms[k].room, room) == 0) return c->rooms[k].ms >= BACKLOG_ROOM_MS;
+        if (c->rooms[k].net == n && strcmp(c->rooms[k].room, room) == 0)
+            return c->rooms[k].ms >= BACKLOG_ROOM_MS || c->rooms[k].n >= BACKLOG_ROOM_MSGS;
     return 0;
 }
 
@@ -425,16 +439,16 @@ static int settle(core *c, slot *s)
 }
 
 /* Asks a computer player to move when one is to act, unless the room's messages are still
- * queued too long (then it waits for backlog_done). */
-static void schedule(core *c, slot *s)
+ * queued too long (then it waits for backlog_done). Returns 1 if it asked. */
+static int schedule(core *c, slot *s)
 {
     table *t = &s->t;
-    int seat = table_computer_to_act(t);
+    int seat = table_computer_to_act(t), asked = 0;
     s->held = 0;
-    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return;
+    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return 0;
     if (backlog_full(c, t->net, t->room)) {
         s->held = 1;
-        return;
+        return 0;
     }
     work_job *j = calloc(1, sizeof *j);
     if (!j) abort();
@@ -447,8 +461,10 @@ static void schedule(core *c, slot *s)
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
+        asked = 1;
     }
     free(j);
+    return asked;
 }
 
 /* ---- commands the core answers itself ---- */
