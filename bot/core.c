@@ -265,10 +265,13 @@ static void slots_sweep(core *c)
 
 /* ---- writing what happened ---- */
 
-static int say(core *c, const char *net, const char *room, const char *user, const char *mention, const char *text)
+/* notice: a private message only for reading (store_msg). */
+static int say(core *c, const char *net, const char *room, const char *user, const char *mention, int notice,
+               const char *text)
 {
     int64_t id;
-    if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", text, &id) != 0)
+    if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", notice, text,
+                         &id) != 0)
         return -1;
     c->stats.messages++;
     return 0;
@@ -283,7 +286,7 @@ static int write_out(core *c, slot *s, table_out *o)
         c->stats.moves++;
     }
     for (int i = 0; i < o->nmsgs; i++)
-        if (say(c, t->net, t->room, o->msgs[i].user, o->msgs[i].mention, o->msgs[i].text) != 0) return -1;
+        if (say(c, t->net, t->room, o->msgs[i].user, o->msgs[i].mention, 0, o->msgs[i].text) != 0) return -1;
     for (int i = 0; i < o->nscores; i++)
         if (store_standing_add(c->o.db, t->net, t->room, &o->scores[i].delta) != 0) return -1;
     if (o->nentries) {
@@ -343,8 +346,8 @@ typedef struct {
 /* Text for the asker as it is: to the room he asked in, or privately. */
 static int tell(const asker *q, const char *text)
 {
-    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, text);
-    return say(q->c, q->net, q->room, "", NULL, text);
+    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, 0, text);
+    return say(q->c, q->net, q->room, "", NULL, 0, text);
 }
 
 static int answer(const asker *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -358,7 +361,7 @@ static int answer(const asker *q, const char *fmt, ...)
     if (q->is_private || !q->room) return tell(q, text);
     env_for(q->c, q->net);
     snprintf(line, sizeof line, "%s: %s", env_name(q->c, q->room, q->user, who, sizeof who), text);
-    return say(q->c, q->net, q->room, "", NULL, line);
+    return say(q->c, q->net, q->room, "", NULL, 0, line);
 }
 
 static int do_new(core *c, const asker *q, const cmd *m)
@@ -388,7 +391,7 @@ static int do_new(core *c, const asker *q, const cmd *m)
         snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to "
                  "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
                  id, p, p, p, p, p);
-    return say(c, q->net, q->room, "", NULL, line);
+    return say(c, q->net, q->room, "", NULL, 0, line);
 }
 
 static int do_help(core *c, const asker *q, const cmd *m)
@@ -459,10 +462,10 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
         if (b.rank == 0 && b.used < sizeof text)
             snprintf(text + b.used, sizeof text - b.used, " nobody has finished a hand here yet.");
     }
-    if (!q->is_private) return say(c, q->net, room, "", NULL, text);
+    if (!q->is_private) return say(c, q->net, room, "", NULL, 0, text);
     char named[sizeof text + TABLE_ROOM_MAX + 8];
     snprintf(named, sizeof named, "[%s] %s", room, text); /* a private answer names its room */
-    return say(c, q->net, "", q->user, NULL, named);
+    return say(c, q->net, "", q->user, NULL, 0, named);
 }
 
 static int handle_message(core *c, const char *net, const adapter_event *e)
