@@ -6,7 +6,10 @@
  * entry. A rebuild skips the moves of hands that are over (rebuild_skips): each deal entry
  * states where they left the match, so a rebuild costs the current hand, not the whole match.
  * Secrets: a refusal that may name cards, the trump or a hand's points goes to the player
- * privately; the indicator, and a play that would go face down, are refused in the room. */
+ * privately; the indicator, and a play that would go face down, are refused in the room, and
+ * the player is told privately on his turn that such a move must be sent privately. The room
+ * hears each move as one line that ends with whose turn it is (say_events); turn_said keeps
+ * the prompt from saying that turn again. */
 #include "game304.h"
 
 #include <inttypes.h>

@@ -6,7 +6,9 @@
  * entry. Secrets: only the cards. A hand goes to its player privately (the engine's DEALT event
  * has one seat's visibility); a refusal that names cards (must follow, do not hold) goes
  * privately too; the left-out card of the 25-card deck is said only when the engine reports it
- * at the end of the hand. Grids, bids, exclusions and tricks are public. */
+ * at the end of the hand. Grids, bids, exclusions and tricks are public. As in 304, the room
+ * hears each move as one line that ends with whose turn it is (say_events; turn_said keeps the
+ * prompt from saying it again). */
 #include "gamegrid.h"
 
 #include <inttypes.h>

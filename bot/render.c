@@ -7,7 +7,11 @@
  * move (possibly several tricks later, with a Caps autoplay), so it is read only for what
  * everybody knows (names of the dealer and maker, the bid, the rules) and, in a seat's own
  * copy, for that seat's hand. Cards for people are card_pretty() text ("J♠", "10♥"); a card
- * the viewer may not see is 🂠. Seat 0..3 are South, East, North, West (R-SEATS). */
+ * the viewer may not see is 🂠. Seat 0..3 are South, East, North, West (R-SEATS).
+ *
+ * Chat is slow and shared (an IRC channel takes a line a second), so the room gets one line per
+ * move: a public event is a piece of a line, and render_move() joins a move's pieces; only the
+ * end of a hand takes lines of its own (the result, the cards held). */
 #include "render.h"
 
 #include <stdarg.h>

@@ -5,7 +5,9 @@
  * secret from the event itself (a dealt hand goes only to its seat); the state passed in is
  * read for what everybody knows — grids, bids, tricks, the result once the hand is over — and,
  * in a seat's own copy, for that seat's hand. Cards are grid_card_pretty() text ("J♠", "10♥",
- * "🃏"); cells are "b3"; contracts are their short names ("alltrump"). */
+ * "🃏"); cells are "b3"; contracts are their short names ("alltrump"). As in render.c, a move
+ * is one line for the room (render_grid_move); the end of a hand adds a line per seat and the
+ * marks. */
 #include "render_grid.h"
 
 #include <stdarg.h>
