@@ -301,9 +301,9 @@ static void host_of(host *x, table *t, const table_env *env, table_out *out)
 {
     x->h = (game_host){.t = t, .prefix = env->prefix, .private_how = env->private_how, .judge = env->judge,
                        .talk = out != NULL, .say = host_say, .say_line = host_say_line, .tell = host_tell,
-                       .reply = host_reply,
-                       .refuse = host_refuse, .seat_label = host_seat_label, .notify = host_notify, .seed = host_seed,
-                       .exec = host_exec, .add_score = host_add_score, .begin = host_begin, .finish = host_finish};
+                       .reply = host_reply, .refuse = host_refuse, .seat_label = host_seat_label,
+                       .notify = host_notify, .seed = host_seed, .exec = host_exec, .add_score = host_add_score,
+                       .begin = host_begin, .finish = host_finish};
     x->t = t;
     x->env = env;
     x->out = out;
