@@ -56,6 +56,10 @@ typedef struct {
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
+    /* Players get no private notice with their hand on each turn unless they ask for it
+     * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
+     * 0: they get it until they say !notify off (console, IRC). */
+    int notify_off;
     /* The network's pace (may be NULL: it has none, as the console): the milliseconds m takes
      * to send at the rate the network allows now, not counting what is queued before it (IRC:
      * the lines it splits into at the flood interval; Matrix: what is left of a rate limit).

@@ -1070,7 +1070,8 @@ int matrix_run(const cfg *config, const matrix_options *o)
                        .seed = o->seed};
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
-                 .private_how = "in your direct chat with me", .pace_ms = mx_pace};
+                 .private_how = "in your direct chat with me", .notify_off = 1,
+                 .pace_ms = mx_pace};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
         goto done;

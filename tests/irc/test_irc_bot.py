@@ -15,6 +15,7 @@ clients play people:
     lines ([irc] line_bytes) a four-card hand is one line and no word is cut, on both servers;
   * wrong TLS settings (TLS to a plain port, a self-signed certificate without tls_ca, plain text
     to a TLS port) are logged as errors that name the setting, with a growing pause;
+  * !help in the channel: one line there, the list of commands to the asker as private NOTICEs;
   * flood control: with inspircd set to kill a client that sends too fast ("Excess Flood"), the
     bot paced by its token bucket survives a burst of output, and the same bot without pacing
     is killed (so the test can fail);
@@ -155,8 +156,10 @@ def check_tls_errors(test, plain_port, untrusted, tls_port):
 
 def squash(lines):
     """The words of a list of lines, without any whitespace: equal for a text and the same text
-    split into shorter lines at spaces."""
-    return "".join("".join(line.split()) for line in lines)
+    split into shorter lines at spaces.  A hint to write privately is normalized here too, as
+    mh.normalize_private does for a whole line: a split line may cut it in two."""
+    text = "".join("".join(line.split()) for line in lines)
+    return re.sub(r"privately\((?:with/msg[^)]*|inyourdirectchatwithme)\)", "privately(HOW)", text)
 
 
 class Bot:
@@ -309,7 +312,7 @@ class MatchOnNgircd(IrcTestCase):
                 and m.params[0].lower() == CHANNEL]
         private = {}
         for name, c in people.items():
-            private[name] = [mh.normalize_head(plain(m.params[1])) for m in c.received
+            private[name] = [mh.normalize_private(plain(m.params[1])) for m in c.received
                              if m.command == "PRIVMSG" and m.nick == "cardroom" and len(m.params) == 2
                              and not m.params[0].startswith("#")]
         return room, private
@@ -413,9 +416,8 @@ class MatchOnNgircd(IrcTestCase):
         return c.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
                             and text in plain(m.params[1]), timeout=BOT_TIMEOUT, start=start)
 
-    def test_players_who_drop_off_keep_their_seats_then_the_table_pauses(self):
-        grace = 4
-        self.bot(self.settings(), timers="leave_grace = %d\n" % grace)
+    def four_at_a_match(self):
+        """The four players at a started 304 table, and a watcher in the channel; alice to bid."""
         watcher = self.client("watcher")
         watcher.join(CHANNEL)
         people = self.players()
@@ -426,6 +428,12 @@ class MatchOnNgircd(IrcTestCase):
             self.say(people[name], CHANNEL, "!join")
         self.say(people["alice"], CHANNEL, "!start")
         self.said(watcher, "alice (South): bid", 0)
+        return watcher, people
+
+    def test_players_who_drop_off_keep_their_seats_then_the_table_pauses(self):
+        grace = 4
+        self.bot(self.settings(), timers="leave_grace = %d\n" % grace)
+        watcher, people = self.four_at_a_match()
         start = len(watcher.received)
         # Two quit; two lose their connection, and the server says they quit.
         people["alice"].quit("off for tea")
@@ -465,16 +473,7 @@ class MatchOnNgircd(IrcTestCase):
     def test_a_seat_is_bound_to_the_nick_and_address_it_was_taken_from(self):
         # No grace: a leave the bot took for the seat's would make it away at once.
         bot = self.bot(self.settings(), timers="leave_grace = 0\n")
-        watcher = self.client("watcher")
-        watcher.join(CHANNEL)
-        people = self.players()
-        for c in people.values():
-            self.wait_bot_in(c)
-        self.say(people["alice"], CHANNEL, "!new 304")
-        for name in PLAYERS:
-            self.say(people[name], CHANNEL, "!join")
-        self.say(people["alice"], CHANNEL, "!start")
-        self.said(watcher, "alice (South): bid", 0)
+        watcher, people = self.four_at_a_match()
         # bob becomes robert in the channel: the seat follows him.
         bob = people["bob"]
         bob.nick("robert")
@@ -514,6 +513,27 @@ class MatchOnNgircd(IrcTestCase):
         self.say(bob, "cardroom", "!hand")
         self.hand_for(bob, "robert", start)
         self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_help_list_goes_as_private_notices(self):
+        """!help in the channel: one line there, and the list of commands to the asker by private
+        NOTICE (only for reading, never answered automatically), exactly the console's words."""
+        ref = mh.console_reference(mh.parse_script("alice> !help\n"))
+        self.assertEqual(len(ref.room), 1)
+        self.assertGreater(len(ref.private["alice"]), 20)
+        self.bot(self.settings())
+        alice = self.client("alice")
+        alice.join(CHANNEL)
+        self.wait_bot_in(alice)
+        self.say(alice, CHANNEL, "!help")
+        alice.wait_privmsg(sender="cardroom", target="alice", command="NOTICE",
+                           text=ref.private["alice"][-1], timeout=BOT_TIMEOUT)
+        mine = [m for m in alice.received if m.nick == "cardroom" and len(m.params) == 2
+                and m.params[0].lower() == "alice"]
+        self.assertEqual([m.command for m in mine], ["NOTICE"] * len(mine), "the list went as PRIVMSG")
+        self.assertEqual([mh.normalize_private(plain(m.params[1])) for m in mine], ref.private["alice"])
+        room = [plain(m.params[1]) for m in alice.received if m.nick == "cardroom" and m.command == "NOTICE"
+                and len(m.params) == 2 and m.params[0].lower() == CHANNEL]
+        self.assertEqual(room, ref.room)
 
     def test_long_multibyte_output_is_split_whole(self):
         # The bot's longest lines (~270 bytes) fit IRC's 512; a network that relays only 200-byte
@@ -707,7 +727,8 @@ class OnInspircd(IrcTestCase):
         watcher = self.client("w" + nick[-6:])
         watcher.join(CHANNEL)
         self.wait_bot_in(watcher, nick=nick)
-        # One command that makes a lot of output: help for every command, privately, 3 times.
+        # One command that makes a lot of output: help for every command, privately (as
+        # NOTICEs), 3 times.
         t0 = time.monotonic()
         for _ in range(3):
             self.say(watcher, nick, "!help")
@@ -719,7 +740,7 @@ class OnInspircd(IrcTestCase):
         got = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            got = [m for m in watcher.received if m.nick == "cardflood" and m.command == "PRIVMSG"]
+            got = [m for m in watcher.received if m.nick == "cardflood" and m.command in ("PRIVMSG", "NOTICE")]
             if len(got) >= 30 and time.monotonic() - t0 > 8:
                 break
             time.sleep(0.5)
