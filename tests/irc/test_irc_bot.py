@@ -427,7 +427,7 @@ class MatchOnNgircd(IrcTestCase):
         for name in PLAYERS:
             self.say(people[name], CHANNEL, "!join")
         self.say(people["alice"], CHANNEL, "!start")
-        self.said(watcher, "alice (South): bid", 0)
+        self.said(watcher, "alice (South) to bid", 0)
         return watcher, people
 
     def test_players_who_drop_off_keep_their_seats_then_the_table_pauses(self):
@@ -456,11 +456,13 @@ class MatchOnNgircd(IrcTestCase):
         self.say(bob, CHANNEL, "!back")
         back = self.said(watcher, "bob (East) is back.", start)
         self.assertGreater(back.time, pause.time)
-        turn = self.said(watcher, "bob (East): ", watcher.received.index(back))
+        turn = self.said(watcher, "bob (East) to bid", watcher.received.index(back))
         self.assertIn("pass", plain(turn.params[1]))
         self.say(bob, CHANNEL, "!pass")
-        self.said(watcher, "bob (East) passes.", watcher.received.index(turn))
-        self.said(watcher, ", away) ", watcher.received.index(turn))
+        passed = self.said(watcher, "bob (East) passes", watcher.received.index(turn) + 1)
+        watcher.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
+                           and re.match(r"\w+ \(\w+, away\) (passes|bids)", plain(m.params[1])),
+                           timeout=BOT_TIMEOUT, start=watcher.received.index(passed) + 1)
         notices = [plain(m.params[1]) for m in watcher.received[start:]
                    if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2]
         self.assertEqual(sum("pauses" in n for n in notices), 1, "\n".join(notices))
