@@ -13,8 +13,6 @@ CARDROOM_BIN picks the binary, so two builds can be compared on the same machine
 """
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "irc"))
 
 from ircservers import Client, NgircdServer  # noqa: E402
+from test_irc_bot import Bot, bot_binary  # noqa: E402  (one `cardroom run`: its config, database, log)
 
 CHANNELS = 4
 SECONDS = float(os.environ.get("BENCH_PACE_SECONDS", "60"))
@@ -40,19 +39,12 @@ def quantile(values, q):
 
 
 def main():
-    binary = os.environ.get("CARDROOM_BIN") or os.path.join(REPO, "build", "cardroom")
+    binary = bot_binary()
     server = NgircdServer(tls=False).start()
-    work = tempfile.mkdtemp(prefix="cardroom-bench-pace-")
     chans = ["#p%d" % i for i in range(CHANNELS)]
-    with open(os.path.join(work, "bench.ini"), "w") as f:
-        f.write("[bot]\nthreads = 2\n[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
-                "bot_delay_ms = 0\n[irc]\nserver = 127.0.0.1\nport = %d\ntls = false\nnick = cardroom\n"
-                "channels = %s\nflood_burst = 5\nflood_interval_ms = %d\n"
-                % (server.port, " ".join(chans), INTERVAL_MS))
-    log = open(os.path.join(work, "bot.log"), "wb")
-    bot = subprocess.Popen([binary, "run", "--config", os.path.join(work, "bench.ini"),
-                            "--db", os.path.join(work, "bench.db"), "--seed", "7"],
-                           stdout=log, stderr=log, cwd=work)
+    bot = Bot(tempfile.mkdtemp(prefix="cardroom-bench-pace-"),
+              {"server": "127.0.0.1", "port": server.port, "tls": "false", "nick": "cardroom",
+               "channels": " ".join(chans), "flood_burst": 5, "flood_interval_ms": INTERVAL_MS}).start()
     asked = []  # (channel index, time asked, time answered or None)
     try:
         people = []
@@ -100,12 +92,7 @@ def main():
         for t in threads:
             t.join(ANSWER_TIMEOUT + 5)
     finally:
-        bot.send_signal(signal.SIGTERM)
-        try:
-            bot.wait(30)
-        except subprocess.TimeoutExpired:
-            bot.kill()
-        log.close()
+        bot.stop()
         server.cleanup(kill=True)
     waits = [(got if got is not None else at + ANSWER_TIMEOUT) - at for _, at, got in asked]
     missing = sum(1 for _, _, got in asked if got is None)
