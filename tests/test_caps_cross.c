@@ -860,7 +860,7 @@ static void check_seat(caps_solver *w, const position *p, int s, tally *t, uint6
     o.s = s;
     o.ref = &ref;
     memcpy(o.sigma, id, sizeof id);
-    cr_assert(build_groups(&o, ~seen), "an unseen card has no place (hand %#" PRIx64 ", seat %d)", p->seed, s);
+    cr_assert(build_groups(&o, (CARDSET_ALL & ~seen)), "an unseen card has no place (hand %#" PRIx64 ", seat %d)", p->seed, s);
     permutations(&o, g304_cards_of(&p->st, s));
 
     /* the filters against the plain enumeration, when that is small */
@@ -869,14 +869,14 @@ static void check_seat(caps_solver *w, const position *p, int s, tally *t, uint6
         for (int j = 1; j <= o.g[i].size; j++) plain = plain * (k + j) / j;
     long plain_valid = -1;
     if (plain <= VERIFY_CAP) {
-        assign(&o, 0, ~seen);
+        assign(&o, 0, (CARDSET_ALL & ~seen));
         plain_valid = o.valid;
         o.valid = o.candidates = o.nodes = 0;
         o.aborted = 0;
     }
     o.filtered = 1;
     o.count_only = 1; /* first count: too many deals and the seat is skipped */
-    assign(&o, 0, ~seen);
+    assign(&o, 0, (CARDSET_ALL & ~seen));
     if (o.aborted) {
         t->skipped++;
         return;
@@ -885,7 +885,7 @@ static void check_seat(caps_solver *w, const position *p, int s, tally *t, uint6
     o.candidates = o.nodes = 0;
     o.search = 1;
     memo_reset();
-    assign(&o, 0, ~seen);
+    assign(&o, 0, (CARDSET_ALL & ~seen));
     cr_assert(!o.aborted, "the enumeration stopped (hand %#" PRIx64 ", seat %d)", p->seed, s);
     t->memo_checked += o.memo_checked;
     if (plain_valid >= 0) {

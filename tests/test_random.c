@@ -845,7 +845,7 @@ static void sim_check_knowledge(sim *S, const g304_state *st)
     for (int s = 0; s < G304_SEATS; s++) {
         caps_knowledge k;
         caps_knowledge_of(st, s, &k);
-        cardset_t seen = ~k.unseen;
+        cardset_t seen = CARDSET_ALL & ~k.unseen;
         /* Knowing too little matters only while the judge asks about this seat (a Caps call ends
          * that, and its shown cards are not in the set). */
         cardset_t must = g304_caps_open_for(st, s) ? S->known[s] : seen & S->known[s];
