@@ -32,6 +32,19 @@ static const char *const suit_white_symbols[SUIT_COUNT] = {"\xE2\x99\xA4", "\xE2
                                                             "\xE2\x99\xA2", "\xE2\x99\xA7"};
 static const char variation_selector[] = "\xEF\xB8\x8F";
 
+#define SUIT8(s) s, s, s, s, s, s, s, s
+#define SUITS32(base) SUIT8(base), SUIT8(base + 1), SUIT8(base + 2), SUIT8(base + 3)
+const uint8_t card_suit_of[256] = {
+    SUITS32(0), 0, 1, 2, 3, 4, 4, 4, 4, SUIT8(5), SUIT8(6), SUIT8(7), SUITS32(8), SUITS32(12), SUITS32(16),
+    SUITS32(20), SUITS32(24), SUITS32(28)};
+#define RANKS8 0, 1, 2, 3, 4, 5, 6, 7
+#define RANKS32 RANKS8, RANKS8, RANKS8, RANKS8
+const uint8_t card_rank_of[256] = {
+    RANKS32, RANK_6, RANK_6, RANK_6, RANK_6, 4, 5, 6, 7, RANKS8, RANKS8, RANKS8, RANKS32, RANKS32, RANKS32,
+    RANKS32, RANKS32, RANKS32};
+const cardset_t cardset_suit_of[SUIT_COUNT] = {
+    0xFFull | 1ull << 32, 0xFF00ull | 1ull << 33, 0xFF0000ull | 1ull << 34, 0xFF000000ull | 1ull << 35};
+
 int card_points(card_t c) { return c < CARD_IDS ? points_by_card[c] : 0; }
 int card_power(card_t c) { return c < CARD_IDS ? power_by_card[c] : -1; }
 

@@ -28,13 +28,18 @@ enum { RANK_7 = 0, RANK_8, RANK_9, RANK_T, RANK_J, RANK_Q, RANK_K, RANK_A, RANK_
 #define CARD_HIDDEN ((card_t)0xFE) /* a card lies there face down, unseen by this viewer */
 #define CARD_TEXT_MAX 16           /* enough for any card_pretty() text and its NUL */
 
+/* Suit and rank by id from tables (one load, as cheap as the shift of the 32-card pack);
+ * ids that are no card keep what they always gave (c >> 3, c & 7): no suit, no real rank. */
+extern const uint8_t card_suit_of[256], card_rank_of[256];
+/* The cards of a suit: its eight of the 32-card pack and its six (bit 32 + suit). */
+extern const cardset_t cardset_suit_of[SUIT_COUNT];
+
 #define CARD_MAKE(suit, rank) \
     ((card_t)((rank) == RANK_6 ? CARD_COUNT + (suit) : (suit) * 8 + (rank)))
-#define CARD_SUIT(c) ((int)(c) < CARD_COUNT ? (int)(c) >> 3 : (int)(c) & 3)
-#define CARD_RANK(c) ((int)(c) < CARD_COUNT ? (int)(c) & 7 : RANK_6)
+#define CARD_SUIT(c) ((int)card_suit_of[(uint8_t)(c)])
+#define CARD_RANK(c) ((int)card_rank_of[(uint8_t)(c)])
 #define CARDSET_BIT(c) ((cardset_t)1 << (c))
-/* The cards of a suit: its eight of the 32-card pack and its six (bit 32 + suit). */
-#define CARDSET_SUIT(suit) (((cardset_t)0xFFu << ((suit) * 8)) | ((cardset_t)1 << (CARD_COUNT + (suit))))
+#define CARDSET_SUIT(suit) (cardset_suit_of[(suit) & 3])
 #define CARDSET_ALL ((cardset_t)0xFFFFFFFFu)          /* the 32-card pack */
 #define CARDSET_SIXES ((cardset_t)0xFu << CARD_COUNT) /* the four sixes */
 

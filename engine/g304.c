@@ -40,10 +40,16 @@ static const char *mate(const g304_state *st) { return six(st) ? "your teammate"
 /* The name of the second bidding round: "eight-card", or "six-card" (R-SIX-B6). */
 static const char *round2(const g304_state *st) { return six(st) ? "six-card" : "eight-card"; }
 
+static int pack_of(const g304_state *st) { return six(st) ? CARD_IDS : CARD_COUNT; }
+/* Cards in a trick: every seat's, or in Partner Close Caps the maker's and his opponents'. */
+static int trick_cards(const g304_state *st) { return st->pcc ? seats_of(st) / 2 + 1 : seats_of(st); }
+/* The lowest card of a non-empty set (cardset_first() without the call, for the hot loops). */
+static card_t low_card(cardset_t s) { return (card_t)__builtin_ctzll(s); }
+
 int g304_seats(const g304_rules *r) { return r->players == 6 ? 6 : 4; }
 int g304_tricks(const g304_rules *r) { return r->players == 6 ? 6 : G304_TRICKS; }
 int g304_deck_size(const g304_rules *r) { return r->players == 6 ? CARD_IDS : CARD_COUNT; }
-int g304_trick_size(const g304_state *st) { return st->pcc ? seats_of(st) / 2 + 1 : seats_of(st); }
+int g304_trick_size(const g304_state *st) { return trick_cards(st); }
 
 static g304_code fail(g304_error *err, g304_code code, const char *fmt, ...)
 {
@@ -93,7 +99,7 @@ static g304_event *emit(g304_events *ev, int kind, int vis, int to, int seat)
 static void event_cards(g304_event *e, cardset_t s)
 {
     while (s && e->n < G304_TRICKS) {
-        e->cards[e->n++] = cardset_first(s);
+        e->cards[e->n++] = low_card(s);
         s &= s - 1;
     }
 }
@@ -404,7 +410,7 @@ static int spoilt_trumps(const g304_state *st)
 
 int g304_cards_played(const g304_state *st)
 {
-    int per = g304_trick_size(st), tricks = tricks_of(st);
+    int per = trick_cards(st), tricks = tricks_of(st);
     if (st->trick_no >= tricks) return tricks * per;
     return st->trick_no * per + st->tricks[st->trick_no].n;
 }
@@ -422,7 +428,7 @@ static int team_due(const g304_state *st, int team)
  * at `due`. Grace: until the first card of the next trick; strict: before any other card. */
 static int call_deadline(const g304_state *st, int due)
 {
-    int per = g304_trick_size(st);
+    int per = trick_cards(st);
     if (st->rules.caps == G304_CAPS_STRICT) return due;
     return (due / per) * per + per;
 }
@@ -444,7 +450,7 @@ static void judge_caps(g304_state *st)
         return;
     }
     int ct = team_of(st->caps_seat);
-    int at = st->caps_trick * g304_trick_size(st) + st->caps_cards;
+    int at = st->caps_trick * trick_cards(st) + st->caps_cards;
     int due = team_due(st, ct);
     if (st->call_verdict == G304_CALL_NOT_CERTAIN) {
         r->wrong_reason = G304_WRONG_EARLY;
@@ -754,7 +760,7 @@ static void do_play(g304_state *st, int seat, card_t card, int facedown, g304_ev
         e->cards[0] = card;
         e->n = 1;
     }
-    if (t->n == g304_trick_size(st))
+    if (t->n == trick_cards(st))
         finish_trick(st, ev);
     else
         st->to_act = (uint8_t)g304_next_seat(st, seat);
@@ -981,7 +987,7 @@ static g304_code check_trump(const g304_state *st, int seat, card_t card, g304_e
 {
     char one[CARD_TEXT_MAX];
     (void)seat;
-    if (card >= g304_deck_size(&st->rules)) return fail(err, G304_E_NOT_HELD, "that is not a card");
+    if (card >= pack_of(st)) return fail(err, G304_E_NOT_HELD, "that is not a card");
     if (!(st->hand[st->maker] & CARDSET_BIT(card)))
         return fail(err, G304_E_NOT_HELD, "you don't hold %s", card_pretty(card, one));
     if (st->bid_round != 8 && !(st->first4[st->maker] & CARDSET_BIT(card)))
@@ -1050,7 +1056,7 @@ static g304_code check_caps(const g304_state *st, int seat, const g304_action *a
     if (c) return c;
     cardset_t have = g304_cards_of(st, seat), listed = 0;
     for (int i = 0; i < a->n && i < G304_TRICKS; i++) {
-        if (a->order[i] >= g304_deck_size(&st->rules) || (listed & CARDSET_BIT(a->order[i]))) {
+        if (a->order[i] >= pack_of(st) || (listed & CARDSET_BIT(a->order[i]))) {
             listed = ~have; /* forces the message below */
             break;
         }
@@ -1116,14 +1122,14 @@ static void apply_spoilt(g304_state *st, int seat, g304_events *ev)
 
 static g304_code check_cut(const g304_state *st, int amount, g304_error *err)
 {
-    int last = g304_deck_size(&st->rules) - 1;
+    int last = pack_of(st) - 1;
     if (amount > last) return fail(err, G304_E_CUT, "the cut point is a number from 0 (no cut) to %d", last);
     return G304_OK;
 }
 
 static void apply_cut(g304_state *st, int seat, int at, g304_events *ev)
 {
-    int pack = g304_deck_size(&st->rules);
+    int pack = pack_of(st);
     card_t old[CARD_IDS];
     memcpy(old, st->deck, (size_t)pack);
     for (int i = 0; i < pack; i++) st->deck[i] = old[(i + at) % pack];
@@ -1203,7 +1209,7 @@ static g304_code check_move(const g304_state *st, int seat, const g304_action *a
     case G304_DO_PARTNER: return check_ask(st, seat, err);
     case G304_DO_TRUMP: return check_trump(st, seat, a->card, err);
     case G304_DO_PLAY:
-        if (a->card >= g304_deck_size(&st->rules)) return fail(err, G304_E_NOT_HELD, "that is not a card");
+        if (a->card >= pack_of(st)) return fail(err, G304_E_NOT_HELD, "that is not a card");
         return check_play(st, seat, a->card, facedown, err);
     }
     return fail(err, G304_E_PHASE, "unknown move");
@@ -1266,7 +1272,7 @@ int g304_legal(const g304_state *st, int seat, g304_action *out)
     }
     switch (st->phase) {
     case G304_PHASE_CUT:
-        for (int at = 0; at < g304_deck_size(&st->rules); at++) add(out, &n, G304_DO_CUT, 0, at);
+        for (int at = 0; at < pack_of(st); at++) add(out, &n, G304_DO_CUT, 0, at);
         break;
     case G304_PHASE_BID4:
     case G304_PHASE_BID8:
@@ -1285,11 +1291,11 @@ int g304_legal(const g304_state *st, int seat, g304_action *out)
         break;
     case G304_PHASE_TRUMP: /* the maker's cards, in card order */
         for (cardset_t h = st->hand[st->maker]; h; h &= h - 1)
-            if (check_trump(st, seat, cardset_first(h), NULL) == G304_OK) add(out, &n, G304_DO_TRUMP, cardset_first(h), 0);
+            if (check_trump(st, seat, low_card(h), NULL) == G304_OK) add(out, &n, G304_DO_TRUMP, low_card(h), 0);
         break;
     case G304_PHASE_PLAY: {
         for (cardset_t h = g304_cards_of(st, seat); h; h &= h - 1)
-            if (check_play(st, seat, cardset_first(h), &fd, NULL) == G304_OK) add(out, &n, G304_DO_PLAY, cardset_first(h), 0);
+            if (check_play(st, seat, low_card(h), &fd, NULL) == G304_OK) add(out, &n, G304_DO_PLAY, low_card(h), 0);
         if (check_open(st, seat, NULL) == G304_OK) add(out, &n, G304_DO_OPEN, 0, 0);
         break;
     }
