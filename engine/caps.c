@@ -175,6 +175,8 @@ struct caps_solver {
     card_t twin_above[CARD_IDS];
     int overflow;
     int slot_cap_int[SUIT_COUNT][16]; /* unseen face-down cards of finished tricks, by allowed suits */
+    int slot_total[SUIT_COUNT];       /* how many, and whether any is barred from a suit */
+    int slot_constrained[SUIT_COUNT];
     cs_state *set[G304_TRICKS + 1];
     int nset[G304_TRICKS + 1];
     seen_slot *seen[G304_TRICKS + 1];
@@ -246,15 +248,20 @@ static int suit_count(cardset_t set, int s)
  * "places accepting none of the set" are summed over subsets of its complement. */
 static int feasible(const caps_solver *w, const cs_state *x)
 {
-    int cap[16], total = 0;
+    int cap[16], total = w->slot_total[x->trump], constrained = w->slot_constrained[x->trump];
     memcpy(cap, w->slot_cap_int[x->trump], sizeof cap);
-    for (int p = 0; p < w->seats; p++)
-        if (p != w->viewer) cap[0xF & ~x->voids[p]] += x->count[p];
-    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1;
-    for (int m = 0; m < 16; m++) total += cap[m];
-    int per_suit[SUIT_COUNT], cards = 0;
-    for (int s = 0; s < SUIT_COUNT; s++) cards += per_suit[s] = suit_count(x->pool, s);
-    if (cards != total) return 0;
+    for (int p = 0; p < w->seats; p++) {
+        if (p == w->viewer || !x->count[p]) continue;
+        int m = 0xF & ~x->voids[p];
+        cap[m] += x->count[p];
+        total += x->count[p];
+        constrained |= m != 0xF;
+    }
+    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1, total++, constrained = 1;
+    if (count_bits((uint32_t)x->pool) + count_bits((uint32_t)(x->pool >> 32)) != total) return 0;
+    if (!constrained) return 1; /* every place takes every suit */
+    int per_suit[SUIT_COUNT];
+    for (int s = 0; s < SUIT_COUNT; s++) per_suit[s] = suit_count(x->pool, s);
     for (int b = 0; b < SUIT_COUNT; b++) /* cap[m] := places whose suits lie within m */
         for (int m = 0; m < 16; m++)
             if (m & (1 << b)) cap[m] += cap[m ^ (1 << b)];
@@ -828,10 +835,13 @@ static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state 
     x->fd = k->facedown;
     x->ind_at = k->indicator_at;
     memset(w->slot_cap_int[T], 0, sizeof w->slot_cap_int[T]);
+    w->slot_total[T] = k->nhidden;
+    w->slot_constrained[T] = 0;
     for (int i = 0; i < k->nhidden; i++) {
         int mask = 0xF & ~k->hidden_not[i];
         if (k->hidden_not_trump[i]) mask &= ~SUIT_BIT(T);
         w->slot_cap_int[T][mask]++;
+        w->slot_constrained[T] |= mask != 0xF;
     }
 }
 
@@ -975,23 +985,42 @@ static int survives(caps_solver *w, const cs_state *worlds, int k, int d)
     return 0;
 }
 
-/* Whether a few concrete worlds with greedy play already defeat every order: for positions of
- * the first belief set, an opponent is dealt the strongest unseen cards (trumps first), once
- * with every suit and once lacking each suit in turn (so that it can cut). */
-static int quickly_refuted(caps_solver *w)
+/* Whether a few concrete worlds with greedy play already defeat every order: for positions `from`
+ * (the first belief set, or the roots before it), an opponent is dealt the strongest unseen
+ * cards (trumps first), once with every suit and once lacking each suit in turn (so that it can
+ * cut). A world not yet at the seat's turn is played on greedily to it; if a trick is lost on the
+ * way, no order of the seat's cards can help. */
+static int quickly_refuted(caps_solver *w, const cs_state *from, int n)
 {
     cs_state worlds[QUICK_WORLDS];
     int k = 0;
-    int states = w->nset[0] < QUICK_STATES ? w->nset[0] : QUICK_STATES;
+    int states = n < QUICK_STATES ? n : QUICK_STATES;
     for (int i = 0; i < states; i++) {
         for (int o = 1; o < w->seats; o += 2) {
             for (int v = -1; v < SUIT_COUNT && k < QUICK_WORLDS; v++) {
-                if (v == w->set[0][i].trump) continue;
-                if (deal_world(w, &w->set[0][i], (w->viewer + o) % w->seats, v, &worlds[k])) k++;
+                if (v == from[i].trump || !deal_world(w, &from[i], (w->viewer + o) % w->seats, v, &worlds[k])) continue;
+                if (worlds[k].to_act != w->viewer && greedy_to_turn(w, &worlds[k]) == 0) return 1;
+                if (worlds[k].to_act == w->viewer) k++;
             }
         }
     }
     return k > 0 && !survives(w, worlds, k, 0);
+}
+
+/* The first belief set could not be built whole: up to five players move before the seat's first
+ * turn at a six-player table, and their choices can overflow it or the budget. The positions it
+ * holds are real ones, so if no order of the seat's cards wins even for them, none wins for all:
+ * Caps is not certain. Tried with the quick refutation, then a search with a fresh budget. (At
+ * four seats such a check stays "unknown", as it always was: a judged hand replays the same.) */
+static int refuted_in_part(caps_solver *w)
+{
+    if (w->nset[0] == 0) return 0;
+    long budget = w->budget;
+    w->overflow = 0;
+    w->budget = w->nodes + budget;
+    int refuted = (w->quick && quickly_refuted(w, w->set[0], w->nset[0])) || solve(w, 0) == 0;
+    w->budget = budget;
+    return refuted;
 }
 
 static int valid_fixed(cardset_t own, const card_t *fixed, int n)
@@ -1046,10 +1075,13 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     }
     if (w->nroots == 0) return CAPS_UNKNOWN; /* no world fits what the seat saw: never blame anyone */
     if (every_first_card_beaten(w)) return CAPS_NOT_CERTAIN;
+    /* Six players: up to five others move before the seat's first turn and their choices multiply
+     * the first belief set, so dealt worlds are tried from the roots before it is built. */
+    if (w->seats == 6 && w->quick && quickly_refuted(w, w->roots, w->nroots)) return CAPS_NOT_CERTAIN;
     for (int i = 0; i < w->nroots; i++) {
         cs_state *x = &w->roots[i];
         int r = x->to_act == w->viewer ? add_state(w, x, 0) : adv(w, x, 0);
-        if (r < 0) return CAPS_UNKNOWN;
+        if (r < 0) return w->seats == 6 && refuted_in_part(w) ? CAPS_NOT_CERTAIN : CAPS_UNKNOWN;
         if (r == 0) return CAPS_NOT_CERTAIN;
     }
     /* Most positions are settled by a short search; for the rest a few dealt worlds often prove
@@ -1059,7 +1091,7 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     int r = solve(w, 0);
     w->budget = budget;
     if (r < 0 && w->nodes < budget) {
-        if (w->quick && quickly_refuted(w)) return CAPS_NOT_CERTAIN;
+        if (w->quick && quickly_refuted(w, w->set[0], w->nset[0])) return CAPS_NOT_CERTAIN;
         w->overflow = 0;
         r = solve(w, 0);
     }
