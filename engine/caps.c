@@ -1023,6 +1023,63 @@ static int refuted_in_part(caps_solver *w)
     return refuted;
 }
 
+/* The strongest card of a set (by card_power; sets of one suit), CARD_NONE if empty. */
+static card_t strongest(cardset_t s)
+{
+    card_t best = CARD_NONE;
+    for (; s; s &= s - 1)
+        if (best == CARD_NONE || card_power(cardset_first(s)) > card_power(best)) best = cardset_first(s);
+    return best;
+}
+
+/* A claim that needs no search, for six players: the seat is on lead at the start of a trick,
+ * knows the trump (its own, or open), and every card it holds beats every card of its suit the
+ * others may hold, with trumps enough to draw every trump any one of them may hold. Leading its
+ * trumps and then its side cards wins every trick: each trump lead is the highest trump, the
+ * others must follow while they have trumps, and then nobody can cut the side cards. The maker's
+ * call shows a face-down indicator, which then counts as a card of his hand (as in root_state).
+ * The search proves the same, but five others to play around make its belief sets too large.
+ * Writes such an order (or checks the fixed one: trumps first, then the rest) and returns its
+ * length; 0 if the claim does not hold. */
+static int top_cards_claim(const caps_solver *w, const caps_knowledge *k, const card_t *fixed, card_t *order)
+{
+    if (k->n != 0 || k->to_act != w->viewer || __builtin_popcount(k->trumps) != 1) return 0;
+    int T = __builtin_ctz(k->trumps);
+    cardset_t mine = k->own, others = k->unseen, trumps = CARDSET_SUIT(T);
+    for (int p = 0; p < w->seats; p++) others |= k->held[p];
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        cardset_t h = mine & CARDSET_SUIT(s), o = others & CARDSET_SUIT(s);
+        if (!h || !o) continue;
+        card_t weakest = CARD_NONE;
+        for (cardset_t x = h; x; x &= x - 1)
+            if (weakest == CARD_NONE || card_power(cardset_first(x)) < card_power(weakest)) weakest = cardset_first(x);
+        if (card_power(weakest) < card_power(strongest(o))) return 0;
+    }
+    int ntrumps = cardset_count(mine & trumps), most = 0; /* the most trumps one other seat may hold */
+    for (int p = 0; p < w->seats; p++) {
+        if (p == w->viewer) continue;
+        int t = cardset_count(k->held[p] & trumps);
+        if (!(k->voids[p] & SUIT_BIT(T))) t += k->count[p];
+        if (t > most) most = t;
+    }
+    if (most > cardset_count(others & trumps)) most = cardset_count(others & trumps);
+    if ((mine & ~trumps) && ntrumps < most) return 0;
+    int n = 0;
+    for (cardset_t x = mine & trumps; x; x &= x - 1) order[n++] = cardset_first(x);
+    for (cardset_t x = mine & ~trumps; x; x &= x - 1) order[n++] = cardset_first(x);
+    for (int i = 1; i < n; i++) /* the strongest trump first, as people claim (any order of them wins) */
+        for (int j = i; j > 0 && j < ntrumps && card_power(order[j]) > card_power(order[j - 1]); j--) {
+            card_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    if (!fixed) return n;
+    for (int i = 0; i < n; i++) /* the fixed order: all the trumps, then the rest */
+        if ((CARD_SUIT(fixed[i]) == T) != (i < ntrumps)) return 0;
+    memcpy(order, fixed, (size_t)n);
+    return n;
+}
+
 static int valid_fixed(cardset_t own, const card_t *fixed, int n)
 {
     cardset_t seen = 0;
@@ -1058,6 +1115,7 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     w->bid250 = k.bid250;
     w->ind_card = seat == st->maker ? st->indicator : CARD_NONE;
     w->fixed = fixed;
+    if (w->seats == 6 && (*n = top_cards_claim(w, &k, fixed, order)) > 0) return CAPS_CERTAIN;
     find_twins(w, st, &k);
     clear_set(w, 0);
     w->nroots = 0;
