@@ -43,7 +43,7 @@
  *
  * Environment: CARDROOM_CROSS_SEED (run seed, default 304), CARDROOM_CROSS_CHECKS (checks to
  * reach, default 1500), CARDROOM_CROSS_CERTAIN (certain checks to reach, default 300),
- * CARDROOM_CROSS_CHECKS6 and CARDROOM_CROSS_CERTAIN6 (the same for six players, defaults 400 and
+ * CARDROOM_CROSS_CHECKS6 and CARDROOM_CROSS_CERTAIN6 (the same for six players, defaults 300 and
  * 60), CARDROOM_CROSS_HAND with CARDROOM_CROSS_PLAYERS (check only the hand with this seed, as
  * printed with a mismatch). */
 #include <criterion/criterion.h>
@@ -297,7 +297,7 @@ static int gen_position(uint64_t seed, int players, position *p)
     int keep_closed = rng_chance(&r, 30); /* nobody cuts by choice: face-down throw-aways instead */
     /* four players: trick 6, 7 or 8; six players: trick 5 or 6 (two cards or one left) */
     int stop_trick = p->seats == 4 ? 5 + (rng_chance(&r, 60) ? 0 : rng_chance(&r, 70) ? 1 : 2)
-                                   : 4 + (rng_chance(&r, 50) ? 0 : 1);
+                                   : 4 + (rng_chance(&r, 40) ? 0 : 1);
     int stop_cards = rng_chance(&r, 40) ? 0 : (int)rng_below(&r, (uint32_t)p->seats);
     int random_pct = 10 + (int)rng_below(&r, 25);
 
@@ -1050,5 +1050,5 @@ Test(caps_cross, brute_force)
 
 Test(caps_cross, six_players)
 {
-    cross_check(6, env_long("CARDROOM_CROSS_CHECKS6", 400), env_long("CARDROOM_CROSS_CERTAIN6", 60));
+    cross_check(6, env_long("CARDROOM_CROSS_CHECKS6", 300), env_long("CARDROOM_CROSS_CERTAIN6", 60));
 }
