@@ -317,9 +317,10 @@ static void slots_sweep(core *c)
 /* ---- the backlog: messages written but not yet delivered, at their network's pace ----
  * A message costs what the adapter's pace_ms says when it is written; the cost counts for its
  * room and network until the adapter reports it delivered. Computer players wait while either
- * sum is over its limit (schedule), and the tables that wait are asked again whenever a
- * delivery shortens a backlog. Messages that cost nothing (the console) are not kept, so a
- * network without a pace plays exactly as fast as before. */
+ * sum is over its limit, or their room has a few messages waiting (schedule); each delivery
+ * lets one waiting table go on, and since every move says something, its move is delivered in
+ * turn and wakes the next. Messages that cost nothing (the console) are not kept, so a network
+ * without a pace plays exactly as fast as before. */
 
 static int schedule(core *c, slot *s);
 
