@@ -79,6 +79,22 @@ static int64_t now_ms(core *c)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A monotonic clock for timing the core's own calls (ns). */
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Ends the timing of one core_batch() or core_tick() call begun at t0; passes rc through. */
+static int timed(core *c, int64_t t0, int rc)
+{
+    int64_t took = mono_ns() - t0;
+    if (took > c->stats.slowest_ns) c->stats.slowest_ns = took;
+    return rc;
+}
+
 static void *grow(void *p, int *cap, int need, size_t size)
 {
     if (need <= *cap) return p;
@@ -172,6 +188,9 @@ core *core_new(const core_options *o, char *err, size_t errlen)
 void core_free(core *c)
 {
     if (!c) return;
+    if (c->stats.slowest_ns)
+        logf_(c, CORE_LOG_INFO, "the longest core_batch or core_tick call took %.1f ms",
+              (double)c->stats.slowest_ns / 1e6);
     work_free(c->w);
     caps_solver_free(c->judge);
     for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
@@ -543,7 +562,7 @@ static void after_commit(core *c)
     slots_sweep(c);
 }
 
-int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
+static int batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
 {
     if (c->broken) return -1;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
@@ -564,6 +583,12 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
     c->stats.batches++;
     after_commit(c);
     return 0;
+}
+
+int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
+{
+    int64_t t0 = mono_ns();
+    return timed(c, t0, batch(c, net, ev, n, position));
 }
 
 /* ---- computer answers and timers ---- */
@@ -596,7 +621,7 @@ static int run_timers(core *c, int64_t now)
     return 0;
 }
 
-int core_tick(core *c)
+static int tick(core *c)
 {
     if (c->broken) return -1;
     int64_t now = now_ms(c);
@@ -630,6 +655,12 @@ int core_tick(core *c)
     c->stats.batches++;
     after_commit(c);
     return done;
+}
+
+int core_tick(core *c)
+{
+    int64_t t0 = mono_ns();
+    return timed(c, t0, tick(c));
 }
 
 /* ---- the outbox ---- */

@@ -84,6 +84,8 @@ typedef struct {
     int64_t moves;        /* journal entries written */
     int64_t messages;     /* messages queued */
     int64_t batches;      /* transactions committed */
+    int64_t slowest_ns;   /* the longest core_batch() or core_tick() call (wall clock): the
+                             longest the adapter's loop was kept from its network */
     int tables;           /* open tables in memory */
 } core_stats;
 void core_stats_of(core *c, core_stats *s);
