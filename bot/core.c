@@ -28,11 +28,27 @@
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
 
+typedef enum { TASK_EVENT, TASK_SETTLE, TASK_ANSWER } task_kind;
+
+/* Work held at a table that waits for a search (see "Tables that wait for a search"). */
 typedef struct {
-    table t;
+    task_kind kind;
+    int64_t inbox;        /* its row in the store's inbox (EVENT, SETTLE; 0: not stored yet) */
+    adapter_event ev;     /* EVENT (its strings are owned while it is held) */
+    work_job *job;        /* ANSWER: a computer player's answer */
+} task;
+
+typedef struct {
+    table t;              /* first: a table's search finds its slot from the table */
     int job_pending;
     int64_t job_seq;
     int dirty;
+    task *tasks;          /* held while the first waits for a search; none: the table is free */
+    int ntasks, ctasks;
+    table_question *answers; /* searches answered for the first task, in the order it asks */
+    int64_t *answer_seq;  /* the table's position when each was asked */
+    int nanswers, canswers, cseqs;
+    int held_now;         /* events were held in this batch: follow-ups come after them */
 } slot;
 
 struct core {
@@ -53,9 +69,14 @@ struct core {
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
     int64_t next_deadline;
+    slot *unit;               /* the slot whose task is being done: its searches may wait */
+    int asked;                /* searches that task asked so far */
+    int missed;               /* one went to a worker: the task is undone */
     int broken;
     core_stats stats;
 };
+
+static void slot_free(slot *s);
 
 /* ---- small helpers ---- */
 
@@ -150,6 +171,37 @@ static const char *env_room(void *ctx, const char *room, char *buf, size_t len)
     return a && a->room_name ? a->room_name(a->ctx, room, buf, len) : NULL;
 }
 
+/* A table's search: at once with no worker threads, or for a table whose task is not being
+ * done (a rebuild, a restore); answered already when the task asked it before (the same
+ * question in the same order at the same journal position: the task runs again from the same
+ * table); else it goes to a worker and the task is undone (see "Tables that wait"). */
+static int env_search(void *ctx, const table *t, table_question *q, table_search fn)
+{
+    core *c = ctx;
+    slot *s = (slot *)t; /* the table is the slot's first member */
+    if (c->o.config->threads <= 0 || s != c->unit) {
+        fn(q, c->judge);
+        return 1;
+    }
+    int k = c->asked++;
+    if (k < s->nanswers && s->answer_seq[k] == t->seq) {
+        *q = s->answers[k];
+        return 1;
+    }
+    if (c->missed) return 0;
+    c->missed = 1;
+    s->nanswers = k; /* answers after this one were to other questions */
+    work_job *j = calloc(1, sizeof *j);
+    if (!j) abort();
+    j->table = t->id;
+    j->seq = t->seq;
+    j->search = fn;
+    j->q = *q;
+    if (work_submit(c->w, j) != 0) abort(); /* out of memory: the table could never go on */
+    free(j);
+    return 0;
+}
+
 static const table_env *env_for(core *c, const char *net)
 {
     const adapter *a = net_of(c, net);
@@ -176,6 +228,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
         return NULL;
     }
     c->env.judge = c->judge;
+    c->env.search = env_search;
     c->env.seed = env_seed;
     c->env.display_name = env_name;
     c->env.room_name = env_room;
@@ -193,7 +246,7 @@ void core_free(core *c)
               (double)c->stats.slowest_ns / 1e6);
     work_free(c->w);
     caps_solver_free(c->judge);
-    for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
+    for (int i = 0; i < c->nslots; i++) slot_free(c->slots[i]);
     free(c->slots);
     free(c->held);
     if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
@@ -263,6 +316,31 @@ static slot *slot_of_player(core *c, const char *net, const char *user)
     return best;
 }
 
+static void task_free(task *w)
+{
+    free((char *)w->ev.room);
+    free((char *)w->ev.sender);
+    free((char *)w->ev.text);
+    free(w->job);
+}
+
+static void slot_free(slot *s)
+{
+    for (int i = 0; i < s->ntasks; i++) task_free(&s->tasks[i]);
+    free(s->tasks);
+    free(s->answers);
+    free(s->answer_seq);
+    free(s);
+}
+
+/* The table an event acts on (NULL: none): the room's, or for a private message the one
+ * where the sender sits. */
+static slot *slot_for_event(core *c, const char *net, const adapter_event *e)
+{
+    if (e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room)) return slot_of_player(c, net, e->sender);
+    return e->room ? slot_of_room(c, net, e->room) : NULL;
+}
+
 static slot *slot_add(core *c)
 {
     slot *s = calloc(1, sizeof *s);
@@ -276,8 +354,9 @@ static void slots_sweep(core *c)
 {
     int k = 0;
     for (int i = 0; i < c->nslots; i++) {
-        if (c->slots[i]->t.over && !c->slots[i]->job_pending) free(c->slots[i]);
-        else c->slots[k++] = c->slots[i];
+        slot *s = c->slots[i];
+        if (s->t.over && !s->job_pending && !s->ntasks) slot_free(s);
+        else c->slots[k++] = s;
     }
     c->nslots = k;
 }
@@ -316,6 +395,10 @@ static int write_out(core *c, slot *s, table_out *o)
 
 static int write_and_clear(core *c, slot *s, table_out *o)
 {
+    if (c->missed) { /* undone: it waits for a search */
+        table_out_clear(o);
+        return 0;
+    }
     int rc = write_out(c, s, o);
     table_out_clear(o);
     return rc;
@@ -490,7 +573,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
     cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
     if (m.kind == CMD_NONE) return 0;
-    slot *s = q.is_private ? slot_of_player(c, net, e->sender) : slot_of_room(c, net, e->room);
+    slot *s = slot_for_event(c, net, e);
     switch (m.kind) {
     case CMD_BAD: return answer(&q, "%s", m.err);
     case CMD_NEW: return do_new(c, &q, &m);
@@ -534,24 +617,210 @@ static int fail_store(core *c, const char *what)
     return -1;
 }
 
-static int settle_dirty(core *c)
+/* ---- tables that wait for a search ----
+ *
+ * A move that needs the Caps judge's search (most moves do not) is judged on a worker thread,
+ * and the loop goes on with the other tables meanwhile. The task that led to the move — an
+ * event, the follow-ups after a batch, a computer player's answer — is undone (the table is a
+ * plain struct, put back as it was before the task) and held first in the table's queue; what
+ * comes for that table later waits behind it, in order. When the answer comes, the queue is
+ * done in order, each task again from the start with the search now answered at once: the
+ * same entries, words, scores and verdicts as with the judge on the loop, and the move with
+ * its words in one transaction. Held events and follow-ups are rows of the store's inbox too,
+ * written in the transaction that holds them and removed in the one that does them, so a crash
+ * neither loses nor repeats them: core_restore() does what the inbox holds (searching at
+ * once). A computer player's held answer is not stored: after a restart the computer thinks
+ * again from the same seed. With no worker threads every search runs at once. */
+
+static const char *const event_words[] = {[ADAPTER_MESSAGE] = "message", [ADAPTER_LEAVE] = "leave"};
+
+/* What an event does; those without a word in event_words do nothing. */
+static int handle_event(core *c, const char *net, const adapter_event *e)
 {
+    if (e->kind == ADAPTER_MESSAGE && e->text) return handle_message(c, net, e);
+    if (e->kind == ADAPTER_LEAVE) return handle_leave(c, net, e);
+    return 0;
+}
+
+/* The table waiting for a search (other than except) that event e must queue behind: the
+ * one in its room; for a private message, one where the sender sits. */
+static slot *holder(core *c, const char *net, const adapter_event *e, const slot *except)
+{
+    int private = e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room);
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        if (!s->dirty) continue;
-        if (settle(c, s) != 0) return -1;
+        if (!s->ntasks || s == except || strcmp(s->t.net, net) != 0) continue;
+        if (private ? table_seat_of(&s->t, e->sender) >= 0 : e->room && strcmp(s->t.room, e->room) == 0) return s;
+    }
+    return NULL;
+}
+
+/* A computer player's answer, as the table takes it (a stale one is dropped; !ok: a legal
+ * move). */
+static int computer_move(core *c, slot *s, const work_job *j)
+{
+    table_out o = {0};
+    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &j->q, j->ok, &o);
+    return write_and_clear(c, s, &o);
+}
+
+/* Does task w at s, undoing it when a search it needs goes to a worker. Returns 0 when done,
+ * 1 when it waits (the table is as it was before), -1 when the store failed. */
+static int attempt(core *c, slot *s, const char *net, const task *w)
+{
+    table before = s->t;
+    c->unit = s;
+    c->asked = 0;
+    c->missed = 0;
+    int rc = w->kind == TASK_EVENT ? handle_event(c, net, &w->ev)
+             : w->kind == TASK_SETTLE ? settle(c, s)
+                                      : computer_move(c, s, w->job);
+    c->unit = NULL;
+    if (rc != 0 || !c->missed) return rc;
+    c->missed = 0;
+    s->t = before;
+    return 1;
+}
+
+static char *dup_or_null(const char *text)
+{
+    if (!text) return NULL;
+    char *d = strdup(text);
+    if (!d) abort();
+    return d;
+}
+
+/* Holds a copy of w at the end of s's queue (first: at its head), storing it in the inbox. */
+static int hold(core *c, slot *s, const char *net, const task *w, int first)
+{
+    task h = *w;
+    if (w->kind == TASK_EVENT) {
+        h.ev.room = dup_or_null(w->ev.room);
+        h.ev.sender = dup_or_null(w->ev.sender);
+        h.ev.text = dup_or_null(w->ev.text);
+        s->held_now = 1;
+    } else if (w->kind == TASK_ANSWER) {
+        h.job = malloc(sizeof *h.job);
+        if (!h.job) abort();
+        *h.job = *w->job;
+    }
+    if (w->kind != TASK_ANSWER) {
+        int rc;
+        if (h.inbox) {
+            rc = store_inbox_move(c->o.db, h.inbox, s->t.id);
+        } else {
+            store_inbox row = {.table = s->t.id, .text = h.ev.text, .is_private = h.ev.is_private,
+                               .moderator = h.ev.moderator};
+            snprintf(row.net, sizeof row.net, "%s", net);
+            snprintf(row.what, sizeof row.what, "%s", w->kind == TASK_SETTLE ? "settle" : event_words[h.ev.kind]);
+            snprintf(row.room, sizeof row.room, "%s", h.ev.room ? h.ev.room : "");
+            snprintf(row.user, sizeof row.user, "%s", h.ev.sender ? h.ev.sender : "");
+            rc = store_inbox_add(c->o.db, &row, &h.inbox);
+        }
+        if (rc != 0) {
+            task_free(&h);
+            return -1;
+        }
+    }
+    s->tasks = grow(s->tasks, &s->ctasks, s->ntasks + 1, sizeof *s->tasks);
+    int at = first ? 0 : s->ntasks;
+    memmove(&s->tasks[at + 1], &s->tasks[at], (size_t)(s->ntasks - at) * sizeof *s->tasks);
+    s->tasks[at] = h;
+    s->ntasks++;
+    return 0;
+}
+
+/* Task w for table s: held behind the queue s has, else done now (and held first if it
+ * waits). A task from an inbox row keeps the row, which goes when the task is done. */
+static int take_task(core *c, slot *s, const char *net, const task *w)
+{
+    if (s->ntasks) return hold(c, s, net, w, 0);
+    int rc = attempt(c, s, net, w);
+    if (rc > 0) return hold(c, s, net, w, 1);
+    if (rc == 0 && w->inbox) rc = store_inbox_done(c->o.db, w->inbox);
+    return rc;
+}
+
+/* An event from an adapter: behind a table that waits, or done now. */
+static int take_event(core *c, const char *net, const adapter_event *e)
+{
+    if (e->kind >= (int)(sizeof event_words / sizeof *event_words) || !event_words[e->kind]) return 0;
+    slot *s = holder(c, net, e, NULL);
+    if (!s) s = slot_for_event(c, net, e);
+    if (!s) return handle_event(c, net, e);
+    task w = {.kind = TASK_EVENT, .ev = *e};
+    return take_task(c, s, net, &w);
+}
+
+/* A search answered for s's first task: the queue is done in order until a task waits again. */
+static int run_queue(core *c, slot *s)
+{
+    while (s->ntasks > 0) {
+        task w = s->tasks[0];
+        memmove(&s->tasks[0], &s->tasks[1], (size_t)(s->ntasks - 1) * sizeof *s->tasks);
+        s->ntasks--;
+        slot *to = s;
+        if (w.kind == TASK_EVENT) { /* it may now belong to another table (a private message) */
+            slot *h = holder(c, s->t.net, &w.ev, s);
+            to = h ? h : slot_for_event(c, s->t.net, &w.ev);
+            if (!to) to = s;
+        }
+        int rc;
+        if (to != s) {
+            rc = take_task(c, to, s->t.net, &w);
+            task_free(&w);
+        } else if ((rc = attempt(c, s, s->t.net, &w)) > 0) {
+            s->ntasks++; /* it waits again, still first */
+            memmove(&s->tasks[1], &s->tasks[0], (size_t)(s->ntasks - 1) * sizeof *s->tasks);
+            s->tasks[0] = w;
+            return 0;
+        } else {
+            if (rc == 0 && w.inbox) rc = store_inbox_done(c->o.db, w.inbox);
+            task_free(&w);
+            s->nanswers = 0;
+        }
+        if (rc < 0) return -1;
     }
     return 0;
 }
 
-/* After a commit: computer players asked to move, turn clocks started, timers rescheduled. */
+/* A search's answer from a worker. */
+static int take_search(core *c, const work_job *j)
+{
+    slot *s = slot_of_id(c, j->table);
+    if (!s || !s->ntasks) return 0;
+    int k = s->nanswers;
+    s->answers = grow(s->answers, &s->canswers, k + 1, sizeof *s->answers);
+    s->answer_seq = grow(s->answer_seq, &s->cseqs, k + 1, sizeof *s->answer_seq);
+    s->answers[k] = j->q;
+    s->answer_seq[k] = j->seq;
+    s->nanswers++;
+    return run_queue(c, s);
+}
+
+/* The follow-ups after a batch or tick, for every table that moved or held events in it. */
+static int settle_dirty(core *c)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        int due = s->dirty || s->held_now;
+        s->held_now = 0;
+        if (!due || (s->ntasks && s->tasks[s->ntasks - 1].kind == TASK_SETTLE)) continue;
+        task w = {.kind = TASK_SETTLE};
+        if (take_task(c, s, s->t.net, &w) != 0) return -1;
+    }
+    return 0;
+}
+
+/* After a commit: computer players asked to move, turn clocks started, timers rescheduled (a
+ * table that waits for a search stays dirty until it is free). */
 static void after_commit(core *c)
 {
     const cfg *k = c->o.config;
     int64_t now = now_ms(c);
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        if (!s->dirty) continue;
+        if (!s->dirty || s->ntasks) continue;
         s->dirty = 0;
         schedule(c, s);
         table_note_turn(&s->t, now);
@@ -573,8 +842,7 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
             logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
             continue;
         }
-        if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text) rc = handle_message(c, net, &ev[i]);
-        else if (ev[i].kind == ADAPTER_LEAVE) rc = handle_leave(c, net, &ev[i]);
+        rc = take_event(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
@@ -600,9 +868,8 @@ static int apply_answer(core *c, const work_job *j)
     if (s->job_pending > 0) s->job_pending--;
     s->dirty = 1; /* re-ask if the answer came too late */
     if (s->t.over) return 0;
-    table_out o = {0};
-    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &j->q, j->ok, &o); /* !ok: a legal move */
-    return write_and_clear(c, s, &o);
+    task w = {.kind = TASK_ANSWER, .job = (work_job *)j};
+    return take_task(c, s, s->t.net, &w);
 }
 
 static int run_timers(core *c, int64_t now)
@@ -612,6 +879,7 @@ static int run_timers(core *c, int64_t now)
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
         table_out o = {0};
+        if (s->ntasks) continue; /* its timers run once it is free */
         int64_t at = table_timers(&s->t, env_for(c, s->t.net), now, (int64_t)k->remind_after * 1000,
                                   (int64_t)k->idle_takeover * 1000, (int64_t)k->table_idle_close * 1000, &o);
         if (at < next) next = at;
@@ -626,18 +894,24 @@ static int tick(core *c)
     if (c->broken) return -1;
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
-    int n = work_take(c->w, got, TAKE_CHUNK);
+    int n = work_take(c->w, got, TAKE_CHUNK), searched = 0;
     for (int i = 0; i < n; i++) {
+        if (got[i].search) {
+            got[searched++] = got[i]; /* answered searches stay in got, first */
+            continue;
+        }
         c->held = grow(c->held, &c->cheld, c->nheld + 1, sizeof *c->held);
         c->held[c->nheld++] = got[i];
     }
     int due = 0;
     for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
     int marks = c->ndelivered && now - c->delivered_since >= DELIVERED_DELAY_MS;
-    if (!due && now < c->next_deadline && !marks) return 0;
+    if (!searched && !due && now < c->next_deadline && !marks) return 0;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
-    int k = 0, done = 0;
+    for (int i = 0; i < searched; i++)
+        if (take_search(c, &got[i]) != 0) return fail_store(c, "a judged move");
+    int k = 0, done = searched;
     for (int i = 0; i < c->nheld; i++) {
         if (c->held[i].not_before > now) {
             c->held[k++] = c->held[i];
@@ -835,12 +1109,63 @@ static int restore_one(core *c, const store_table *row)
     return rc;
 }
 
+typedef struct {
+    int n, cap;
+    store_inbox *rows; /* text malloc'd */
+} inbox_list;
+
+static int collect_inbox(void *ctx, const store_inbox *row)
+{
+    inbox_list *l = ctx;
+    l->rows = grow(l->rows, &l->cap, l->n + 1, sizeof *l->rows);
+    l->rows[l->n] = *row;
+    l->rows[l->n++].text = dup_or_null(row->text);
+    return 0;
+}
+
+/* One held row done as it would have been done had the bot not stopped (a search runs at once). */
+static int restore_task(core *c, const store_inbox *row)
+{
+    slot *s = slot_of_id(c, row->table);
+    if (strcmp(row->what, "settle") == 0) return s ? settle(c, s) : 0;
+    adapter_event e = {.room = row->room[0] ? row->room : NULL, .sender = row->user, .text = row->text,
+                       .is_private = row->is_private, .moderator = row->moderator};
+    for (size_t k = 0; k < sizeof event_words / sizeof *event_words; k++)
+        if (event_words[k] && strcmp(row->what, event_words[k]) == 0) {
+            e.kind = (adapter_event_kind)k;
+            return handle_event(c, row->net, &e);
+        }
+    logf_(c, CORE_LOG_WARN, "held work \"%s\" for table %" PRId64 " is unknown and was dropped", row->what, row->table);
+    return 0;
+}
+
+/* What tables held for the judge when the bot stopped, done in order in one transaction. */
+static int restore_inbox(core *c)
+{
+    inbox_list l = {0};
+    int rc = store_inbox_each(c->o.db, collect_inbox, &l);
+    if (rc == 0 && l.n) {
+        rc = store_begin(c->o.db);
+        for (int i = 0; rc == 0 && i < l.n; i++) {
+            rc = restore_task(c, &l.rows[i]);
+            if (rc == 0) rc = store_inbox_done(c->o.db, l.rows[i].id);
+        }
+        rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+        if (rc == 0) logf_(c, CORE_LOG_INFO, "did the %d event%s and follow-ups tables held for the Caps judge", l.n,
+                           l.n == 1 ? "" : "s");
+    }
+    for (int i = 0; i < l.n; i++) free((char *)l.rows[i].text);
+    free(l.rows);
+    return rc;
+}
+
 int core_restore(core *c)
 {
     table_list l = {0};
     int rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
+    if (rc == 0) rc = restore_inbox(c);
     if (rc != 0) {
         logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
         return -1;
