@@ -16,6 +16,7 @@ typedef enum {
     ADAPTER_MESSAGE = 0, /* text from sender, in room or (is_private) to the bot directly */
     ADAPTER_JOIN,        /* sender joined room */
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
+    ADAPTER_GONE,        /* the bot itself left room, or was kicked or banned from it (sender: the bot) */
 } adapter_event_kind;
 
 typedef struct {
@@ -48,6 +49,10 @@ typedef struct {
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
+    /* Makes the bot leave room (a bot admin's "!admin leave"); the network reports it back as
+     * ADAPTER_GONE. Returns 0 when asked, -1 when it cannot. May be NULL: the network has no
+     * rooms to leave. */
+    int (*leave)(void *ctx, const char *room);
 } adapter;
 
 #endif

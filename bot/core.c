@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "command.h"
+#include "game.h"
+#include "ratelimit.h"
 #include "render.h"
 #include "seed.h"
 #include "table.h"
@@ -27,6 +29,7 @@
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
+#define ADMIN_LIST_ROWS 40 /* tables an admin's list shows */
 
 typedef enum { TASK_EVENT, TASK_SETTLE, TASK_ANSWER } task_kind;
 
@@ -51,6 +54,16 @@ typedef struct {
     int held_now;         /* events were held in this batch: follow-ups come after them */
 } slot;
 
+typedef struct {
+    char net[16];
+    char user[TABLE_USER_MAX];
+} ignored_user;
+
+typedef struct {
+    char net[16];
+    char room[TABLE_ROOM_MAX];
+} leaving_room;
+
 struct core {
     core_options o;
     adapter nets[CORE_MAX_NETS];
@@ -69,6 +82,11 @@ struct core {
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
     int64_t next_deadline;
+    ratelimit *rl;            /* commands per person */
+    ignored_user *ignored;    /* people the admins ignore (the store's list) */
+    int nignored, cignored;
+    leaving_room *leaving;    /* rooms to leave once the transaction that closed their table commits */
+    int nleaving, cleaving;
     slot *unit;               /* the slot whose task is being done: its searches may wait */
     int asked;                /* searches that task asked so far */
     int missed;               /* one went to a worker: the task is undone */
@@ -212,6 +230,16 @@ static const table_env *env_for(core *c, const char *net)
 
 /* ---- life ---- */
 
+static int collect_ignored(void *ctx, const char *net, const char *user)
+{
+    core *c = ctx;
+    c->ignored = grow(c->ignored, &c->cignored, c->nignored + 1, sizeof *c->ignored);
+    ignored_user *u = &c->ignored[c->nignored++];
+    snprintf(u->net, sizeof u->net, "%s", net);
+    snprintf(u->user, sizeof u->user, "%s", user);
+    return 0;
+}
+
 core *core_new(const core_options *o, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
@@ -222,8 +250,14 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->o = *o;
     c->judge = caps_solver_new(0);
     c->w = work_new(o->config->threads);
-    if (!c->judge || !c->w) {
+    c->rl = rl_new();
+    if (!c->judge || !c->w || !c->rl) {
         snprintf(err, errlen, "cannot start the worker threads");
+        core_free(c);
+        return NULL;
+    }
+    if (store_ignored_each(o->db, collect_ignored, c) != 0) {
+        snprintf(err, errlen, "cannot read the ignored users: %s", store_error(o->db));
         core_free(c);
         return NULL;
     }
@@ -257,6 +291,9 @@ void core_free(core *c)
     }
     free(c->delivered);
     free(c->inflight);
+    rl_free(c->rl);
+    free(c->ignored);
+    free(c->leaving);
     free(c);
 }
 
@@ -339,6 +376,17 @@ static slot *slot_for_event(core *c, const char *net, const adapter_event *e)
 {
     if (e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room)) return slot_of_player(c, net, e->sender);
     return e->room ? slot_of_room(c, net, e->room) : NULL;
+}
+
+/* Open tables user opened on net. */
+static int tables_opened_by(core *c, const char *net, const char *user)
+{
+    int n = 0;
+    for (int i = 0; i < c->nslots; i++) {
+        const table *t = &c->slots[i]->t;
+        n += !t->over && strcmp(t->net, net) == 0 && strcmp(t->creator, user) == 0;
+    }
+    return n;
 }
 
 static slot *slot_add(core *c)
@@ -473,6 +521,10 @@ static int do_new(core *c, const asker *q, const cmd *m)
     slot *s = slot_of_room(c, q->net, q->room);
     if (s) return answer(q, "table %" PRId64 " is already open here: %sjoin it, or %sabort it first.", s->t.id,
                          c->o.config->prefix, c->o.config->prefix);
+    int mine = tables_opened_by(c, q->net, q->user), cap = c->o.config->tables_per_user;
+    if (cap && mine >= cap && !cfg_is_admin(c->o.config, q->user))
+        return answer(q, "you have %d open table%s, the most one person may open: finish or %sabort one first.", mine,
+                      mine == 1 ? "" : "s", c->o.config->prefix);
     int64_t id;
     if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0) return -1;
     s = slot_add(c);
@@ -567,6 +619,234 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
     return say(c, q->net, "", q->user, NULL, named);
 }
 
+/* ---- people: the rate limit, the ignored, the admins ----
+ *
+ * Before anything else a message is screened: one from someone the admins ignore is dropped,
+ * and so is a command over its sender's rate limit ([bot] rate_commands per rate_seconds, one
+ * person across all rooms of a network), the first one with a polite word. Moves a table
+ * accepts are given back to the limit: the game paces them. Admins are not limited. */
+
+static void limit_key(const char *net, const char *user, char *key, size_t len)
+{
+    snprintf(key, len, "%s\x1f%s", net, user);
+}
+
+static rl_settings limits(const core *c)
+{
+    const cfg *k = c->o.config;
+    return (rl_settings){k->rate_commands, (int64_t)k->rate_seconds * 1000, (int64_t)k->rate_pause * 1000};
+}
+
+static void refund(core *c, const char *net, const char *user)
+{
+    char key[16 + TABLE_USER_MAX + 2];
+    rl_settings rs = limits(c);
+    if (!rs.limit) return;
+    limit_key(net, user, key, sizeof key);
+    rl_refund(c->rl, key, &rs);
+}
+
+static int is_ignored(const core *c, const char *net, const char *user)
+{
+    for (int i = 0; i < c->nignored; i++)
+        if (strcmp(c->ignored[i].user, user) == 0 && strcmp(c->ignored[i].net, net) == 0) return 1;
+    return 0;
+}
+
+/* "2 minutes", "45 seconds". */
+static const char *span_words(int seconds, char *buf, size_t len)
+{
+    if (seconds % 60 == 0) snprintf(buf, len, "%d minute%s", seconds / 60, seconds == 60 ? "" : "s");
+    else snprintf(buf, len, "%d second%s", seconds, seconds == 1 ? "" : "s");
+    return buf;
+}
+
+/* Returns 1 when the message is dropped, 0 when it goes on, -1 when the store failed. */
+static int screen(core *c, const char *net, const adapter_event *e)
+{
+    const cfg *k = c->o.config;
+    if (is_ignored(c, net, e->sender)) return 1;
+    rl_settings rs = limits(c);
+    if (!rs.limit || cfg_is_admin(k, e->sender)) return 0;
+    cmd m;
+    asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
+    cmd_parse(e->text, strlen(e->text), k->prefix, q.is_private, &m);
+    if (m.kind == CMD_NONE || (m.kind == CMD_PLAY && m.bare)) return 0; /* talk, or a card that may be chat */
+    char key[16 + TABLE_USER_MAX + 2], span[32];
+    limit_key(net, e->sender, key, sizeof key);
+    switch (rl_take(c->rl, key, now_ms(c), &rs)) {
+    case RL_OK: return 0;
+    case RL_QUIET: return 1;
+    case RL_WARN: break;
+    }
+    span_words(k->rate_pause, span, sizeof span);
+    logf_(c, CORE_LOG_INFO, "%s on %s gave more than %d commands in %d s: ignored for %s", e->sender, net,
+          k->rate_commands, k->rate_seconds, span);
+    return answer(&q, "you are sending me commands faster than I take them, so I will not answer you for the "
+                      "next %s.", span) == 0 ? 1 : -1;
+}
+
+/* Closes table s at once, as an admin asks or when the bot is no longer in its room. The
+ * journal gets "abort"; results so far stay in the standings. quiet: the room hears nothing
+ * (the bot is not there) and the people seated are told privately, with why. */
+static int close_table(core *c, slot *s, int quiet, const char *why)
+{
+    table_out o = {0};
+    char err[256];
+    table *t = &s->t;
+    if (table_exec(t, env_for(c, t->net), "abort", &o, err, sizeof err) != 0) {
+        logf_(c, CORE_LOG_ERROR, "table %" PRId64 " could not be closed: %s", t->id, err);
+        table_out_clear(&o);
+        return 0;
+    }
+    int k = 0;
+    for (int i = 0; i < o.nmsgs; i++) {
+        if (quiet && !o.msgs[i].user[0]) free(o.msgs[i].text);
+        else o.msgs[k++] = o.msgs[i];
+    }
+    o.nmsgs = k;
+    if (!quiet && say(c, t->net, t->room, "", NULL, why) != 0) {
+        table_out_clear(&o);
+        return -1;
+    }
+    if (write_and_clear(c, s, &o) != 0) return -1;
+    for (int i = 0; quiet && i < TABLE_MAX_SEATS; i++) {
+        char room[TABLE_ROOM_MAX], text[2 * TABLE_ROOM_MAX + 160];
+        if (!t->seat[i].user[0]) continue;
+        const char *name = env_room(c, t->room, room, sizeof room);
+        snprintf(text, sizeof text, "[%s · table %" PRId64 "] The table is closed: %s Its results stay in the standings.",
+                 name ? name : t->room, t->id, why);
+        if (say(c, t->net, "", t->seat[i].user, NULL, text) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The bot left a room or was removed from it: its table closes now, not when the idle timer
+ * would. */
+static int handle_gone(core *c, const char *net, const adapter_event *e)
+{
+    slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
+    if (!s) return 0;
+    logf_(c, CORE_LOG_INFO, "no longer in %s on %s: table %" PRId64 " closes", e->room, net, s->t.id);
+    return close_table(c, s, 1, "I am no longer in that room.");
+}
+
+/* One open table for an admin's list. */
+static void admin_row(core *c, const table *t, char *buf, size_t len, size_t *used, int64_t now)
+{
+    char room[TABLE_ROOM_MAX], who[1024] = "";
+    env_for(c, t->net);
+    const char *name = env_room(c, t->room, room, sizeof room);
+    size_t w = 0;
+    int computers = 0;
+    for (int i = 0; i < TABLE_MAX_SEATS; i++) {
+        if (t->seat[i].user[0] && w < sizeof who)
+            w += (size_t)snprintf(who + w, sizeof who - w, "%s%s", w ? ", " : "", t->seat[i].user);
+        computers += t->seat[i].bot && !t->seat[i].user[0];
+    }
+    if (computers && w < sizeof who)
+        snprintf(who + w, sizeof who - w, "%s%d computer%s", w ? ", " : "", computers, computers == 1 ? "" : "s");
+    int64_t idle_min = (now - t->touched) / 60000;
+    int k = snprintf(buf + *used, len - *used, "\ntable %" PRId64 " · %s %s%s%s%s · %s, %s · %s · last move %" PRId64
+                     " min ago", t->id, t->net, t->room, name ? " (" : "", name ? name : "", name ? ")" : "",
+                     t->game->title, t->started ? "under way" : "not started", who[0] ? who : "nobody seated",
+                     idle_min);
+    if (k > 0) *used += (size_t)k;
+    if (*used >= len) *used = len - 1;
+}
+
+static int admin_list(core *c, const asker *q)
+{
+    char text[RENDER_MAX * 4];
+    size_t used = 0;
+    int open = 0, shown = 0;
+    int64_t now = now_ms(c);
+    for (int i = 0; i < c->nslots; i++) open += !c->slots[i]->t.over;
+    used = (size_t)snprintf(text, sizeof text, open ? "Open tables: %d" : "No table is open.", open);
+    for (int i = 0; i < c->nslots && shown < ADMIN_LIST_ROWS; i++) {
+        if (c->slots[i]->t.over) continue;
+        admin_row(c, &c->slots[i]->t, text, sizeof text, &used, now);
+        shown++;
+    }
+    if (shown < open) snprintf(text + used, sizeof text - used, "\n… and %d more.", open - shown);
+    return tell(q, text);
+}
+
+static slot *open_slot_of_id(core *c, int64_t id)
+{
+    slot *s = slot_of_id(c, id);
+    return s && !s->t.over ? s : NULL;
+}
+
+static int admin_close(core *c, const asker *q, const char *arg)
+{
+    int64_t id = strtoll(arg, NULL, 10);
+    slot *s = open_slot_of_id(c, id);
+    if (!s) return answer(q, "there is no open table %s: %sadmin list shows them.", arg, c->o.config->prefix);
+    char why[128];
+    snprintf(why, sizeof why, "A bot admin closes table %" PRId64 "; its results stay in the standings.", id);
+    logf_(c, CORE_LOG_INFO, "admin %s on %s closed table %" PRId64 " (%s %s)", q->user, q->net, id, s->t.net, s->t.room);
+    if (close_table(c, s, 0, why) != 0) return -1;
+    return answer(q, "table %" PRId64 " in %s is closed; its results stay in the standings.", id, s->t.room);
+}
+
+static int admin_leave(core *c, const asker *q, const char *room)
+{
+    const adapter *a = net_of(c, q->net);
+    if (!a || !a->leave) return answer(q, "I cannot leave rooms on %s.", q->net);
+    if (strlen(room) >= TABLE_ROOM_MAX) return answer(q, "that room name is too long.");
+    slot *s = slot_of_room(c, q->net, room);
+    char closed[64] = "";
+    if (s) {
+        if (close_table(c, s, 1, "a bot admin made me leave that room.") != 0) return -1;
+        snprintf(closed, sizeof closed, " and closed table %" PRId64, s->t.id);
+    }
+    c->leaving = grow(c->leaving, &c->cleaving, c->nleaving + 1, sizeof *c->leaving);
+    leaving_room *l = &c->leaving[c->nleaving++];
+    snprintf(l->net, sizeof l->net, "%s", q->net);
+    snprintf(l->room, sizeof l->room, "%s", room);
+    logf_(c, CORE_LOG_INFO, "admin %s on %s made the bot leave %s%s", q->user, q->net, room, closed);
+    return answer(q, "I leave %s%s.", room, closed);
+}
+
+static int admin_ignore(core *c, const asker *q, const char *user, int on)
+{
+    const cfg *k = c->o.config;
+    int rc;
+    if (on && cfg_is_admin(k, user)) return answer(q, "%s is one of my admins: I do not ignore admins.", user);
+    if (strlen(user) >= TABLE_USER_MAX) return answer(q, "that name is too long.");
+    if (on) rc = store_ignore_add(c->o.db, q->net, user, q->user, now_ms(c) / 1000);
+    else rc = store_ignore_del(c->o.db, q->net, user);
+    if (rc < 0) return -1;
+    if (rc == 1) return answer(q, on ? "I already ignore %s." : "I do not ignore %s.", user);
+    if (on) {
+        collect_ignored(c, q->net, user);
+    } else {
+        for (int i = 0; i < c->nignored; i++)
+            if (strcmp(c->ignored[i].user, user) == 0 && strcmp(c->ignored[i].net, q->net) == 0)
+                c->ignored[i--] = c->ignored[--c->nignored];
+    }
+    logf_(c, CORE_LOG_INFO, "admin %s on %s %s %s", q->user, q->net, on ? "ignores" : "no longer ignores", user);
+    return answer(q, on ? "I ignore %s from now on (%sadmin unignore %s undoes it)." : "I listen to %s again.", user,
+                  k->prefix, user);
+}
+
+/* !admin: privately, by an admin. */
+static int do_admin(core *c, const asker *q, const cmd *m)
+{
+    const cfg *k = c->o.config;
+    if (!q->is_private) return answer(q, "%sadmin works only in a private message to me.", k->prefix);
+    if (!cfg_is_admin(k, q->user)) {
+        logf_(c, CORE_LOG_INFO, "%s on %s is not an admin and was refused %sadmin %s", q->user, q->net, k->prefix,
+              m->arg);
+        return answer(q, "only the bot's admins may use %sadmin.", k->prefix);
+    }
+    if (strcmp(m->arg, "list") == 0) return admin_list(c, q);
+    if (strcmp(m->arg, "close") == 0) return admin_close(c, q, m->arg2);
+    if (strcmp(m->arg, "leave") == 0) return admin_leave(c, q, m->arg2);
+    return admin_ignore(c, q, m->arg2, strcmp(m->arg, "ignore") == 0);
+}
+
 static int handle_message(core *c, const char *net, const adapter_event *e)
 {
     cmd m;
@@ -580,6 +860,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     case CMD_HELP: return do_help(c, &q, &m);
     case CMD_RULES: return do_rules(c, &q, s);
     case CMD_STANDINGS: return do_standings(c, &q, s, &m);
+    case CMD_ADMIN: return do_admin(c, &q, &m);
     default: break;
     }
     if (!s) {
@@ -590,7 +871,9 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
     table_out o = {0};
-    table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o);
+    if (table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o) && !c->missed &&
+        cmd_is_move(m.kind))
+        refund(c, net, e->sender);
     return write_and_clear(c, s, &o);
 }
 
@@ -632,27 +915,43 @@ static int fail_store(core *c, const char *what)
  * once). A computer player's held answer is not stored: after a restart the computer thinks
  * again from the same seed. With no worker threads every search runs at once. */
 
-static const char *const event_words[] = {[ADAPTER_MESSAGE] = "message", [ADAPTER_LEAVE] = "leave"};
+static const char *const event_words[] = {[ADAPTER_MESSAGE] = "message", [ADAPTER_LEAVE] = "leave",
+                                          [ADAPTER_GONE] = "gone"};
 
 /* What an event does; those without a word in event_words do nothing. */
 static int handle_event(core *c, const char *net, const adapter_event *e)
 {
     if (e->kind == ADAPTER_MESSAGE && e->text) return handle_message(c, net, e);
     if (e->kind == ADAPTER_LEAVE) return handle_leave(c, net, e);
+    if (e->kind == ADAPTER_GONE) return handle_gone(c, net, e);
     return 0;
 }
 
+/* The table an admin's private "!admin close" or "!admin leave" acts on, or NULL. */
+static slot *admin_target(core *c, const char *net, const adapter_event *e)
+{
+    cmd m;
+    if (!cfg_is_admin(c->o.config, e->sender)) return NULL;
+    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, 1, &m);
+    if (m.kind != CMD_ADMIN) return NULL;
+    if (strcmp(m.arg, "close") == 0) return open_slot_of_id(c, strtoll(m.arg2, NULL, 10));
+    return strcmp(m.arg, "leave") == 0 ? slot_of_room(c, net, m.arg2) : NULL;
+}
+
 /* The table waiting for a search (other than except) that event e must queue behind: the
- * one in its room; for a private message, one where the sender sits. */
+ * one in its room; for a private message, one where the sender sits, or the one an admin's
+ * command closes. */
 static slot *holder(core *c, const char *net, const adapter_event *e, const slot *except)
 {
-    int private = e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room);
+    int private = e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room), waiting = 0;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
         if (!s->ntasks || s == except || strcmp(s->t.net, net) != 0) continue;
+        waiting = 1;
         if (private ? table_seat_of(&s->t, e->sender) >= 0 : e->room && strcmp(s->t.room, e->room) == 0) return s;
     }
-    return NULL;
+    slot *s = waiting && private ? admin_target(c, net, e) : NULL;
+    return s && s->ntasks && s != except ? s : NULL;
 }
 
 /* A computer player's answer, as the table takes it (a stale one is dropped; !ok: a legal
@@ -745,6 +1044,10 @@ static int take_task(core *c, slot *s, const char *net, const task *w)
 static int take_event(core *c, const char *net, const adapter_event *e)
 {
     if (e->kind >= (int)(sizeof event_words / sizeof *event_words) || !event_words[e->kind]) return 0;
+    if (e->kind == ADAPTER_MESSAGE) {
+        int rc = e->text ? screen(c, net, e) : 1;
+        if (rc != 0) return rc < 0 ? -1 : 0;
+    }
     slot *s = holder(c, net, e, NULL);
     if (!s) s = slot_for_event(c, net, e);
     if (!s) return handle_event(c, net, e);
@@ -829,6 +1132,12 @@ static void after_commit(core *c)
         if (at < c->next_deadline) c->next_deadline = at;
     }
     slots_sweep(c);
+    for (int i = 0; i < c->nleaving; i++) { /* the rooms admins made the bot leave, their tables closed */
+        const adapter *a = net_of(c, c->leaving[i].net);
+        if (a && a->leave && a->leave(a->ctx, c->leaving[i].room) != 0)
+            logf_(c, CORE_LOG_WARN, "cannot leave %s on %s", c->leaving[i].room, c->leaving[i].net);
+    }
+    c->nleaving = 0;
 }
 
 static int batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)

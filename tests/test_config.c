@@ -328,7 +328,8 @@ Test(config, unknown_key)
 {
     load_fails("[timers]\nremind = 5\n",
                "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, table_idle_close, bot_delay_ms)");
-    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads)");
+    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, admins, rate_commands, "
+               "rate_seconds, rate_pause, tables_per_user)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "

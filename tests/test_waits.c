@@ -20,7 +20,6 @@
  * once meanwhile, and the same messages come out in the same order as without workers. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,72 +35,22 @@
 #include "store.h"
 #include "table.h"
 #include "test_journal.h"
+#include "test_rig.h"
 
-#define NET "mem"
-#define SEED 11
+#define NET RIG_NET
 #define ROOMS 4
 #define MAX_EVENTS 4
-#define IDLE_GUARD 200000
 
 TestSuite(waits, .timeout = 600);
 
 /* ---- the bot under test ---- */
 
-typedef struct {
-    cfg conf;
-    store *db;
-    core *core;
-    int64_t now;
-    int problems;
-    char first_problem[512];
-} rig;
-
-static int64_t fake_clock(void *ctx) { return *(const int64_t *)ctx; }
-
-static void rig_log(void *ctx, core_log_level level, const char *line)
-{
-    rig *r = ctx;
-    if (level > CORE_LOG_WARN) return;
-    if (!r->problems++) snprintf(r->first_problem, sizeof r->first_problem, "%s", line);
-}
-
-static int sink_send(void *ctx, const store_msg *m)
-{
-    (void)ctx;
-    (void)m;
-    return ADAPTER_SENT;
-}
-
-static void rig_core(rig *r)
-{
-    char err[256];
-    core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
-                      .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
-    r->core = core_new(&o, err, sizeof err);
-    cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = r, .send = sink_send, .private_how = "in a private message"};
-    cr_assert_eq(core_add_adapter(r->core, &a), 0);
-    cr_assert_geq(core_restore(r->core), 0);
-}
-
-/* Timers off: the results depend on the events alone. */
+/* Timers and limits off: the results depend on the events alone. */
 static void rig_start(rig *r, int threads, const char *db)
 {
-    char err[256];
-    memset(r, 0, sizeof *r);
-    cfg_defaults(&r->conf);
-    r->conf.threads = threads;
-    r->conf.remind_after = r->conf.idle_takeover = r->conf.table_idle_close = 0;
-    r->now = 1700000000000;
-    cr_assert_eq(store_open(&r->db, db, err, sizeof err), 0, "%s", err);
+    rig_init(r, threads, db);
+    r->conf.rate_commands = r->conf.tables_per_user = 0; /* the limits are not kept across a crash */
     rig_core(r);
-}
-
-static void rig_stop(rig *r)
-{
-    cr_expect_eq(r->problems, 0, "the core logged %d problem(s), first: %s", r->problems, r->first_problem);
-    core_free(r->core);
-    store_close(r->db);
 }
 
 /* The bot dies: nothing is waited for, and only the file is left. */
@@ -112,25 +61,6 @@ static void rig_crash(rig *r, const char *db)
     store_close(r->db);
     cr_assert_eq(store_open(&r->db, db, err, sizeof err), 0, "%s", err);
     rig_core(r);
-}
-
-static void batch(rig *r, const adapter_event *e, int n)
-{
-    cr_assert_eq(core_batch(r->core, NET, e, n, NULL), 0);
-    cr_assert_geq(core_flush(r->core), 0);
-}
-
-/* Runs the core until nobody thinks and no table waits. */
-static void idle(rig *r)
-{
-    for (int guard = 0; guard < IDLE_GUARD; guard++) {
-        cr_assert_geq(core_tick(r->core), 0);
-        cr_assert_geq(core_flush(r->core), 0);
-        if (core_busy(r->core) == 0) return;
-        struct pollfd p = {.fd = core_wake_fd(r->core), .events = POLLIN};
-        if (p.fd >= 0) poll(&p, 1, 1000);
-    }
-    cr_assert_fail("the core stayed busy");
 }
 
 static int inbox_count_row(void *ctx, const store_inbox *row)
@@ -293,8 +223,8 @@ static void play(rig *r, step *st)
         st->ev[i].sender = st->user[i];
         st->ev[i].text = st->ev[i].kind == ADAPTER_LEAVE ? NULL : st->text[i];
     }
-    if (st->n) batch(r, st->ev, st->n);
-    if (st->idle_after) idle(r);
+    if (st->n) rig_batch(r, st->ev, st->n);
+    if (st->idle_after) rig_idle(r);
 }
 
 /* ---- the script's author: reads each table from its journal, judging on this thread ---- */
@@ -518,7 +448,7 @@ Test(waits, same_results_with_the_judge_on_workers)
         rig r;
         rig_start(&r, 2, ":memory:");
         for (int i = 0; i < sc.n; i++) play(&r, &sc.s[i]);
-        idle(&r);
+        rig_idle(&r);
         results(&r, sc.ntables, &got);
         rig_stop(&r);
         char what[64];
@@ -556,7 +486,7 @@ Test(waits, a_crash_while_moves_wait_loses_and_repeats_nothing)
                 held_at_crash += held;
             }
         }
-        idle(&r);
+        rig_idle(&r);
         results(&r, sc.ntables, &got);
         rig_stop(&r);
         char what[64];
@@ -681,8 +611,8 @@ Test(waits, a_waiting_move_holds_what_comes_after_it)
     cr_expect_eq(queued_to(&r2, "r2", ""), to_r2 + 1, "r2 is not held up by r1");
 
     /* Once the judge has answered, everything is as without workers, in the same order. */
-    idle(&r0);
-    idle(&r2);
+    rig_idle(&r0);
+    rig_idle(&r2);
     cr_expect_eq(journal_length(&r2, 1), journal_length(&r0, 1));
     lines want, got;
     results(&r0, sc.ntables, &want);

@@ -199,7 +199,9 @@ int console_run(const cfg *config, const console_options *o)
         fprintf(o->err, "cardroom: %s\n", err);
         return 1;
     }
-    core_options co = {.config = config, .db = k.db, .log = console_log, .log_ctx = &k,
+    cfg unlimited = *config; /* whoever types here runs the bot: no rate limit */
+    unlimited.rate_commands = 0;
+    core_options co = {.config = &unlimited, .db = k.db, .log = console_log, .log_ctx = &k,
                        .fixed_seed = o->fixed_seed, .seed = o->seed};
     k.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &k, .send = console_send, .display_name = console_name, .private_how = "with /msg"};

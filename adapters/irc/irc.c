@@ -943,6 +943,8 @@ static const char *irc_display_name(void *ctx, const char *room, const char *use
     return irc_proto_display(r->p, user, buf, len);
 }
 
+static int irc_leave(void *ctx, const char *room) { return irc_proto_part(((irc *)ctx)->p, room); }
+
 static const char *irc_room_name(void *ctx, const char *room, char *buf, size_t len)
 {
     irc *r = ctx;
@@ -1003,7 +1005,7 @@ int irc_run(const cfg *config, const irc_options *o)
     char how[200];
     snprintf(how, sizeof how, "with /msg %s", config->irc_nick);
     adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name,
-                 .room_name = irc_room_name, .private_how = how};
+                 .room_name = irc_room_name, .private_how = how, .leave = irc_leave};
     if (!r.core || core_add_adapter(r.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", r.core ? "cannot add the IRC adapter" : err);
         goto done;
