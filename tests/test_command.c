@@ -291,6 +291,22 @@ static const row rows[] = {
     {"!mark a1 B2\tc3  d4", .kind = CMD_MARK, .arg2 = "a1 b2 c3 d4"},
     BAD("!mark", "mark", "cells like a1"),
 
+    /* the bot's admins (who may is the core's business) */
+    {"!admin list", .kind = CMD_ADMIN, .arg = "list", .arg2 = ""},
+    {"admin LIST", .opt = 1, .kind = CMD_ADMIN, .arg = "list"},
+    {"!admin close 12", .kind = CMD_ADMIN, .arg = "close", .arg2 = "12"},
+    {"!admin leave !Abc:Example.org", .kind = CMD_ADMIN, .arg = "leave", .arg2 = "!Abc:Example.org"},
+    {"!admin Ignore @Bob:example.org", .kind = CMD_ADMIN, .arg = "ignore", .arg2 = "@Bob:example.org"},
+    {"!admin unignore $a:bob", .kind = CMD_ADMIN, .arg = "unignore", .arg2 = "$a:bob"},
+    BAD("!admin", "admin", "admin takes list, close TABLE, leave ROOM, ignore USER or unignore USER"),
+    BAD("!admin list all", "admin", "admin takes list"),
+    BAD("!admin close", "admin", "admin takes list"),
+    BAD("!admin close 12 13", "admin", "admin takes list"),
+    BAD("!admin close twelve", "admin", "admin close takes a table number"),
+    BAD("!admin close 0", "admin", "admin close takes a table number"),
+    BAD("!admin ignore", "admin", "admin takes list"),
+    BAD("!admin shout hello", "admin", "admin takes list"),
+
     /* other prefixes and private messages */
     {"cr:bid 70", .prefix = "cr:", .kind = CMD_BID, .amount = 170},
     {"  CR: bid 70", .prefix = "cr:", .kind = CMD_BID, .amount = 170},
