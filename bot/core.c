@@ -993,10 +993,10 @@ static char *dup_or_null(const char *text)
 static int hold(core *c, slot *s, const char *net, const task *w, int first)
 {
     task h = *w;
-    if (w->kind == TASK_EVENT) {
-        h.ev.room = dup_or_null(w->ev.room);
-        h.ev.sender = dup_or_null(w->ev.sender);
-        h.ev.text = dup_or_null(w->ev.text);
+    if (w->kind == TASK_EVENT) { /* what the core reads of an event, kept (the batch's memory goes) */
+        h.ev = (adapter_event){.kind = w->ev.kind, .room = dup_or_null(w->ev.room), .sender = dup_or_null(w->ev.sender),
+                               .text = dup_or_null(w->ev.text), .is_private = w->ev.is_private,
+                               .moderator = w->ev.moderator};
         s->held_now = 1;
     } else if (w->kind == TASK_ANSWER) {
         h.job = malloc(sizeof *h.job);
@@ -1084,6 +1084,13 @@ static int run_queue(core *c, slot *s)
         }
         if (rc < 0) return -1;
     }
+    free(s->tasks); /* the table is free: nothing of its waiting is kept around */
+    free(s->answers);
+    free(s->answer_seq);
+    s->tasks = NULL;
+    s->answers = NULL;
+    s->answer_seq = NULL;
+    s->ctasks = s->canswers = s->cseqs = 0;
     return 0;
 }
 
