@@ -51,29 +51,6 @@ static void whisper(rig *r, const char *user, const char *text)
 /* ---- what the bot said ---- */
 
 typedef struct {
-    const char *room, *user;
-    int n;
-    char last[4096];
-} heard;
-
-static int hear(void *ctx, const store_msg *m)
-{
-    heard *h = ctx;
-    if (strcmp(m->room, h->room) != 0 || strcmp(m->user, h->user) != 0) return 0;
-    h->n++;
-    snprintf(h->last, sizeof h->last, "%s", m->text);
-    return 0;
-}
-
-/* Messages so far to room (user "") or privately to user (room ""), and the last one. */
-static heard heard_by(rig *r, const char *room, const char *user)
-{
-    heard h = {room, user, 0, ""};
-    cr_assert_eq(store_outbox_all(r->db, hear, &h), 0);
-    return h;
-}
-
-typedef struct {
     const char *room, *user, *needle;
     int n;
 } heard_count;
@@ -129,26 +106,26 @@ Test(abuse, flooding_ten_rooms_gets_one_notice_then_silence)
         say(&r, "flood", rooms[k], "!table");
     }
     int answered = 0;
-    for (int k = 0; k < 8; k++) answered += heard_by(&r, rooms[k], "").n;
+    for (int k = 0; k < 8; k++) answered += rig_heard(&r, rooms[k], "").n;
     cr_expect_eq(answered, 8, "the first eight commands are answered");
-    heard h = heard_by(&r, rooms[8], "");
+    rig_said h = rig_heard(&r, rooms[8], "");
     cr_expect_eq(h.n, 1, "the ninth gets one notice");
     cr_expect(strstr(h.last, "flood: you are sending me commands faster than I take them, so I will not answer you "
                              "for the next 2 minutes."), "%s", h.last);
-    cr_expect_eq(heard_by(&r, rooms[9], "").n, 0, "then nothing");
+    cr_expect_eq(rig_heard(&r, rooms[9], "").n, 0, "then nothing");
     cr_expect(strstr(r.last_info, "flood on mem gave more than 8 commands in 60 s: ignored for 2 minutes"), "%s",
               r.last_info);
     say(&r, "flood", "#r0", "hello, is anybody there?");
     say(&r, "calm", "#r9", "!table");
-    cr_expect_eq(heard_by(&r, "#r9", "").n, 1, "another person is answered");
+    cr_expect_eq(rig_heard(&r, "#r9", "").n, 1, "another person is answered");
     r.now += 119 * 1000;
     say(&r, "flood", "#r9", "!table");
-    cr_expect_eq(heard_by(&r, "#r9", "").n, 1, "still paused after 119 s");
+    cr_expect_eq(rig_heard(&r, "#r9", "").n, 1, "still paused after 119 s");
     r.now += 1000;
     say(&r, "flood", "#r9", "!table");
-    cr_expect_eq(heard_by(&r, "#r9", "").n, 2, "answered again once the pause is over");
+    cr_expect_eq(rig_heard(&r, "#r9", "").n, 2, "answered again once the pause is over");
     for (int k = 0; k < 10; k++) say(&r, ADMIN, rooms[k], "!table");
-    cr_expect_eq(heard_by(&r, "#r9", "").n, 3, "an admin is not limited");
+    cr_expect_eq(rig_heard(&r, "#r9", "").n, 3, "an admin is not limited");
     rig_stop(&r);
 }
 
@@ -194,21 +171,21 @@ Test(abuse, moves_a_table_takes_do_not_count)
     char text[64];
     int private;
     while (moves < 12 && alice_move(&r, 1, text, sizeof text, &private)) {
-        int before = heard_by(&r, "#cards", "").n;
+        int before = rig_heard(&r, "#cards", "").n;
         if (private) whisper(&r, "alice", text);
         else say(&r, "alice", "#cards", text);
-        cr_assert_gt(heard_by(&r, "#cards", "").n, before, "move %d (%s) was not taken", moves + 1, text);
+        cr_assert_gt(rig_heard(&r, "#cards", "").n, before, "move %d (%s) was not taken", moves + 1, text);
         rig_idle(&r);
         moves++;
     }
     cr_expect_geq(moves, 10, "alice made %d moves with 2 commands left of 8", moves);
     r.now += 60 * 1000; /* a full bucket again */
-    int before = heard_by(&r, "#cards", "").n;
+    int before = rig_heard(&r, "#cards", "").n;
     for (int i = 0; i < 8; i++) say(&r, "alice", "#cards", "!last");
-    cr_expect_eq(heard_by(&r, "#cards", "").n, before + 8, "the questions are answered");
-    cr_expect_null(strstr(heard_by(&r, "#cards", "").last, "faster"));
+    cr_expect_eq(rig_heard(&r, "#cards", "").n, before + 8, "the questions are answered");
+    cr_expect_null(strstr(rig_heard(&r, "#cards", "").last, "faster"));
     say(&r, "alice", "#cards", "!last");
-    cr_expect(strstr(heard_by(&r, "#cards", "").last, "faster than I take them"), "the ninth question is one too many");
+    cr_expect(strstr(rig_heard(&r, "#cards", "").last, "faster than I take them"), "the ninth question is one too many");
     rig_stop(&r);
 }
 
@@ -223,10 +200,10 @@ Test(abuse, a_person_may_open_only_so_many_tables)
     say(&r, "alice", "#b", "!new grid");
     say(&r, "alice", "#c", "!new 304");
     cr_expect_eq(open_tables(&r), 2);
-    cr_expect_str_eq(heard_by(&r, "#c", "").last,
+    cr_expect_str_eq(rig_heard(&r, "#c", "").last,
                      "alice: you have 2 open tables, the most one person may open: finish or !abort one first.");
     say(&r, "alice", "#a", "!new 304");
-    cr_expect(strstr(heard_by(&r, "#a", "").last, "is already open here"), "still one table per room");
+    cr_expect(strstr(rig_heard(&r, "#a", "").last, "is already open here"), "still one table per room");
     say(&r, "bob", "#c", "!new 304");
     cr_expect_eq(open_tables(&r), 3, "the cap is per person");
     say(&r, "alice", "#a", "!abort");
@@ -247,26 +224,26 @@ Test(abuse, admin_refusals)
     rig r;
     start(&r);
     whisper(&r, "mallory", "!admin list");
-    cr_expect_str_eq(heard_by(&r, "", "mallory").last, "only the bot's admins may use !admin.");
+    cr_expect_str_eq(rig_heard(&r, "", "mallory").last, "only the bot's admins may use !admin.");
     cr_expect(strstr(r.last_info, "mallory on mem is not an admin and was refused !admin list"), "%s", r.last_info);
     say(&r, "mallory", "#a", "!admin close 1");
-    cr_expect_str_eq(heard_by(&r, "#a", "").last, "mallory: !admin works only in a private message to me.");
+    cr_expect_str_eq(rig_heard(&r, "#a", "").last, "mallory: !admin works only in a private message to me.");
     say(&r, ADMIN, "#a", "!admin list");
-    cr_expect_str_eq(heard_by(&r, "#a", "").last, ADMIN ": !admin works only in a private message to me.");
+    cr_expect_str_eq(rig_heard(&r, "#a", "").last, ADMIN ": !admin works only in a private message to me.");
     whisper(&r, ADMIN, "admin frob");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last,
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last,
                      "admin takes list, close TABLE, leave ROOM, ignore USER or unignore USER: see !help admin");
     whisper(&r, ADMIN, "admin close twelve");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "admin close takes a table number, like !admin close 12");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "admin close takes a table number, like !admin close 12");
     whisper(&r, ADMIN, "admin close 7");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "there is no open table 7: !admin list shows them.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "there is no open table 7: !admin list shows them.");
     whisper(&r, "@someone:example.org", "admin list");
-    cr_expect_str_eq(heard_by(&r, "", "@someone:example.org").last, "No table is open.");
+    cr_expect_str_eq(rig_heard(&r, "", "@someone:example.org").last, "No table is open.");
     whisper(&r, "@SOMEONE:example.org", "admin list");
-    cr_expect_str_eq(heard_by(&r, "", "@SOMEONE:example.org").last, "only the bot's admins may use !admin.",
+    cr_expect_str_eq(rig_heard(&r, "", "@SOMEONE:example.org").last, "only the bot's admins may use !admin.",
                      "a Matrix user id must match exactly");
     whisper(&r, "ROOT", "admin list");
-    cr_expect_str_eq(heard_by(&r, "", "ROOT").last, "No table is open.", "an IRC name in any case");
+    cr_expect_str_eq(rig_heard(&r, "", "ROOT").last, "No table is open.", "an IRC name in any case");
     rig_stop(&r);
 }
 
@@ -285,7 +262,7 @@ Test(abuse, admin_lists_and_closes_tables_results_stay)
     say(&r, "bob", "#other", "!new grid");
     say(&r, "bob", "#other", "!join");
     whisper(&r, ADMIN, "admin list");
-    const char *list = heard_by(&r, "", ADMIN).last;
+    const char *list = rig_heard(&r, "", ADMIN).last;
     cr_expect(strstr(list, "Open tables: 2"), "%s", list);
     cr_expect(strstr(list, "\ntable 1 · mem #cards · 304, under way · alice, 3 computers · last move 0 min ago"),
               "%s", list);
@@ -303,9 +280,9 @@ Test(abuse, admin_lists_and_closes_tables_results_stay)
     }
     cr_assert_eq(open_tables(&r), 2, "the match goes on");
     whisper(&r, ADMIN, "admin close 1");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "table 1 in #cards is closed; its results stay in the standings.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "table 1 in #cards is closed; its results stay in the standings.");
     cr_expect_eq(heard_with(&r, "#cards", "", "A bot admin closes table 1; its results stay in the standings."), 1);
-    cr_expect_str_eq(heard_by(&r, "#cards", "").last, "The table is closed.");
+    cr_expect_str_eq(rig_heard(&r, "#cards", "").last, "The table is closed.");
     cr_expect(strstr(r.last_info, "admin root on mem closed table 1 (mem #cards)"), "%s", r.last_info);
     cr_expect_eq(open_tables(&r), 1);
     cr_expect_eq(core_table_of(r.core, RIG_NET, "#cards"), 0);
@@ -314,7 +291,7 @@ Test(abuse, admin_lists_and_closes_tables_results_stay)
     cr_assert(standing_of(&r, "#cards", "alice", &after));
     cr_expect_eq(memcmp(&before, &after, sizeof before), 0, "alice's standing is kept as it was");
     whisper(&r, ADMIN, "admin close 1");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "there is no open table 1: !admin list shows them.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "there is no open table 1: !admin list shows them.");
     rig_stop(&r);
 }
 
@@ -323,15 +300,15 @@ Test(abuse, admin_makes_the_bot_leave_a_room)
     rig r;
     start(&r);
     alice_table(&r, "#cards");
-    int room_before = heard_by(&r, "#cards", "").n;
+    int room_before = rig_heard(&r, "#cards", "").n;
     whisper(&r, ADMIN, "admin leave #cards");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "I leave #cards and closed table 1.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "I leave #cards and closed table 1.");
     cr_assert_eq(r.nleft, 1, "the adapter is asked to leave once the table's closing is stored");
     cr_expect_str_eq(r.left[0], "#cards");
-    cr_expect_eq(heard_by(&r, "#cards", "").n, room_before, "nothing more goes to the room");
-    cr_expect(strstr(heard_by(&r, "", "alice").last, "[#cards · table 1] The table is closed: a bot admin made me "
+    cr_expect_eq(rig_heard(&r, "#cards", "").n, room_before, "nothing more goes to the room");
+    cr_expect(strstr(rig_heard(&r, "", "alice").last, "[#cards · table 1] The table is closed: a bot admin made me "
                                                      "leave that room. Its results stay in the standings."),
-              "%s", heard_by(&r, "", "alice").last);
+              "%s", rig_heard(&r, "", "alice").last);
     cr_expect(strstr(r.last_info, "admin root on mem made the bot leave #cards and closed table 1"), "%s",
               r.last_info);
     cr_expect_eq(open_tables(&r), 0);
@@ -339,7 +316,7 @@ Test(abuse, admin_makes_the_bot_leave_a_room)
     adapter_event e = {.kind = ADAPTER_GONE, .room = "#cards", .sender = "cardroom"};
     rig_batch(&r, &e, 1);
     whisper(&r, ADMIN, "admin leave #empty");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "I leave #empty.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "I leave #empty.");
     cr_expect_eq(r.nleft, 2);
     rig_stop(&r);
 }
@@ -350,15 +327,15 @@ Test(abuse, a_table_closes_when_the_bot_is_removed_from_its_room)
     start(&r);
     alice_table(&r, "#cards");
     say(&r, "bob", "#cards", "!table");
-    int room_before = heard_by(&r, "#cards", "").n;
+    int room_before = rig_heard(&r, "#cards", "").n;
     adapter_event e = {.kind = ADAPTER_GONE, .room = "#cards", .sender = "cardroom"};
     rig_batch(&r, &e, 1);
     cr_expect_eq(open_tables(&r), 0, "closed at once, not after the idle timer");
-    cr_expect_eq(heard_by(&r, "#cards", "").n, room_before, "the room hears nothing: the bot is not there");
-    cr_expect(strstr(heard_by(&r, "", "alice").last, "[#cards · table 1] The table is closed: I am no longer in that "
+    cr_expect_eq(rig_heard(&r, "#cards", "").n, room_before, "the room hears nothing: the bot is not there");
+    cr_expect(strstr(rig_heard(&r, "", "alice").last, "[#cards · table 1] The table is closed: I am no longer in that "
                                                      "room. Its results stay in the standings."),
-              "%s", heard_by(&r, "", "alice").last);
-    cr_expect_eq(heard_by(&r, "", "bob").n, 0, "only the people seated are told");
+              "%s", rig_heard(&r, "", "alice").last);
+    cr_expect_eq(rig_heard(&r, "", "bob").n, 0, "only the people seated are told");
     cr_expect(strstr(r.last_info, "no longer in #cards on mem: table 1 closes"), "%s", r.last_info);
     rig_stop(&r);
 }
@@ -368,27 +345,27 @@ Test(abuse, ignored_people_start_nothing_until_unignored_even_after_a_restart)
     rig r;
     start(&r);
     whisper(&r, ADMIN, "admin ignore spammer");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "I ignore spammer from now on (!admin unignore spammer undoes it).");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "I ignore spammer from now on (!admin unignore spammer undoes it).");
     cr_expect(strstr(r.last_info, "admin root on mem ignores spammer"), "%s", r.last_info);
     whisper(&r, ADMIN, "admin ignore spammer");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "I already ignore spammer.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "I already ignore spammer.");
     whisper(&r, ADMIN, "admin ignore @someone:example.org");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "@someone:example.org is one of my admins: I do not ignore admins.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "@someone:example.org is one of my admins: I do not ignore admins.");
     say(&r, "spammer", "#a", "!new 304");
     say(&r, "spammer", "#a", "!help");
     whisper(&r, "spammer", "help");
     cr_expect_eq(open_tables(&r), 0, "an ignored person opens no table");
-    cr_expect_eq(heard_by(&r, "#a", "").n + heard_by(&r, "", "spammer").n, 0, "and gets no answer");
+    cr_expect_eq(rig_heard(&r, "#a", "").n + rig_heard(&r, "", "spammer").n, 0, "and gets no answer");
 
     core_free(r.core); /* a restart: the store keeps the list */
     rig_core(&r);
     say(&r, "spammer", "#a", "!new 304");
     cr_expect_eq(open_tables(&r), 0, "still ignored after a restart");
     whisper(&r, ADMIN, "admin unignore spammer");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "I listen to spammer again.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "I listen to spammer again.");
     cr_expect(strstr(r.last_info, "admin root on mem no longer ignores spammer"), "%s", r.last_info);
     whisper(&r, ADMIN, "admin unignore spammer");
-    cr_expect_str_eq(heard_by(&r, "", ADMIN).last, "I do not ignore spammer.");
+    cr_expect_str_eq(rig_heard(&r, "", ADMIN).last, "I do not ignore spammer.");
     say(&r, "spammer", "#a", "!new 304");
     cr_expect_eq(open_tables(&r), 1, "heard again");
     rig_stop(&r);

@@ -113,4 +113,28 @@ static inline void rig_idle(rig *r)
     cr_assert_fail("the core stayed busy");
 }
 
+/* What the bot said to room (user "") or privately to user (room ""): how many messages so
+ * far, and the last. */
+typedef struct {
+    const char *room, *user;
+    int n;
+    char last[4096];
+} rig_said;
+
+static inline int rig_hear(void *ctx, const store_msg *m)
+{
+    rig_said *h = ctx;
+    if (strcmp(m->room, h->room) != 0 || strcmp(m->user, h->user) != 0) return 0;
+    h->n++;
+    snprintf(h->last, sizeof h->last, "%s", m->text);
+    return 0;
+}
+
+static inline rig_said rig_heard(rig *r, const char *room, const char *user)
+{
+    rig_said h = {room, user, 0, ""};
+    cr_assert_eq(store_outbox_all(r->db, rig_hear, &h), 0);
+    return h;
+}
+
 #endif
