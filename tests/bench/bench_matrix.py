@@ -439,7 +439,7 @@ class Bench:
     def write_config(self):
         self.config = os.path.join(self.tmp, "cardroom.ini")
         with open(self.config, "w") as f:
-            f.write("[bot]\nthreads = 2\nlog_level = info\n"
+            f.write("[bot]\nthreads = 2\nlog_level = info\nrate_commands = 0\n"
                     "[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
                     f"[matrix]\nhomeserver = http://127.0.0.1:{self.bot_port}\nuser = {BOT_ID}\n"
                     "invites = *\nsync_timeout = 30\n")
