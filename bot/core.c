@@ -28,6 +28,8 @@
 #define FLUSH_CHUNK 256
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
+#define TICK_BUDGET_NS 2000000 /* a tick applies answers for this long (ms 2), then commits: what is
+                                  left goes in the next tick, so the loop is never held long */
 #define LEADERBOARD_ROWS 10
 #define ADMIN_LIST_ROWS 40 /* tables an admin's list shows */
 
@@ -76,6 +78,8 @@ struct core {
     const char *env_net;      /* the net whose names the table_env callbacks resolve */
     work_job *held;           /* answers waiting for their thinking pause to pass */
     int nheld, cheld;
+    work_job *answered;       /* searches answered, not yet taken by their tables (a tick's budget) */
+    int nanswered, canswered;
     int64_t *delivered;       /* reported by core_delivered(), not yet marked in the store */
     int ndelivered, cdelivered;
     int64_t delivered_since;  /* when the oldest of them was reported (ms) */
@@ -283,6 +287,7 @@ void core_free(core *c)
     for (int i = 0; i < c->nslots; i++) slot_free(c->slots[i]);
     free(c->slots);
     free(c->held);
+    free(c->answered);
     if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
         int rc = 0;
         for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
@@ -1210,26 +1215,27 @@ static int tick(core *c)
     if (c->broken) return -1;
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
-    int n = work_take(c->w, got, TAKE_CHUNK), searched = 0;
+    int n = work_take(c->w, got, TAKE_CHUNK);
     for (int i = 0; i < n; i++) {
-        if (got[i].search) {
-            got[searched++] = got[i]; /* answered searches stay in got, first */
-            continue;
-        }
-        c->held = grow(c->held, &c->cheld, c->nheld + 1, sizeof *c->held);
-        c->held[c->nheld++] = got[i];
+        work_job **list = got[i].search ? &c->answered : &c->held;
+        int *nlist = got[i].search ? &c->nanswered : &c->nheld, *cap = got[i].search ? &c->canswered : &c->cheld;
+        *list = grow(*list, cap, *nlist + 1, sizeof **list);
+        (*list)[(*nlist)++] = got[i];
     }
     int due = 0;
     for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
     int marks = c->ndelivered && now - c->delivered_since >= DELIVERED_DELAY_MS;
-    if (!searched && !due && now < c->next_deadline && !marks) return 0;
+    if (!c->nanswered && !due && now < c->next_deadline && !marks) return 0;
+    int64_t stop = mono_ns() + TICK_BUDGET_NS;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
-    for (int i = 0; i < searched; i++)
-        if (take_search(c, &got[i]) != 0) return fail_store(c, "a judged move");
-    int k = 0, done = searched;
+    int done = 0, k = 0;
+    for (; done < c->nanswered && (done == 0 || mono_ns() < stop); done++)
+        if (take_search(c, &c->answered[done]) != 0) return fail_store(c, "a judged move");
+    memmove(c->answered, c->answered + done, (size_t)(c->nanswered - done) * sizeof *c->answered);
+    c->nanswered -= done;
     for (int i = 0; i < c->nheld; i++) {
-        if (c->held[i].not_before > now) {
+        if (c->held[i].not_before > now || (done > 0 && mono_ns() >= stop)) {
             c->held[k++] = c->held[i];
             continue;
         }
@@ -1486,6 +1492,12 @@ int core_restore(core *c)
         logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
         return -1;
     }
+    caps_solver *fresh = c->o.config->threads > 0 ? caps_solver_new(0) : NULL;
+    if (fresh) { /* the rebuild's searches are done: the workers search from now on, so the work
+                    space the rebuild touched goes back (a fresh one costs nothing until used) */
+        caps_solver_free(c->judge);
+        c->judge = c->env.judge = fresh;
+    }
     after_commit(c);
     logf_(c, CORE_LOG_INFO, "%d open table%s restored", c->nslots, c->nslots == 1 ? "" : "s");
     return c->nslots;
@@ -1493,13 +1505,13 @@ int core_restore(core *c)
 
 /* ---- small queries ---- */
 
-int core_busy(core *c) { return work_pending(c->w) + c->nheld; }
+int core_busy(core *c) { return work_pending(c->w) + c->nheld + c->nanswered; }
 
 int core_wake_fd(core *c) { return work_wake_fd(c->w); }
 
 int64_t core_next_deadline(core *c)
 {
-    int64_t next = c->next_deadline;
+    int64_t next = c->nanswered ? now_ms(c) : c->next_deadline;
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < next) next = c->held[i].not_before;
     if (c->ndelivered && c->delivered_since + DELIVERED_DELAY_MS < next) next = c->delivered_since + DELIVERED_DELAY_MS;

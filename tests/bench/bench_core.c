@@ -293,7 +293,9 @@ static void run(const char *dir, const plan *p, int threads, int restore)
            "   target <= %.0f B  %s\n", per, grow / 1024, at_rss.moves, at_rss.tables, TARGET_BYTES_PER_TABLE,
            per <= TARGET_BYTES_PER_TABLE ? "MET" : "NOT MET");
     printf("  sizeof(table)                    %10zu B  (the core keeps one per open table, plus 3 ints); of the "
-           "growth, SQLite's own heap (page cache) is %+" PRId64 " KiB\n", sizeof(table), (sql1 - sql0) / 1024);
+           "growth, SQLite's own heap (page cache) is %+" PRId64 " KiB%s\n", sizeof(table), (sql1 - sql0) / 1024,
+           threads ? ", and each worker thread's Caps solver (its work space as far as its searches touched it: a "
+           "fixed cost of some MiB per thread, not per table; the 0-thread run shows the tables alone)" : "");
     int64_t p50 = quantile(probe, nprobe, 0.50), p99 = quantile(probe, nprobe, 0.99);
     printf("  event in -> messages queued      p50 %.3f ms, p99 %.3f ms, mean %.3f ms  (core_batch of one "
            "`!table`, %d samples under load)\n", p50 / 1e6, p99 / 1e6, nprobe ? probe_ns / 1e6 / nprobe : 0.0,
