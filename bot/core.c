@@ -1215,15 +1215,16 @@ static int tick(core *c)
     if (c->broken) return -1;
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
-    int n = work_take(c->w, got, TAKE_CHUNK);
+    int due = 0;
+    for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
+    int n = due || c->nanswered ? 0 : work_take(c->w, got, TAKE_CHUNK); /* what the last tick left comes first */
     for (int i = 0; i < n; i++) {
         work_job **list = got[i].search ? &c->answered : &c->held;
         int *nlist = got[i].search ? &c->nanswered : &c->nheld, *cap = got[i].search ? &c->canswered : &c->cheld;
         *list = grow(*list, cap, *nlist + 1, sizeof **list);
         (*list)[(*nlist)++] = got[i];
+        due += !got[i].search && got[i].not_before <= now;
     }
-    int due = 0;
-    for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
     int marks = c->ndelivered && now - c->delivered_since >= DELIVERED_DELAY_MS;
     if (!c->nanswered && !due && now < c->next_deadline && !marks) return 0;
     int64_t stop = mono_ns() + TICK_BUDGET_NS;
