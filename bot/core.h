@@ -86,6 +86,8 @@ typedef struct {
     int64_t batches;      /* transactions committed */
     int64_t slowest_ns;   /* the longest core_batch() or core_tick() call (wall clock): the
                              longest the adapter's loop was kept from its network */
+    int64_t slowest_cpu_ns; /* the most CPU time one such call took (the wall clock adds disk
+                               syncs and time the thread was not running) */
     int tables;           /* open tables in memory */
 } core_stats;
 void core_stats_of(core *c, core_stats *s);

@@ -95,7 +95,8 @@ FAKE_WRAPPER = (
 REPORT_RE = re.compile(
     r"matrix: (\d+) sync answers, (\d+) events"
     r"(?:; sync answer to first send: p50 ([\d.]+) ms, p99 ([\d.]+) ms \((\d+) samples\))?")
-STALL_RE = re.compile(r"the longest core_batch or core_tick call took ([\d.]+) ms")
+STALL_RE = re.compile(r"the longest core_batch or core_tick call took ([\d.]+) ms"
+                      r"(?: \(the most CPU time one took: ([\d.]+) ms\))?")
 TARGET_STALL_MS = 5.0
 
 
@@ -810,11 +811,13 @@ class Bench:
                       f"{TARGET_P50_MS:g} ms)")
                 if p50 > TARGET_P50_MS:
                     print("TARGET MISSED")
-        stalls = [float(f.group(1)) for f in map(STALL_RE.search, text.splitlines()) if f]
+        stalls = [f for f in map(STALL_RE.search, text.splitlines()) if f]
         if stalls:
+            wall, cpu = float(stalls[-1].group(1)), stalls[-1].group(2)
             print(f"longest stall of the bot's loop (one core_batch or core_tick call, its own "
-                  f"clock): {stalls[-1]:.1f} ms; target <= {TARGET_STALL_MS:g} ms "
-                  + ("MET" if stalls[-1] <= TARGET_STALL_MS else "NOT MET"))
+                  f"clock): {wall:.1f} ms"
+                  + (f", the most CPU time one took {float(cpu):.1f} ms" if cpu else "")
+                  + f"; target <= {TARGET_STALL_MS:g} ms " + ("MET" if wall <= TARGET_STALL_MS else "NOT MET"))
         if self.proxy is not None:
             lat, unanswered = self.proxy.latencies()
             if lat:
