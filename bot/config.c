@@ -81,6 +81,8 @@ static const cfg_key cfg_keys[] = {
              "the path of the SQLite file, 1 to 255 characters"),
     CFG_WORD(CFG_SEC_BOT, "log_level", log_level, cfg_log_levels, "one of error, warn, info, debug"),
     CFG_INT(CFG_SEC_BOT, "threads", threads, 1, 64, "a whole number from 1 to 64"),
+    CFG_TEXT(CFG_SEC_BOT, "rules_url", rules_url, 1, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
+             "1 to 255 characters without blanks: where the rules are published, like https://example.org/cardroom/"),
     CFG_TEXT(CFG_SEC_BOT, "admins", admins, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
              "user ids separated by commas or blanks, up to 255 characters"),
     CFG_INT(CFG_SEC_BOT, "rate_commands", rate_commands, 0, 10000, "a whole number from 0 to 10000 (0: no limit)"),
@@ -164,6 +166,7 @@ void cfg_defaults(cfg *c)
     strcpy(c->database, "cardroom.db");
     strcpy(c->log_level, "info");
     c->threads = 2;
+    strcpy(c->rules_url, "docs/");
     c->rate_commands = 20;
     c->rate_seconds = 60;
     c->rate_pause = 120;
