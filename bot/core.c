@@ -6,7 +6,12 @@
  * the store fails, the core marks itself broken and refuses further work: memory may then be
  * ahead of the store, and only a restart (which rebuilds from the journal) is safe. The room
  * search is linear: a bot hosts hundreds of tables, not millions, and a strcmp per table per
- * event costs far less than the fsync of the transaction around it. */
+ * event costs far less than the fsync of the transaction around it.
+ *
+ * No call holds the loop long: a move the Caps judge must search for is judged on a worker
+ * while its table holds what comes after it (section "tables that wait for a search"), and a
+ * tick applies answers for a bounded time. Before anything else a message is screened: the
+ * people the admins ignore and those over their rate limit start nothing (section "people"). */
 #include "core.h"
 
 #include <inttypes.h>

@@ -11,7 +11,9 @@
  * feeds the stored entries back through table_replay() without collecting messages, which
  * rebuilds the table exactly. Computer players think elsewhere (on a worker, from the
  * question table_computer_question() gives) and their answer comes back through
- * table_computer_move(). */
+ * table_computer_move(). A long search a game needs to apply an entry (304's Caps judge) may
+ * go elsewhere too (table_env.search): the entry then waits (TABLE_WAITS) and the caller does
+ * its work again once the answer is in. */
 #ifndef CARDROOM_TABLE_H
 #define CARDROOM_TABLE_H
 
