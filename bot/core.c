@@ -59,6 +59,7 @@ typedef struct {
     int64_t *answer_seq;  /* the table's position when each was asked */
     int nanswers, canswers, cseqs;
     int held_now;         /* events were held in this batch: follow-ups come after them */
+    int restoring;        /* the inbox holds work of it from before a restart, not done yet */
 } slot;
 
 typedef struct {
@@ -85,6 +86,9 @@ struct core {
     int nheld, cheld;
     work_job *answered;       /* searches answered, not yet taken by their tables (a tick's budget) */
     int nanswered, canswered;
+    store_inbox *restored;    /* the inbox as a restart found it (text malloc'd): done with the first
+                                 batch of each row's network */
+    int nrestored, crestored;
     int64_t *delivered;       /* reported by core_delivered(), not yet marked in the store */
     int ndelivered, cdelivered;
     int64_t delivered_since;  /* when the oldest of them was reported (ms) */
@@ -328,6 +332,8 @@ void core_free(core *c)
     free(c->slots);
     free(c->held);
     free(c->answered);
+    for (int i = 0; i < c->nrestored; i++) free((char *)c->restored[i].text);
+    free(c->restored);
     if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
         int rc = 0;
         for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
@@ -969,6 +975,8 @@ static int handle_leave(core *c, const char *net, const adapter_event *e)
 
 /* ---- batches ---- */
 
+static int do_restored(core *c, const char *net);
+
 static int fail_store(core *c, const char *what)
 {
     logf_(c, CORE_LOG_ERROR, "store failed during %s: %s", what, store_error(c->o.db));
@@ -1014,6 +1022,10 @@ static slot *admin_target(core *c, const char *net, const adapter_event *e)
     if (strcmp(m.arg, "close") == 0) return open_slot_of_id(c, strtoll(m.arg2, NULL, 10));
     return strcmp(m.arg, "leave") == 0 ? slot_of_room(c, net, m.arg2) : NULL;
 }
+
+/* Whether s waits: for a search, or for its held work from before a restart. Nothing else of it
+ * moves meanwhile: no timers, no follow-ups, no computer players. */
+static int waits(const slot *s) { return s->ntasks || s->restoring; }
 
 /* The table waiting for a search (other than except) that event e must queue behind: the
  * one in its room; for a private message, one where the sender sits, or the one an admin's
@@ -1192,7 +1204,7 @@ static int settle_dirty(core *c)
         slot *s = c->slots[i];
         int due = s->dirty || s->held_now;
         s->held_now = 0;
-        if (!due || (s->ntasks && s->tasks[s->ntasks - 1].kind == TASK_SETTLE)) continue;
+        if (!due || s->restoring || (s->ntasks && s->tasks[s->ntasks - 1].kind == TASK_SETTLE)) continue;
         task w = {.kind = TASK_SETTLE};
         if (take_task(c, s, s->t.net, &w) != 0) return -1;
     }
@@ -1207,7 +1219,7 @@ static void after_commit(core *c)
     int64_t now = now_ms(c);
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        if (!s->dirty || s->ntasks) continue;
+        if (!s->dirty || waits(s)) continue;
         s->dirty = 0;
         schedule(c, s);
         table_note_turn(&s->t, now);
@@ -1229,6 +1241,7 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
     if (c->broken) return -1;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
+    if (c->nrestored && do_restored(c, net) != 0) return fail_store(c, "held work from before the restart");
     for (int i = 0; i < n; i++) {
         int rc = 0;
         if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
@@ -1272,7 +1285,7 @@ static int run_timers(core *c, int64_t now)
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
         table_out o = {0};
-        if (s->ntasks) continue; /* its timers run once it is free */
+        if (waits(s)) continue; /* its timers run once it is free */
         int64_t at = table_timers(&s->t, env_for(c, s->t.net), now, (int64_t)k->remind_after * 1000,
                                   (int64_t)k->idle_takeover * 1000, (int64_t)k->table_idle_close * 1000, &o);
         if (at < next) next = at;
@@ -1504,17 +1517,14 @@ static int restore_one(core *c, const store_table *row)
     return rc;
 }
 
-typedef struct {
-    int n, cap;
-    store_inbox *rows; /* text malloc'd */
-} inbox_list;
-
 static int collect_inbox(void *ctx, const store_inbox *row)
 {
-    inbox_list *l = ctx;
-    l->rows = grow(l->rows, &l->cap, l->n + 1, sizeof *l->rows);
-    l->rows[l->n] = *row;
-    l->rows[l->n++].text = dup_or_null(row->text);
+    core *c = ctx;
+    c->restored = grow(c->restored, &c->crestored, c->nrestored + 1, sizeof *c->restored);
+    c->restored[c->nrestored] = *row;
+    c->restored[c->nrestored++].text = dup_or_null(row->text);
+    slot *s = slot_of_id(c, row->table);
+    if (s) s->restoring = 1; /* it waits as it did: nothing of it moves before its rows are done */
     return 0;
 }
 
@@ -1534,24 +1544,27 @@ static int restore_task(core *c, const store_inbox *row)
     return 0;
 }
 
-/* What tables held for the judge when the bot stopped, done in order in one transaction. */
-static int restore_inbox(core *c)
+/* The first batch from net after a restart: what net's tables held for the judge when the bot
+ * stopped is done first, in order, now that the network is up (its names are known again). */
+static int do_restored(core *c, const char *net)
 {
-    inbox_list l = {0};
-    int rc = store_inbox_each(c->o.db, collect_inbox, &l);
-    if (rc == 0 && l.n) {
-        rc = store_begin(c->o.db);
-        for (int i = 0; rc == 0 && i < l.n; i++) {
-            rc = restore_task(c, &l.rows[i]);
-            if (rc == 0) rc = store_inbox_done(c->o.db, l.rows[i].id);
+    int k = 0, done = 0;
+    for (int i = 0; i < c->nrestored; i++) {
+        store_inbox *row = &c->restored[i];
+        if (strcmp(row->net, net) != 0) {
+            c->restored[k++] = *row;
+            continue;
         }
-        rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
-        if (rc == 0) logf_(c, CORE_LOG_INFO, "did the %d event%s and follow-ups tables held for the Caps judge", l.n,
-                           l.n == 1 ? "" : "s");
+        if (restore_task(c, row) != 0 || store_inbox_done(c->o.db, row->id) != 0) return -1;
+        slot *s = slot_of_id(c, row->table);
+        if (s) s->restoring = 0, s->dirty = 1;
+        free((char *)row->text);
+        done++;
     }
-    for (int i = 0; i < l.n; i++) free((char *)l.rows[i].text);
-    free(l.rows);
-    return rc;
+    c->nrestored = k;
+    if (done) logf_(c, CORE_LOG_INFO, "did the %d held event%s and follow-up%s from before the restart on %s", done,
+                    done == 1 ? "" : "s", done == 1 ? "" : "s", net);
+    return 0;
 }
 
 int core_restore(core *c)
@@ -1560,7 +1573,7 @@ int core_restore(core *c)
     int rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
-    if (rc == 0) rc = restore_inbox(c);
+    if (rc == 0) rc = store_inbox_each(c->o.db, collect_inbox, c);
     if (rc != 0) {
         logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
         return -1;

@@ -43,13 +43,15 @@ void core_free(core *c);
 /* Registers an adapter (the struct is copied; its strings and ctx must outlive the core). */
 int core_add_adapter(core *c, const adapter *a);
 
-/* Rebuilds every open table from its journal, does what tables held for the Caps judge when
- * the bot stopped (the store's inbox, searching at once) and queues computer players' moves.
- * Returns the number of tables, or -1. */
+/* Rebuilds every open table from its journal and queues computer players' moves. What tables
+ * held for the Caps judge when the bot stopped (the store's inbox) is done, in order and
+ * searching at once, with the first core_batch() from their network: an adapter calls it with
+ * no events as soon as its network is up and people's names are known, so those tables wait
+ * until then. Returns the number of tables, or -1. */
 int core_restore(core *c);
 
-/* Handles a batch of events from adapter net in one transaction, storing position (may be
- * NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
+/* Handles a batch of events from adapter net in one transaction (n may be 0: see
+ * core_restore()), storing position (may be NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
  * the caller should stop: a restart resumes from the last committed batch). */
 int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position);
 

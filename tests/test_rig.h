@@ -60,7 +60,7 @@ static inline int rig_leave(void *ctx, const char *room)
     return 0;
 }
 
-/* A core on the rig's settings and store, its tables restored. */
+/* A core on the rig's settings and store, its tables restored and the network up. */
 static inline void rig_core(rig *r)
 {
     char err[256];
@@ -72,6 +72,7 @@ static inline void rig_core(rig *r)
                  .leave = rig_leave};
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
     cr_assert_geq(core_restore(r->core), 0);
+    cr_assert_eq(core_batch(r->core, RIG_NET, NULL, 0, NULL), 0); /* the network is up */
 }
 
 /* Defaults with the timers off and threads worker threads, on the store at db; the test may

@@ -213,7 +213,9 @@ int console_run(const cfg *config, const console_options *o)
         goto done;
     }
     if (o->script && store_position_get(k.db, NET, pos, sizeof pos) == 0) k.skip = strtol(pos, NULL, 10);
-    if (core_restore(k.core) < 0) goto done;
+    /* The console is up at once: an empty batch has the core do what its tables held for the
+     * Caps judge before a restart. */
+    if (core_restore(k.core) < 0 || core_batch(k.core, NET, NULL, 0, NULL) != 0) goto done;
     rc = o->script ? run_script(&k) : run_interactive(&k);
 done:
     core_free(k.core);
