@@ -705,8 +705,8 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
  *
  * Before anything else a message is screened: one from someone the admins ignore is dropped,
  * and so is a command over its sender's rate limit ([bot] rate_commands per rate_seconds, one
- * person across all rooms of a network), the first one with a polite word. Moves a table
- * accepts are given back to the limit: the game paces them. Admins are not limited. */
+ * person across all rooms of a network), the first one with a polite word. A move counts only
+ * when its table refuses it: the game paces the moves it takes. Admins are not limited. */
 
 static void limit_key(const char *net, const char *user, char *key, size_t len)
 {
@@ -717,15 +717,6 @@ static rl_settings limits(const core *c)
 {
     const cfg *k = c->o.config;
     return (rl_settings){k->rate_commands, (int64_t)k->rate_seconds * 1000, (int64_t)k->rate_pause * 1000};
-}
-
-static void refund(core *c, const char *net, const char *user)
-{
-    char key[16 + TABLE_USER_MAX + 2];
-    rl_settings rs = limits(c);
-    if (!rs.limit) return;
-    limit_key(net, user, key, sizeof key);
-    rl_refund(c->rl, key, &rs);
 }
 
 static int is_ignored(const core *c, const char *net, const char *user)
@@ -743,29 +734,37 @@ static const char *span_words(int seconds, char *buf, size_t len)
     return buf;
 }
 
-/* Returns 1 when the message is dropped, 0 when it goes on, -1 when the store failed. */
-static int screen(core *c, const char *net, const adapter_event *e)
+/* Counts one command of q's asker. Returns 1 when it is over the limit (dropped: the first time
+ * with one word), 0 when it goes on, -1 when the store failed. */
+static int charge(core *c, const asker *q)
 {
     const cfg *k = c->o.config;
-    if (is_ignored(c, net, e->sender)) return 1;
     rl_settings rs = limits(c);
-    if (!rs.limit || cfg_is_admin(k, e->sender)) return 0;
-    cmd m;
-    asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
-    cmd_parse(e->text, strlen(e->text), k->prefix, q.is_private, &m);
-    if (m.kind == CMD_NONE || (m.kind == CMD_PLAY && m.bare)) return 0; /* talk, or a card that may be chat */
+    if (!rs.limit || cfg_is_admin(k, q->user)) return 0;
     char key[16 + TABLE_USER_MAX + 2], span[32];
-    limit_key(net, e->sender, key, sizeof key);
+    limit_key(q->net, q->user, key, sizeof key);
     switch (rl_take(c->rl, key, now_ms(c), &rs)) {
     case RL_OK: return 0;
     case RL_QUIET: return 1;
     case RL_WARN: break;
     }
     span_words(k->rate_pause, span, sizeof span);
-    logf_(c, CORE_LOG_INFO, "%s on %s gave more than %d commands in %d s: ignored for %s", e->sender, net,
+    logf_(c, CORE_LOG_INFO, "%s on %s gave more than %d commands in %d s: ignored for %s", q->user, q->net,
           k->rate_commands, k->rate_seconds, span);
-    return answer(&q, "you are sending me commands faster than I take them, so I will not answer you for the "
-                      "next %s.", span) == 0 ? 1 : -1;
+    return answer(q, "you are sending me commands faster than I take them, so I will not answer you for the "
+                     "next %s.", span) == 0 ? 1 : -1;
+}
+
+/* Returns 1 when the message is dropped, 0 when it goes on, -1 when the store failed. Moves are
+ * counted later, and only when their table refuses them (handle_message). */
+static int screen(core *c, const char *net, const adapter_event *e)
+{
+    if (is_ignored(c, net, e->sender)) return 1;
+    cmd m;
+    asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
+    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
+    if (m.kind == CMD_NONE || cmd_is_move(m.kind)) return 0; /* talk; a move, paced by its game */
+    return charge(c, &q);
 }
 
 /* Closes table s at once, as an admin asks or when the bot is no longer in its room. The
@@ -954,9 +953,14 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
     table_out o = {0};
-    if (table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o) && !c->missed &&
-        cmd_is_move(m.kind))
-        refund(c, net, e->sender);
+    int taken = table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o);
+    if (!taken && !c->missed && cmd_is_move(m.kind) && !(m.kind == CMD_PLAY && m.bare)) {
+        int rc = charge(c, &q); /* a refused move counts, and over the limit its refusal is not said */
+        if (rc != 0) {
+            table_out_clear(&o);
+            return rc < 0 ? -1 : 0;
+        }
+    }
     return write_and_clear(c, s, &o);
 }
 

@@ -122,11 +122,3 @@ rl_verdict rl_take(ratelimit *r, const char *key, int64_t now, const rl_settings
     e->paused_until = now + s->pause_ms;
     return RL_WARN;
 }
-
-void rl_refund(ratelimit *r, const char *key, const rl_settings *s)
-{
-    rl_entry *e = rl_find(r, key);
-    if (!e || !e->key || e->paused_until) return;
-    int64_t room = rl_capacity(s) - e->level;
-    e->level += s->window_ms < room ? s->window_ms : room;
-}

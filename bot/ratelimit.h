@@ -4,9 +4,7 @@
  * rooms): it holds up to `limit` commands and fills again at `limit` per window. A command that
  * finds the bucket empty pauses the key for `pause`: that first one is answered once
  * (RL_WARN), and every command until the pause ends is dropped without a word (RL_QUIET); then
- * the bucket is full again. A command given back (rl_refund) does not count: the core gives
- * back the moves a table accepts, which the game paces anyway. Times are milliseconds on the
- * caller's clock. */
+ * the bucket is full again. Times are milliseconds on the caller's clock. */
 #ifndef CARDROOM_RATELIMIT_H
 #define CARDROOM_RATELIMIT_H
 
@@ -28,9 +26,6 @@ void rl_free(ratelimit *r);
 
 /* One command from key at now. */
 rl_verdict rl_take(ratelimit *r, const char *key, int64_t now, const rl_settings *s);
-
-/* Gives key back the command it last took (no effect on a key the limiter does not hold). */
-void rl_refund(ratelimit *r, const char *key, const rl_settings *s);
 
 /* Keys the limiter holds now (tests: idle keys are forgotten as it grows). */
 int rl_count(const ratelimit *r);

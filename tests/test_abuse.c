@@ -1,8 +1,8 @@
 /* test_abuse.c — what keeps one person from disturbing everybody, and the bot's admins.
  *
  * Covers: the rate limit (one person flooding !table in ten rooms gets one notice and then
- * nothing until the pause is over; other people are not held up; moves a table accepts do not
- * count; admins are not limited), the cap on open tables per person, the !admin commands and
+ * nothing until the pause is over; other people are not held up; moves count only when their
+ * table refuses them; admins are not limited), the cap on open tables per person, the !admin commands and
  * their refusals (not an admin, in a room, a wrong subcommand), closing a table (its results
  * stay in the standings), leaving a room through the adapter, ignoring and unignoring someone
  * (kept across a restart; an ignored person starts nothing), and a table closing at once when
@@ -186,6 +186,25 @@ Test(abuse, moves_a_table_takes_do_not_count)
     cr_expect_null(strstr(rig_heard(&r, "#cards", "").last, "faster"));
     say(&r, "alice", "#cards", "!last");
     cr_expect(strstr(rig_heard(&r, "#cards", "").last, "faster than I take them"), "the ninth question is one too many");
+    rig_stop(&r);
+}
+
+Test(abuse, refused_moves_count)
+{
+    rig r;
+    start(&r);
+    alice_table(&r, "#cards");
+    say(&r, "bob", "#cards", "!bid 160");
+    cr_expect_str_eq(rig_heard(&r, "#cards", "").last, "bob: you are not playing at this table (!join to sit down).");
+    say(&r, "bob", "#cards", "!pass");
+    say(&r, "bob", "#cards", "JH");
+    cr_expect(strstr(rig_heard(&r, "#cards", "").last, "bob: you are not playing"), "a card alone is chat: no answer");
+    for (int i = 0; i < 7; i++) say(&r, "bob", "#cards", "!bid 170");
+    cr_expect(strstr(rig_heard(&r, "#cards", "").last, "bob: you are sending me commands faster than I take them"),
+              "the ninth refused move is over the limit: %s", rig_heard(&r, "#cards", "").last);
+    int heard = rig_heard(&r, "#cards", "").n;
+    say(&r, "bob", "#cards", "!bid 180");
+    cr_expect_eq(rig_heard(&r, "#cards", "").n, heard, "then his refusals are not said");
     rig_stop(&r);
 }
 

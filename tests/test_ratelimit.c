@@ -1,5 +1,5 @@
 /* test_ratelimit.c — the per-person token buckets (bot/ratelimit.c): the limit, the one warning
- * and the quiet pause after it, refilling over the window, refunds, keys apart from each other,
+ * and the quiet pause after it, refilling over the window, keys apart from each other,
  * and idle keys forgotten as the table grows. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -37,20 +37,14 @@ Test(ratelimit, the_bucket_fills_over_the_window)
     rl_free(r);
 }
 
-Test(ratelimit, refunds_and_keys_apart)
+Test(ratelimit, keys_apart)
 {
     ratelimit *r = rl_new();
-    for (int i = 0; i < 50; i++) {
-        cr_expect_eq(rl_take(r, "player", 0, &five), RL_OK, "refunded commands never run out");
-        rl_refund(r, "player", &five);
-    }
     for (int i = 0; i < 5; i++) cr_expect_eq(rl_take(r, "flood", 0, &five), RL_OK);
     cr_expect_eq(rl_take(r, "flood", 0, &five), RL_WARN);
-    rl_refund(r, "flood", &five);
-    cr_expect_eq(rl_take(r, "flood", 0, &five), RL_QUIET, "a refund does not end a pause");
     cr_expect_eq(rl_take(r, "other", 0, &five), RL_OK, "another key has its own bucket");
-    rl_refund(r, "nobody", &five);
-    cr_expect_eq(rl_count(r), 3, "a refund for an unknown key adds none");
+    cr_expect_eq(rl_take(r, "flood", 0, &five), RL_QUIET);
+    cr_expect_eq(rl_count(r), 2);
     rl_free(r);
 }
 
