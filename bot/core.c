@@ -1322,7 +1322,7 @@ static int tick(core *c)
     int done = 0, k = 0;
     for (; done < c->nanswered && (done == 0 || mono_ns() < stop); done++)
         if (take_search(c, &c->answered[done]) != 0) return fail_store(c, "a judged move");
-    memmove(c->answered, c->answered + done, (size_t)(c->nanswered - done) * sizeof *c->answered);
+    if (done) memmove(c->answered, c->answered + done, (size_t)(c->nanswered - done) * sizeof *c->answered);
     c->nanswered -= done;
     for (int i = 0; i < c->nheld; i++) {
         if (c->held[i].not_before > now || (done > 0 && mono_ns() >= stop)) {
