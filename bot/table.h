@@ -62,8 +62,8 @@ typedef void (*table_search)(table_question *q, caps_solver *solver);
 typedef struct {
     caps_solver *judge;        /* the Caps judge's search (one per thread), for games that judge Caps */
     /* A search of table t's game, off the loop: returns 1 with the answer in q (run at once,
-     * or answered before: the same question asked again gets the same answer), or 0 when it
-     * has gone to a worker. The entry that asked then waits (TABLE_WAITS) and the caller puts
+     * or answered before: asked again in the same order when the caller does its work again),
+     * or 0 when it has gone to a worker. The entry that asked then waits (TABLE_WAITS) and the caller puts
      * the table back as it was before the call that led to it, holds what it was doing and
      * does it again once the answer is in. NULL: every search runs at once, on this thread
      * (a rebuild always searches at once). */
