@@ -49,7 +49,6 @@ typedef struct {
     const char *usage;   /* what follows the name in the usage line */
     const char *summary; /* the one line in the list */
     const char *detail;  /* one to four sentences */
-    int unlisted;        /* left out of the list of all commands (~help COMMAND still explains it) */
 } cmd_spec;
 
 static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
@@ -152,9 +151,12 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                    "Only the people named in the bot's admins setting, in a private message: ~admin list "
                    "shows every open table, ~admin close 12 closes table 12 (its results stay in the "
                    "standings), ~admin leave ROOM closes the room's table and leaves the room, ~admin "
-                   "ignore USER makes the bot ignore someone until ~admin unignore USER.",
-                   1},
+                   "ignore USER makes the bot ignore someone until ~admin unignore USER."},
 };
+
+/* Whether the lists of all commands leave kind out (~help COMMAND still explains it): the
+ * admins' command is not for everybody. */
+static int cmd_unlisted(int kind) { return kind == CMD_ADMIN; }
 
 /* What ~admin does, and whether it takes an argument. */
 static const struct {
@@ -753,7 +755,7 @@ static void cmd_put_list(cmd_writer *w, const char *prefix)
 {
     cmd_put_template(w, "Commands (in a private message the ~ may be left out):", prefix);
     for (int k = CMD_NEW; k < CMD_KIND_COUNT && !w->full; k++) {
-        if (cmd_specs[k].unlisted) continue;
+        if (cmd_unlisted(k)) continue;
         size_t keep = w->pos;
         cmd_puts(w, "\n");
         cmd_put_line(w, &cmd_specs[k], prefix);
@@ -792,7 +794,7 @@ const char *cmd_help_line(const char *prefix, char *buf, size_t len)
     buf[0] = 0;
     cmd_puts(&w, "Commands:");
     for (int k = CMD_NEW; k < CMD_KIND_COUNT; k++) {
-        if (cmd_specs[k].unlisted) continue;
+        if (cmd_unlisted(k)) continue;
         cmd_puts(&w, k == CMD_NEW ? " " : ", ");
         cmd_puts(&w, cmd_specs[k].name);
     }

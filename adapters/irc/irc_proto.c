@@ -850,7 +850,7 @@ static void on_part(irc_proto *p, const irc_msg *m, const char *chan, const char
     if (same(nick, p->nick)) {
         plog(p, kicked ? 1 : 2, "irc: %s %s", kicked ? "kicked from" : "left", c->name);
         if (kicked) unwant(p, c->name);
-        emit(p, &(adapter_event){.kind = ADAPTER_GONE, .room = c->id, .sender = p->nick});
+        emit_about(p, ADAPTER_GONE, c, p->nick, NULL);
         chan_remove(p, c);
         return;
     }
