@@ -91,6 +91,7 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_BOT, "tables_per_user", tables_per_user, 0, 1000, "a whole number from 0 to 1000 (0: no cap)"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
+    CFG_INT(CFG_SEC_TIMERS, "leave_grace", leave_grace, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "table_idle_close", table_idle_close, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "bot_delay_ms", bot_delay_ms, 0, 60000, "a number of milliseconds from 0 to 60000"),
     CFG_TEXT(CFG_SEC_MATRIX, "homeserver", matrix_homeserver, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
@@ -173,6 +174,7 @@ void cfg_defaults(cfg *c)
     c->tables_per_user = 3;
     c->remind_after = 120;
     c->idle_takeover = 600;
+    c->leave_grace = 120;
     c->table_idle_close = 86400;
     c->bot_delay_ms = 0;
     g304_rules_default(&c->rules);

@@ -36,7 +36,10 @@
 #define TICK_BUDGET_NS 2000000 /* a tick applies answers for this long (ms 2), then commits: what is
                                   left goes in the next tick, so the loop is never held long */
 #define LEADERBOARD_ROWS 10
-#define ADMIN_LIST_ROWS 40 /* tables an admin's list shows */
+#define BACKLOG_ROOM_MS 3000   /* a room's unsent messages that make its computer players wait */
+#define BACKLOG_ROOM_MSGS 3    /* as many: a network may send a room one message at a time */
+#define BACKLOG_NET_MS 5000    /* what all the rooms of one network have unsent together */
+#define ADMIN_LIST_ROWS 40      /* tables an admin's list shows */
 
 typedef enum { TASK_EVENT, TASK_SETTLE, TASK_ANSWER } task_kind;
 
@@ -60,6 +63,7 @@ typedef struct {
     int nanswers, canswers, cseqs;
     int held_now;         /* events were held in this batch: follow-ups come after them */
     int restoring;        /* the inbox holds work of it from before a restart, not done yet */
+    int held;             /* a computer player waits for the backlog (schedule) */
 } slot;
 
 typedef struct {
@@ -71,6 +75,21 @@ typedef struct {
     char net[16];
     char room[TABLE_ROOM_MAX];
 } leaving_room;
+
+/* The undelivered messages of one room and what they take at its network's pace (see the
+ * backlog). */
+typedef struct {
+    int net;                   /* index in core.nets */
+    char room[TABLE_ROOM_MAX];
+    int n;
+    int64_t ms;
+} room_backlog;
+
+typedef struct {
+    int64_t id;                /* outbox id */
+    int64_t ms;
+    int room;                  /* index in core.rooms */
+} unsent_msg;
 
 struct core {
     core_options o;
@@ -105,9 +124,16 @@ struct core {
     int missed;               /* one went to a worker: the task is undone */
     int broken;
     core_stats stats;
+    room_backlog *rooms;       /* the backlog: rooms with messages that cost time to send */
+    int nrooms, crooms;
+    unsent_msg *unsent;        /* those messages, by id */
+    int nunsent, cunsent;
+    int64_t net_ms[CORE_MAX_NETS];
+    int resume_next;           /* the slot backlog_done() looks at first */
 };
 
 static void slot_free(slot *s);
+static int waits(const slot *s);
 
 /* ---- small helpers ---- */
 
@@ -345,6 +371,8 @@ void core_free(core *c)
     rl_free(c->rl);
     free(c->ignored);
     free(c->leaving);
+    free(c->rooms);
+    free(c->unsent);
     free(c);
 }
 
@@ -391,12 +419,12 @@ static slot *slot_of_id(core *c, int64_t id)
 
 /* The table a private message is about: where the sender sits, preferring one where it is his
  * turn, else the most recently created. */
-static slot *slot_of_player(core *c, const char *net, const char *user)
+static slot *slot_of_player(core *c, const char *net, const char *user, const char *origin)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        int seat = table_seat_of(&s->t, user);
+        int seat = table_seat_of(&s->t, user, origin);
         if (s->t.over || seat < 0 || strcmp(s->t.net, net) != 0) continue;
         if (table_to_act(&s->t) == seat && s->t.started) return s;
         best = s;
@@ -409,6 +437,8 @@ static void task_free(task *w)
     free((char *)w->ev.room);
     free((char *)w->ev.sender);
     free((char *)w->ev.text);
+    free((char *)w->ev.origin);
+    free((char *)w->ev.renamed_to);
     free(w->job);
 }
 
@@ -425,7 +455,7 @@ static void slot_free(slot *s)
  * where the sender sits. */
 static slot *slot_for_event(core *c, const char *net, const adapter_event *e)
 {
-    if (e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room)) return slot_of_player(c, net, e->sender);
+    if (e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room)) return slot_of_player(c, net, e->sender, e->origin);
     return e->room ? slot_of_room(c, net, e->room) : NULL;
 }
 
@@ -460,6 +490,105 @@ static void slots_sweep(core *c)
     c->nslots = k;
 }
 
+/* ---- the backlog: messages written but not yet delivered, at their network's pace ----
+ * A message costs what the adapter's pace_ms says when it is written; the cost counts for its
+ * room and network until the adapter reports it delivered. Computer players wait while either
+ * sum is over its limit, or their room has a few messages waiting (schedule); each delivery
+ * lets one waiting table go on, and since every move says something, its move is delivered in
+ * turn and wakes the next. Messages that cost nothing (the console) are not kept, so a network
+ * without a pace plays exactly as fast as before. */
+
+static int schedule(core *c, slot *s);
+
+static void backlog_add(core *c, const char *net, const store_msg *m)
+{
+    const adapter *a = net_of(c, net);
+    int64_t ms = a && a->pace_ms ? a->pace_ms(a->ctx, m) : 0;
+    if (ms <= 0) return;
+    int n = (int)(a - c->nets), k = 0;
+    while (k < c->nrooms && (c->rooms[k].net != n || strcmp(c->rooms[k].room, m->room) != 0)) k++;
+    if (k == c->nrooms) {
+        c->rooms = grow(c->rooms, &c->crooms, c->nrooms + 1, sizeof *c->rooms);
+        c->rooms[k] = (room_backlog){.net = n};
+        snprintf(c->rooms[k].room, sizeof c->rooms[k].room, "%s", m->room);
+        c->nrooms++;
+    }
+    c->rooms[k].n++;
+    c->rooms[k].ms += ms;
+    c->net_ms[n] += ms;
+    c->unsent = grow(c->unsent, &c->cunsent, c->nunsent + 1, sizeof *c->unsent);
+    c->unsent[c->nunsent++] = (unsent_msg){m->id, ms, k};
+}
+
+/* Message id is delivered: its cost leaves the backlog, and one waiting table goes on (a
+ * message out, a move in; the tables in turn). Waking them all at once would let every one of
+ * them add its move before the first of those is counted. */
+static void backlog_done(core *c, int64_t id)
+{
+    int lo = 0, hi = c->nunsent; /* ids only grow, so the list is in order */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c->unsent[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == c->nunsent || c->unsent[lo].id != id) return;
+    room_backlog *r = &c->rooms[c->unsent[lo].room];
+    r->n--;
+    r->ms -= c->unsent[lo].ms;
+    c->net_ms[r->net] -= c->unsent[lo].ms;
+    memmove(&c->unsent[lo], &c->unsent[lo + 1], (size_t)(c->nunsent - lo - 1) * sizeof *c->unsent);
+    c->nunsent--;
+    for (int k = 0; k < c->nslots; k++) {
+        int i = (c->resume_next + k) % c->nslots;
+        if (c->slots[i]->held && !waits(c->slots[i]) && schedule(c, c->slots[i])) {
+            c->resume_next = i + 1;
+            break;
+        }
+    }
+}
+
+/* Whether the room's computer players wait: its backlog, or its network's, is too long. */
+static int backlog_full(core *c, const char *net, const char *room)
+{
+    const adapter *a = net_of(c, net);
+    int n = a ? (int)(a - c->nets) : -1;
+    if (n < 0 || c->net_ms[n] == 0) return 0;
+    if (c->net_ms[n] >= BACKLOG_NET_MS) return 1;
+    for (int k = 0; k < c->nrooms; k++)
+        if (c->rooms[k].net == n && strcmp(c->rooms[k].room, room) == 0)
+            return c->rooms[k].ms >= BACKLOG_ROOM_MS || c->rooms[k].n >= BACKLOG_ROOM_MSGS;
+    return 0;
+}
+
+/* A message say() just wrote. */
+static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
+                            const char *mention, const char *text)
+{
+    const adapter *a = net_of(c, net);
+    if (!a || !a->pace_ms) return;
+    store_msg m = {.id = id, .text = (char *)text}; /* the adapter only reads it */
+    snprintf(m.net, sizeof m.net, "%s", net);
+    snprintf(m.room, sizeof m.room, "%s", room ? room : "");
+    snprintf(m.user, sizeof m.user, "%s", user ? user : "");
+    snprintf(m.mention, sizeof m.mention, "%s", mention ? mention : "");
+    backlog_add(c, net, &m);
+}
+
+static int backlog_restore_one(void *ctx, const store_msg *m)
+{
+    backlog_add(ctx, m->net, m);
+    return 0;
+}
+
+/* At the start: the messages a restart left undelivered. */
+static int backlog_restore(core *c)
+{
+    for (int i = 0; i < c->nnets; i++)
+        if (c->nets[i].pace_ms && store_outbox_pending(c->o.db, c->nets[i].net, 0, backlog_restore_one, c) != 0)
+            return -1;
+    return 0;
+}
+
 /* ---- writing what happened ---- */
 
 /* notice: a private message only for reading (store_msg). */
@@ -471,6 +600,7 @@ static int say(core *c, const char *net, const char *room, const char *user, con
                          &id) != 0)
         return -1;
     c->stats.messages++;
+    backlog_written(c, net, id, room, user, mention, text);
     return 0;
 }
 
@@ -516,11 +646,18 @@ static int settle(core *c, slot *s)
     return write_and_clear(c, s, &o);
 }
 
-static void schedule(core *c, slot *s)
+/* Asks a computer player to move when one is to act, unless the room's messages are still
+ * queued too long (then it waits for backlog_done). Returns 1 if it asked. */
+static int schedule(core *c, slot *s)
 {
     table *t = &s->t;
-    int seat = table_computer_to_act(t);
-    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return;
+    int seat = table_computer_to_act(t), asked = 0;
+    s->held = 0;
+    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return 0;
+    if (backlog_full(c, t->net, t->room)) {
+        s->held = 1;
+        return 0;
+    }
     work_job *j = calloc(1, sizeof *j);
     if (!j) abort();
     j->table = t->id;
@@ -532,8 +669,10 @@ static void schedule(core *c, slot *s)
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
+        asked = 1;
     }
     free(j);
+    return asked;
 }
 
 /* ---- commands the core answers itself ---- */
@@ -953,7 +1092,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
     table_out o = {0};
-    int taken = table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o);
+    int taken = table_command(&s->t, env_for(c, net), e->sender, e->origin, e->moderator, q.is_private, &m, &o);
     if (!taken && !c->missed && cmd_is_move(m.kind) && !(m.kind == CMD_PLAY && m.bare)) {
         int rc = charge(c, &q); /* a refused move counts, and over the limit its refusal is not said */
         if (rc != 0) {
@@ -964,17 +1103,55 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     return write_and_clear(c, s, &o);
 }
 
-/* A player who leaves the room leaves an unstarted table, and is away from a running one. */
+/* A player who leaves the room keeps his seat for [timers] leave_grace: coming back or speaking
+ * ends the wait (handle_seen), else he then leaves an unstarted table and is away from a
+ * running one. The slot is marked so that after_commit() counts the new timer. */
 static int handle_leave(core *c, const char *net, const adapter_event *e)
 {
     slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
-    int seat = s ? table_seat_of(&s->t, e->sender) : -1;
-    if (seat < 0) return 0;
+    if (!s) return 0;
     table_out o = {0};
-    char entry[32], err[256];
-    snprintf(entry, sizeof entry, s->t.started ? "away %d" : "leave %d", seat);
-    if (!(s->t.started && s->t.seat[seat].away)) table_exec(&s->t, env_for(c, net), entry, &o, err, sizeof err);
+    int64_t grace = (int64_t)c->o.config->leave_grace * 1000;
+    if (table_player_left(&s->t, env_for(c, net), e->sender, e->origin, now_ms(c), grace, &o) >= 0) s->dirty = 1;
     return write_and_clear(c, s, &o);
+}
+
+/* Somebody joined a room or spoke (in a room, or privately: then at all his tables): he has not
+ * left, whatever left event came before. */
+static void handle_seen(core *c, const char *net, const adapter_event *e)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        table *t = &c->slots[i]->t;
+        if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
+            table_player_seen(t, e->sender, e->origin);
+    }
+}
+
+/* A player seen changing his nick (one event per room the bot shares with him): his seats on
+ * that network follow him, wherever he sits; the later events of the same change find nothing
+ * left to rename. */
+static int hold(core *c, slot *s, const char *net, const task *w, int first);
+
+/* A nick change at table s: the sender's seat follows him there (an entry). */
+static int rename_at(core *c, slot *s, const char *net, const adapter_event *e)
+{
+    table_out o = {0};
+    table_player_renamed(&s->t, env_for(c, net), e->sender, e->origin, e->renamed_to, &o);
+    return write_and_clear(c, s, &o);
+}
+
+/* A nick change: at every table of the network; a table that waits for the Caps judge gets it
+ * in its turn, after what came before it. */
+static int handle_rename(core *c, const char *net, const adapter_event *e)
+{
+    if (!e->renamed_to || strlen(e->renamed_to) >= TABLE_USER_MAX) return 0;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        if (strcmp(s->t.net, net) != 0) continue;
+        task w = {.kind = TASK_EVENT, .ev = *e};
+        if ((waits(s) ? hold(c, s, net, &w, 0) : rename_at(c, s, net, e)) != 0) return -1;
+    }
+    return 0;
 }
 
 /* ---- batches ---- */
@@ -1005,11 +1182,13 @@ static int fail_store(core *c, const char *what)
  * again from the same seed. With no worker threads every search runs at once. */
 
 static const char *const event_words[] = {[ADAPTER_MESSAGE] = "message", [ADAPTER_LEAVE] = "leave",
-                                          [ADAPTER_GONE] = "gone"};
+                                          [ADAPTER_RENAME] = "rename", [ADAPTER_GONE] = "gone"};
 
-/* What an event does; those without a word in event_words do nothing. */
-static int handle_event(core *c, const char *net, const adapter_event *e)
+/* What an event does; those without a word in event_words do nothing. A nick change held at a
+ * table (s) is for that table alone. */
+static int handle_event(core *c, slot *s, const char *net, const adapter_event *e)
 {
+    if (e->kind == ADAPTER_RENAME) return s ? rename_at(c, s, net, e) : 0;
     if (e->kind == ADAPTER_MESSAGE && e->text) return handle_message(c, net, e);
     if (e->kind == ADAPTER_LEAVE) return handle_leave(c, net, e);
     if (e->kind == ADAPTER_GONE) return handle_gone(c, net, e);
@@ -1031,9 +1210,19 @@ static slot *admin_target(core *c, const char *net, const adapter_event *e)
  * moves meanwhile: no timers, no follow-ups, no computer players. */
 static int waits(const slot *s) { return s->ntasks || s->restoring; }
 
+/* Whether a nick change to user waits at s: user will sit there once it is done. */
+static int renaming_to(const slot *s, const char *user)
+{
+    for (int i = 0; i < s->ntasks; i++) {
+        const adapter_event *e = &s->tasks[i].ev;
+        if (s->tasks[i].kind == TASK_EVENT && e->kind == ADAPTER_RENAME && strcmp(e->renamed_to, user) == 0) return 1;
+    }
+    return 0;
+}
+
 /* The table waiting for a search (other than except) that event e must queue behind: the
- * one in its room; for a private message, one where the sender sits, or the one an admin's
- * command closes. */
+ * one in its room; for a private message, one where the sender sits (or will, once a nick
+ * change it holds is done), or the one an admin's command closes. */
 static slot *holder(core *c, const char *net, const adapter_event *e, const slot *except)
 {
     int private = e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room), waiting = 0;
@@ -1041,7 +1230,9 @@ static slot *holder(core *c, const char *net, const adapter_event *e, const slot
         slot *s = c->slots[i];
         if (!s->ntasks || s == except || strcmp(s->t.net, net) != 0) continue;
         waiting = 1;
-        if (private ? table_seat_of(&s->t, e->sender) >= 0 : e->room && strcmp(s->t.room, e->room) == 0) return s;
+        if (private ? table_seat_of(&s->t, e->sender, e->origin) >= 0 || renaming_to(s, e->sender)
+                    : e->room && strcmp(s->t.room, e->room) == 0)
+            return s;
     }
     slot *s = waiting && private ? admin_target(c, net, e) : NULL;
     return s && s->ntasks && s != except ? s : NULL;
@@ -1064,7 +1255,7 @@ static int attempt(core *c, slot *s, const char *net, const task *w)
     c->unit = s;
     c->asked = 0;
     c->missed = 0;
-    int rc = w->kind == TASK_EVENT ? handle_event(c, net, &w->ev)
+    int rc = w->kind == TASK_EVENT ? handle_event(c, s, net, &w->ev)
              : w->kind == TASK_SETTLE ? settle(c, s)
                                       : computer_move(c, s, w->job);
     c->unit = NULL;
@@ -1089,7 +1280,8 @@ static int hold(core *c, slot *s, const char *net, const task *w, int first)
     if (w->kind == TASK_EVENT) { /* what the core reads of an event, kept (the batch's memory goes) */
         h.ev = (adapter_event){.kind = w->ev.kind, .room = dup_or_null(w->ev.room), .sender = dup_or_null(w->ev.sender),
                                .text = dup_or_null(w->ev.text), .is_private = w->ev.is_private,
-                               .moderator = w->ev.moderator};
+                               .moderator = w->ev.moderator, .origin = dup_or_null(w->ev.origin),
+                               .renamed_to = dup_or_null(w->ev.renamed_to)};
         s->held_now = 1;
     } else if (w->kind == TASK_ANSWER) {
         h.job = malloc(sizeof *h.job);
@@ -1107,6 +1299,8 @@ static int hold(core *c, slot *s, const char *net, const task *w, int first)
             snprintf(row.what, sizeof row.what, "%s", w->kind == TASK_SETTLE ? "settle" : event_words[h.ev.kind]);
             snprintf(row.room, sizeof row.room, "%s", h.ev.room ? h.ev.room : "");
             snprintf(row.user, sizeof row.user, "%s", h.ev.sender ? h.ev.sender : "");
+            snprintf(row.origin, sizeof row.origin, "%s", h.ev.origin ? h.ev.origin : "");
+            snprintf(row.renamed_to, sizeof row.renamed_to, "%s", h.ev.renamed_to ? h.ev.renamed_to : "");
             rc = store_inbox_add(c->o.db, &row, &h.inbox);
         }
         if (rc != 0) {
@@ -1141,9 +1335,10 @@ static int take_event(core *c, const char *net, const adapter_event *e)
         int rc = e->text ? screen(c, net, e) : 1;
         if (rc != 0) return rc < 0 ? -1 : 0;
     }
+    if (e->kind == ADAPTER_RENAME) return handle_rename(c, net, e);
     slot *s = holder(c, net, e, NULL);
     if (!s) s = slot_for_event(c, net, e);
-    if (!s) return handle_event(c, net, e);
+    if (!s) return handle_event(c, NULL, net, e);
     task w = {.kind = TASK_EVENT, .ev = *e};
     return take_task(c, s, net, &w);
 }
@@ -1156,7 +1351,7 @@ static int run_queue(core *c, slot *s)
         memmove(&s->tasks[0], &s->tasks[1], (size_t)(s->ntasks - 1) * sizeof *s->tasks);
         s->ntasks--;
         slot *to = s;
-        if (w.kind == TASK_EVENT) { /* it may now belong to another table (a private message) */
+        if (w.kind == TASK_EVENT && w.ev.kind != ADAPTER_RENAME) { /* it may now belong to another table */
             slot *h = holder(c, s->t.net, &w.ev, s);
             to = h ? h : slot_for_event(c, s->t.net, &w.ev);
             if (!to) to = s;
@@ -1248,10 +1443,12 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
     if (c->nrestored && do_restored(c, net) != 0) return fail_store(c, "held work from before the restart");
     for (int i = 0; i < n; i++) {
         int rc = 0;
-        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
-            logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
+        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX) ||
+            (ev[i].origin && strlen(ev[i].origin) >= TABLE_ORIGIN_MAX)) {
+            logf_(c, CORE_LOG_WARN, "an event with a user, room or origin too long for a table was ignored");
             continue;
         }
+        if (ev[i].kind == ADAPTER_MESSAGE || ev[i].kind == ADAPTER_JOIN) handle_seen(c, net, &ev[i]);
         rc = take_event(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");
     }
@@ -1408,6 +1605,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
         for (int i = 0; rc == 0 && i < ndone; i++) rc = store_outbox_done(c->o.db, done[i]);
         rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
     }
+    for (int i = 0; rc == 0 && i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
     for (int i = 0; i < l.n; i++) free(l.m[i].text);
@@ -1438,9 +1636,11 @@ int core_flush(core *c)
 int core_sent_many(core *c, const int64_t *ids, int n)
 {
     if (n <= 0) return 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
         for (int i = 0; i < c->ninflight; i++)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
+        backlog_done(c, ids[k]);
+    }
     if (store_begin(c->o.db) != 0) return fail_store(c, "marking messages sent");
     for (int k = 0; k < n; k++)
         if (store_outbox_done(c->o.db, ids[k]) != 0) return fail_store(c, "marking messages sent");
@@ -1458,6 +1658,7 @@ int core_delivered(core *c, int64_t id)
     if (c->ndelivered == 0) c->delivered_since = now_ms(c);
     c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + 1, sizeof *c->delivered);
     c->delivered[c->ndelivered++] = id;
+    backlog_done(c, id);
     return 0;
 }
 
@@ -1538,11 +1739,12 @@ static int restore_task(core *c, const store_inbox *row)
     slot *s = slot_of_id(c, row->table);
     if (strcmp(row->what, "settle") == 0) return s ? settle(c, s) : 0;
     adapter_event e = {.room = row->room[0] ? row->room : NULL, .sender = row->user, .text = row->text,
-                       .is_private = row->is_private, .moderator = row->moderator};
+                       .is_private = row->is_private, .moderator = row->moderator, .origin = row->origin,
+                       .renamed_to = row->renamed_to};
     for (size_t k = 0; k < sizeof event_words / sizeof *event_words; k++)
         if (event_words[k] && strcmp(row->what, event_words[k]) == 0) {
             e.kind = (adapter_event_kind)k;
-            return handle_event(c, row->net, &e);
+            return handle_event(c, s, row->net, &e);
         }
     logf_(c, CORE_LOG_WARN, "held work \"%s\" for table %" PRId64 " is unknown and was dropped", row->what, row->table);
     return 0;
@@ -1574,7 +1776,8 @@ static int do_restored(core *c, const char *net)
 int core_restore(core *c)
 {
     table_list l = {0};
-    int rc = store_tables_open(c->o.db, collect_table, &l);
+    int rc = backlog_restore(c);
+    if (rc == 0) rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
     if (rc == 0) rc = store_inbox_each(c->o.db, collect_inbox, c);

@@ -112,7 +112,9 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     "  user       TEXT NOT NULL DEFAULT '',"
     "  text       TEXT NOT NULL DEFAULT '',"
     "  is_private INTEGER NOT NULL DEFAULT 0,"
-    "  moderator  INTEGER NOT NULL DEFAULT 0"
+    "  moderator  INTEGER NOT NULL DEFAULT 0,"
+    "  origin     TEXT NOT NULL DEFAULT '',"
+    "  renamed_to TEXT NOT NULL DEFAULT ''"
     ");"
     "CREATE TABLE ignored ("
     "  net   TEXT NOT NULL,"
@@ -211,11 +213,12 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_STANDINGS_TOP] = "SELECT " STORE_STANDING_COLUMNS " FROM standings "
                          "WHERE net = ?1 AND room = ?2 "
                          "ORDER BY matches_won DESC, tokens DESC, user ASC LIMIT ?3",
-    [ST_INBOX_ADD] = "INSERT INTO inbox(table_id, net, what, room, user, text, is_private, moderator) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_INBOX_ADD] = "INSERT INTO inbox(table_id, net, what, room, user, text, is_private, moderator, origin, "
+                     "renamed_to) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_INBOX_MOVE] = "UPDATE inbox SET table_id = ?2 WHERE id = ?1",
     [ST_INBOX_DONE] = "DELETE FROM inbox WHERE id = ?1",
-    [ST_INBOX_EACH] = "SELECT id, table_id, net, what, room, user, text, is_private, moderator FROM inbox ORDER BY id",
+    [ST_INBOX_EACH] = "SELECT id, table_id, net, what, room, user, text, is_private, moderator, origin, renamed_to "
+                      "FROM inbox ORDER BY id",
     [ST_IGNORE_ADD] = "INSERT INTO ignored(net, user, by, since) VALUES (?1, ?2, ?3, ?4) "
                       "ON CONFLICT(net, user) DO NOTHING",
     [ST_IGNORE_DEL] = "DELETE FROM ignored WHERE net = ?1 AND user = ?2",
@@ -893,7 +896,7 @@ int store_inbox_add(store *s, const store_inbox *row, int64_t *id)
         store_bind_text(st, 3, row->what) || store_bind_text(st, 4, row->room) ||
         store_bind_text(st, 5, row->user) || store_bind_text(st, 6, row->text ? row->text : "") ||
         sqlite3_bind_int(st, 7, row->is_private) || sqlite3_bind_int(st, 8, row->moderator) ||
-        store_step_done(st))
+        store_bind_text(st, 9, row->origin) || store_bind_text(st, 10, row->renamed_to) || store_step_done(st))
         return store_fail(s, st, "inbox add (table %lld)", (long long)row->table);
     store_reset(st);
     if (id) *id = sqlite3_last_insert_rowid(s->db);
@@ -939,6 +942,8 @@ static int store_inbox_row(sqlite3_stmt *st, void *call)
     row.text = text ? text : "";
     row.is_private = sqlite3_column_int(st, 7);
     row.moderator = sqlite3_column_int(st, 8);
+    store_copy_text(row.origin, sizeof row.origin, st, 9);
+    store_copy_text(row.renamed_to, sizeof row.renamed_to, st, 10);
     return c->fn(c->ctx, &row);
 }
 

@@ -134,9 +134,11 @@ typedef struct {
     int64_t id;
     int64_t table;
     char net[16];
-    char what[16];       /* the core's word for it: "message", "leave", "gone", "settle" */
+    char what[16];       /* the core's word for it: "message", "leave", "rename", "gone", "settle" */
     char room[256];      /* "" for none */
     char user[256];
+    char origin[256];    /* where the user connects from, as the network shows it ("" unknown) */
+    char renamed_to[256]; /* a nick change: the new name */
     const char *text;    /* "" for none; owned by the store until the callback returns */
     int is_private, moderator;
 } store_inbox;

@@ -935,12 +935,15 @@ Test(store, inbox_in_order_moved_and_done)
 {
     store *s = open_ok(":memory:");
     int64_t t1 = new_table(s, 100), t2 = new_table(s, 100), a, b, c;
-    store_inbox m = {.table = t1, .net = "matrix", .what = "message", .room = "!r:x", .user = "@a:x",
+    store_inbox m = {.table = t1, .net = "irc", .what = "message", .room = "#r", .user = "alice", .origin = "a@h",
                      .text = "!play JH", .moderator = 1};
+    store_inbox n = {.table = t1, .net = "irc", .what = "rename", .room = "#r", .user = "alice", .origin = "a@h",
+                     .renamed_to = "alice2"};
     store_inbox p = {.table = t1, .net = "matrix", .what = "message", .user = "@b:x", .text = "hand", .is_private = 1};
     store_inbox f = {.table = t1, .net = "matrix", .what = "settle"};
     OK(store_begin(s));
     OK(store_inbox_add(s, &m, &a));
+    OK(store_inbox_add(s, &n, NULL));
     OK(store_inbox_add(s, &p, &b));
     OK(store_inbox_add(s, &f, &c));
     OK(store_commit(s));
@@ -948,20 +951,26 @@ Test(store, inbox_in_order_moved_and_done)
     OK(store_inbox_move(s, b, t2));
     inbox_rows l = {0};
     OK(store_inbox_each(s, collect_inbox, &l));
-    cr_assert_eq(l.n, 3);
+    cr_assert_eq(l.n, 4);
     cr_expect_eq(l.rows[0].id, a);
     cr_expect_eq(l.rows[0].table, t1);
+    cr_expect_str_eq(l.rows[0].net, "irc");
     cr_expect_str_eq(l.rows[0].what, "message");
-    cr_expect_str_eq(l.rows[0].room, "!r:x");
-    cr_expect_str_eq(l.rows[0].user, "@a:x");
+    cr_expect_str_eq(l.rows[0].room, "#r");
+    cr_expect_str_eq(l.rows[0].user, "alice");
+    cr_expect_str_eq(l.rows[0].origin, "a@h");
+    cr_expect_str_eq(l.rows[0].renamed_to, "");
     cr_expect_str_eq(l.rows[0].text, "!play JH");
     cr_expect_eq(l.rows[0].moderator, 1);
     cr_expect_eq(l.rows[0].is_private, 0);
-    cr_expect_eq(l.rows[1].table, t2, "moved to the other table");
-    cr_expect_str_eq(l.rows[1].room, "");
-    cr_expect_eq(l.rows[1].is_private, 1);
-    cr_expect_str_eq(l.rows[2].what, "settle");
-    cr_expect_str_eq(l.rows[2].text, "");
+    cr_expect_str_eq(l.rows[1].what, "rename");
+    cr_expect_str_eq(l.rows[1].renamed_to, "alice2");
+    cr_expect_eq(l.rows[2].table, t2, "moved to the other table");
+    cr_expect_str_eq(l.rows[2].room, "");
+    cr_expect_str_eq(l.rows[2].origin, "");
+    cr_expect_eq(l.rows[2].is_private, 1);
+    cr_expect_str_eq(l.rows[3].what, "settle");
+    cr_expect_str_eq(l.rows[3].text, "");
     OK(store_inbox_done(s, a));
     cr_expect_eq(store_inbox_done(s, a), -1, "a row is done once");
     cr_expect_eq(store_inbox_move(s, a, t2), -1, "a row that is done cannot move");
@@ -969,7 +978,7 @@ Test(store, inbox_in_order_moved_and_done)
     cr_expect_eq(store_inbox_add(s, &bad, NULL), -1, "a row names a table that exists");
     memset(&l, 0, sizeof l);
     OK(store_inbox_each(s, collect_inbox, &l));
-    cr_expect_eq(l.n, 2);
+    cr_expect_eq(l.n, 3);
     store_close(s);
 }
 

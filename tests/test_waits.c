@@ -16,8 +16,9 @@
  * default 3), CARDROOM_WAITS_BATCHES (batches per seed, default 250).
  *
  * A focused test: one person's move that needs a search waits in the inbox while her next
- * commands and a question from the room queue behind it, another room's table answers at
- * once meanwhile, and the same messages come out in the same order as without workers. */
+ * commands, a question from the room, her nick change and what she says under her new name
+ * queue behind it, another room's table answers at once meanwhile, and the same messages come
+ * out in the same order as without workers. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -562,6 +563,17 @@ Test(waits, a_waiting_move_holds_what_comes_after_it)
     cr_expect_eq(rig_heard(&r2, "r1", "").n, to_r1, "so does the table for the room");
     cr_expect_eq(journal_length(&r2, 1), before);
 
+    /* She changes her nick: that waits too, and what she says under her new name comes after it. */
+    adapter_event rename = {.kind = ADAPTER_RENAME, .room = "r1", .sender = "p1", .renamed_to = "p1b"};
+    rig_batch(&r0, &rename, 1);
+    rig_batch(&r2, &rename, 1);
+    cr_expect_eq(inbox_rows(&r2), held + 6, "the nick change and its batch's follow-ups wait too");
+    memset(&st, 0, sizeof st);
+    ev_set(&st, ADAPTER_MESSAGE, 1, "p1b", 1, "table");
+    both(&r0, &r2, &st);
+    cr_expect_eq(inbox_rows(&r2), held + 8, "her words under the new name wait behind the nick change");
+    cr_expect_eq(rig_heard(&r2, "", "p1b").n, 0);
+
     /* Another room's table answers at once meanwhile. */
     int to_r2 = rig_heard(&r2, "r2", "").n;
     memset(&st, 0, sizeof st);
@@ -573,6 +585,11 @@ Test(waits, a_waiting_move_holds_what_comes_after_it)
     rig_idle(&r0);
     rig_idle(&r2);
     cr_expect_eq(journal_length(&r2, 1), journal_length(&r0, 1));
+    journal_entries e = journal_read(r2.db, 1);
+    int renamed = 0;
+    for (int i = 0; i < e.n; i++) renamed += strcmp(e.v[i], "rename 0 p1b") == 0;
+    cr_expect_eq(renamed, 1, "her seat followed her nick");
+    journal_free(&e);
     lines want, got;
     results(&r0, sc.ntables, &want);
     results(&r2, sc.ntables, &got);
