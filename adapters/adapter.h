@@ -19,6 +19,7 @@ typedef enum {
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
     ADAPTER_RENAME,      /* sender is now known as renamed_to: a nick change seen in room (one
                           * event per room the bot shares with him) */
+    ADAPTER_GONE,        /* the bot itself left room, or was kicked or banned from it (sender: the bot) */
 } adapter_event_kind;
 
 typedef struct {
@@ -68,6 +69,10 @@ typedef struct {
      * few seconds, that room's computer players wait, so the queue stays short and a person's
      * command is never answered behind it. */
     int64_t (*pace_ms)(void *ctx, const store_msg *m);
+    /* Makes the bot leave room (a bot admin's "!admin leave"); the network reports it back as
+     * ADAPTER_GONE. Returns 0 when asked, -1 when it cannot. May be NULL: the network has no
+     * rooms to leave. */
+    int (*leave)(void *ctx, const char *room);
 } adapter;
 
 #endif

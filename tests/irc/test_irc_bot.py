@@ -173,7 +173,7 @@ class Bot:
         self.env = dict(os.environ)
         self.env.update(env or {})
         with open(self.config, "w", encoding="utf-8") as f:
-            f.write("[bot]\nlog_level = debug\n" + mh.TIMERS + timers + "[irc]\n")
+            f.write("[bot]\nlog_level = debug\nrate_commands = 0\n" + mh.TIMERS + timers + "[irc]\n")  # scripts run faster than people
             for key, value in settings.items():
                 f.write(f"{key} = {value}\n")
         self.proc = None
