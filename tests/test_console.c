@@ -1164,7 +1164,7 @@ static void check_match(sim *g, const run_result *r)
         cr_assert_eq(memcmp(seed, hr->seed, SEED_BYTES), 0, "hand %d: revealed seed is not seed_fixed()", h);
         cr_assert_str_eq(v2, commit_hex);
         cr_assert_eq(vd, hr->dealer, "verify names the dealer's seat");
-        cr_assert_eq(seed_verify(v1, v2, vd, verify, sizeof verify), 0, "%s", verify);
+        cr_assert_eq(seed_verify(v1, v2, vd, 4, verify, sizeof verify), 0, "%s", verify);
         int16_t after[2] = {h < g->hand_no ? g->hands[h].tokens_before[0] : g->tokens[0],
                             h < g->hand_no ? g->hands[h].tokens_before[1] : g->tokens[1]};
         int ti = -1;
