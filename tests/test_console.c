@@ -7,8 +7,11 @@
  * `cardroom verify`, tokens, the end of the match; computer players (one person with three,
  * and computers alone); refusals and help, table-driven; standings after several matches;
  * that no room line ever names a card that is still secret (over hundreds of matches, with a
- * check that the checker itself catches a leak); and that a script stopped half-way resumes
- * on the same database and ends exactly like one uninterrupted run.
+ * check that the checker itself catches a leak); that a script stopped half-way resumes
+ * on the same database and ends exactly like one uninterrupted run; and six-player 304: a whole
+ * match for six people from tests/console/six-match.txt checked the same way, with its
+ * standings, the refusals of six-seat tables (and of sixes at four-seat ones), Partner Close
+ * Caps with both teammates out, a Caps call of six cards, spoilt trumps, and `--players 6`.
  *
  * Each bug these tests once found stays covered by the test that found it. */
 #include <criterion/criterion.h>
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ai304.h"
@@ -3010,3 +3014,290 @@ Test(console, six_people_match)
     temp_dir_remove(dir);
 }
 
+
+#define SETUP6 "alice> !new 304 6\nalice> !join\nbob> !join\ncarol> !join\ndave> !join\nerin> !join\nfrank> !join\n"
+#define STARTED6 SETUP6 "alice> !start\n"
+
+Test(console, six_player_refusals_and_answers)
+{
+    cfg c;
+    char buf[6][320];
+    test_cfg(&c);
+    uint8_t seed[SEED_BYTES];
+    seed_fixed(PROBE_SEED, 1, 1, seed);
+    int first = (seed[SEED_BYTES - 1] % 6 + 1) % 6; /* the dealer's right bids first */
+    snprintf(buf[0], sizeof buf[0], "%s> !partner", people[first]);
+    snprintf(buf[1], sizeof buf[1], "%s: there is no asking partner with six players: bid or pass", people[first]);
+    snprintf(buf[2], sizeof buf[2], "%s> !play 6S", people[first]);
+    snprintf(buf[3], sizeof buf[3], "%s: cards are played after the bidding", people[first]);
+    snprintf(buf[4], sizeof buf[4], "%s (seat %d) to bid: 160 or more, or pass", people[first], first + 1);
+    g304_rules four = c.rules;
+    g304_error e;
+    cr_assert_neq(g304_rules_set(&four, "caps", "bogus", &e), 0);
+    snprintf(buf[5], sizeof buf[5], "alice: %s", e.msg);
+    const refusal cases[] = {
+        {"a seventh join", SETUP6, "gina> !join", ROOM_PREFIX, "gina: the table is full."},
+        {"seat 7", "alice> !new 304 6\n", "bob> !join 7", ROOM_PREFIX,
+         "bob: seats are 1-4 or south, east, north, west (like !join north), and 1-6 at a six-player table"},
+        {"seat 7 for a computer", "alice> !new 304 6\n", "alice> !bot 7", ROOM_PREFIX, "1-6 at a six-player table"},
+        {"seat 6 taken", SETUP6, "gina> !join 6", ROOM_PREFIX, "gina: seat 6 is taken."},
+        {"seat 5 at a four-seat table", "alice> !new 304\n", "bob> !join 5", ROOM_PREFIX,
+         "bob: a 304 table has seats 1 to 4: !join 1, !join 2, !join 3 or !join 4."},
+        {"seat 5 for a computer at a four-seat table", "alice> !new 304\n", "bob> !bot 5", ROOM_PREFIX,
+         "bob: a 304 table has seats 1 to 4: !bot 1, !bot 2, !bot 3 or !bot 4."},
+        {"start with five", "alice> !new 304 6\nalice> !join\nbob> !join\ncarol> !join\ndave> !join\nerin> !join\n",
+         "erin> !start", ROOM_PREFIX, "erin: 5 of 6 seats are taken"},
+        {"partner at six seats", STARTED6, buf[0], ROOM_PREFIX, buf[1]},
+        {"partner is not offered", SETUP6, "alice> !start", ROOM_PREFIX, buf[4]},
+        {"a six at a six-seat table is a card", STARTED6, buf[2], ROOM_PREFIX, buf[3]},
+        {"a six at a four-seat table", STARTED, "alice> !play 6S", ROOM_PREFIX,
+         "alice: '6S' is not a card: write rank then suit, like JS, 10h, J\xE2\x99\xA0 or jack of spades"},
+        {"a six in a caps list at a four-seat table", STARTED, "alice> !caps JS 6S", ROOM_PREFIX,
+         "alice: '6S' is not a card"},
+        {"a six at a four-seat table, privately", STARTED, "alice>> !trump six of hearts", "[@alice] ",
+         "is not a card"},
+        {"a bare six at a four-seat table is chat", STARTED, "alice> 6S", "", NULL},
+        {"a bare six privately at a four-seat table", STARTED, "alice>> 6S", "[@alice] ",
+         "unknown command \"6S\": try !help"},
+        {"!new 304 5", "", "alice> !new 304 5", ROOM_PREFIX, "alice: 304 is for four or six players"},
+        {"set players after the start", STARTED, "alice> !set players 6", ROOM_PREFIX,
+         "alice: options are set before the match starts."},
+        {"set players after the start at six", STARTED6, "alice> !set players 4", ROOM_PREFIX,
+         "alice: options are set before the match starts."},
+        {"set players to a bad value", SETUP4, "alice> !set players 5", ROOM_PREFIX,
+         "alice: option players is 4 or 6, not 5"},
+        {"set players to a word", SETUP4, "alice> !set players six", ROOM_PREFIX,
+         "alice: option players is 4 or 6, not six"},
+        {"back to four with seats 5 and 6 taken", SETUP6, "alice> !set players 4", ROOM_PREFIX,
+         "alice: erin (seat 5) sits at a seat the table would no longer have: with players 4 it has seats 1 to 4, so "
+         "seats 5 and 6 must be empty first."},
+        {"back to four with seat 6 taken", SETUP6 "erin> !leave\n", "alice> !set players 4", ROOM_PREFIX,
+         "alice: frank (seat 6) sits at a seat"},
+        {"back to four by a stranger", "alice> !new 304 6\n", "gina> !set players 4", ROOM_PREFIX,
+         "gina: only players at the table"},
+        {"other options still checked", "alice> !new 304 6\n", "alice> !set caps bogus", ROOM_PREFIX, buf[5]},
+        /* accepted, for contrast */
+        {"back to four once seats 5 and 6 are empty", SETUP6 "erin> !leave\nfrank> !leave\n", "alice> !set players 4",
+         ROOM_PREFIX, "This table has four seats now: South and North play against East and West."},
+        {"six by set", SETUP4, "alice> !set players 6", ROOM_PREFIX,
+         "This table has six seats now: odd seats 1, 3, 5 play against even seats 2, 4, 6."},
+        {"seat 5 after set players 6", SETUP4 "alice> !set players 6\n", "erin> !join", ROOM_PREFIX,
+         "erin (seat 5) sits down."},
+        {"a computer at seat 6", "alice> !new 304 6\n", "alice> !bot 6", ROOM_PREFIX, "computer seat 6 sits down."},
+        {"the table before the start", "alice> !new 304 6\nalice> !join 3\n", "bob> !table", ROOM_PREFIX,
+         "Table 1 (not started): seat 1, seat 2, alice (seat 3), seat 4, seat 5, seat 6. Teams: odd seats 1, 3, 5 "
+         "play against even seats 2, 4, 6."},
+        {"rules at six", "alice> !new 304 6\n", "bob> !rules", ROOM_PREFIX,
+         "304 for six players in two teams of three; this table's options: players=6, cut=false,"},
+        {"rules back at four", "alice> !new 304 6\nalice> !set players 4\n", "bob> !rules", ROOM_PREFIX,
+         "304 for four players in two teams; this table's options: cut=false,"},
+        {"standings during a six-player match", STARTED6, "bob> !standings", ROOM_PREFIX,
+         "Match at table 1, hand 1: alice (seat 1), carol (seat 3) & erin (seat 5) 11 tokens, bob (seat 2), dave "
+         "(seat 4) & frank (seat 6) 11 tokens."},
+        {"the table during a six-player match", STARTED6, "bob> !table", ROOM_PREFIX,
+         "Tokens: odd seats 11, even seats 11"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_reply(&c, cases[i].what, cases[i].prefix, cases[i].line, cases[i].dest, cases[i].want);
+}
+
+/* Plays the rest of the hand that move begins (the generator's moves), so the whole of it is
+ * in the script. */
+static void situation_play_out(situation *s, int seat, const g304_action *a)
+{
+    int hand = s->g.hand_no;
+    move_line(&s->script, &s->g.st, s->g.user[seat], seat, a, &s->g.rng);
+    sim_apply(&s->g, seat, a);
+    while (s->g.hand_no == hand && sim_step(&s->g)) {}
+}
+
+static int pred_pcc(const sim *g, int *seat, card_t *card)
+{
+    g304_action legal[G304_MAX_LEGAL];
+    (void)card;
+    if (g->st.phase != G304_PHASE_BID8) return 0;
+    int n = g304_legal(&g->st, g->st.to_act, legal);
+    for (int i = 0; i < n; i++)
+        if (legal[i].kind == G304_DO_BID && legal[i].amount == G304_PCC) return *seat = g->st.to_act, 1;
+    return 0;
+}
+
+/* R-SIX-PCC: both teammates of the maker sit out; tricks are the maker's and his three
+ * opponents' cards, and the teammates neither play nor are asked to. */
+Test(console, six_player_partner_close_caps)
+{
+    cfg c;
+    situation s;
+    test_cfg(&c);
+    situation_find(&s, &c, 6, pred_pcc);
+    int maker = s.seat, m1 = (maker + 2) % 6, m2 = (maker + 4) % 6, hand = s.g.hand_no;
+    g304_action a = {.kind = G304_DO_BID, .amount = G304_PCC, .card = CARD_NONE};
+    situation_play_out(&s, maker, &a);
+    cr_assert_eq(s.g.hands[hand - 1].result.end, G304_END_PLAYED);
+    run_result r = run_script(&c, sb_str(&s.script), PROBE_SEED, NULL);
+    check_match(&s.g, &r);
+    char want[400], head[64];
+    snprintf(want, sizeof want, "%s bids Partner Close Caps", s.g.names[maker]);
+    int from = lines_find(&r.all, 0, want);
+    cr_assert_geq(from, 0, "no '%s'", want);
+    snprintf(want, sizeof want, "%s plays Partner Close Caps: %s and %s sit out, and %s must win all six tricks",
+             s.g.names[maker], s.g.names[m1], s.g.names[m2], s.g.names[maker]);
+    cr_assert_geq(lines_find(&r.all, from, want), 0, "no '%s'", want);
+    snprintf(head, sizeof head, ROOM_PREFIX "Hand %d " EM_DASH, hand + 1);
+    int to = lines_find(&r.all, from, head), tricks = 0;
+    if (to < 0) to = r.all.n;
+    for (int i = from; i < to; i++) {
+        const char *l = r.all.v[i];
+        for (int k = 0; k < 2; k++) {
+            char plays[96], turn[96];
+            snprintf(plays, sizeof plays, "%s plays ", s.g.names[k ? m2 : m1]);
+            snprintf(turn, sizeof turn, EM_DASH " %s to ", s.g.names[k ? m2 : m1]);
+            cr_assert(!strstr(l, plays) && !strstr(l, turn), "a teammate of the maker plays in PCC: %s", l);
+        }
+        tricks += starts(l, ROOM_PREFIX) && strstr(l, " plays ") && !strstr(l, "Partner Close Caps");
+    }
+    cr_assert(tricks > 0 && tricks % 4 == 0, "%d cards in tricks of four", tricks);
+    run_free(&r);
+    situation_free(&s);
+}
+
+static int pred_first_lead_with_six(const sim *g, int *seat, card_t *card)
+{
+    const g304_state *st = &g->st;
+    (void)card;
+    if (st->phase != G304_PHASE_PLAY || st->trick_no != 0 || st->tricks[0].n != 0 || st->pcc) return 0;
+    *seat = st->to_act;
+    return (g304_cards_of(st, *seat) & CARDSET_SIXES) != 0 && g304_may_caps(st, *seat);
+}
+
+/* A Caps call lists the caller's six cards (a six among them), before the first card. */
+Test(console, six_player_caps_with_six_cards)
+{
+    cfg c;
+    situation s;
+    test_cfg(&c);
+    situation_find(&s, &c, 6, pred_first_lead_with_six);
+    g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE};
+    cardset_t held = g304_cards_of(&s.g.st, s.seat);
+    for (card_t k = 0; k < CARD_IDS; k++)
+        if (held & CARDSET_BIT(k)) a.order[a.n++] = k;
+    cr_assert_eq(a.n, 6);
+    situation_play_out(&s, s.seat, &a);
+    run_result r = run_script(&c, sb_str(&s.script), PROBE_SEED, NULL);
+    check_match(&s.g, &r);
+    char want[400], one[CARD_TEXT_MAX];
+    int n = snprintf(want, sizeof want, "%s calls %sCaps:", s.g.names[s.seat],
+                     s.g.hands[s.g.hand_no - 2].maker % 2 == s.seat % 2 ? "" : "External ");
+    for (int i = 0; i < 6; i++) n += snprintf(want + n, sizeof want - (size_t)n, " %s", card_pretty(a.order[i], one));
+    snprintf(want + n, sizeof want - (size_t)n, ", shown and played in that order");
+    cr_assert_geq(lines_find(&r.all, 0, want), 0, "no '%s'", want);
+    run_free(&r);
+    situation_free(&s);
+}
+
+static int pred_spoilt(const sim *g, int *seat, card_t *card)
+{
+    (void)card;
+    if (g->st.phase != G304_PHASE_PLAY) return 0;
+    for (int k = 0; k < 6; k++)
+        if (g304_may_spoilt(&g->st, k)) return *seat = k, 1;
+    return 0;
+}
+
+/* Spoilt trumps declared at a six-seat table: the three opponents' cards decide (R-SPOILT). */
+Test(console, six_player_spoilt_trumps)
+{
+    cfg c;
+    situation s;
+    test_cfg(&c);
+    situation_find(&s, &c, 6, pred_spoilt);
+    g304_action a = {.kind = G304_DO_SPOILT, .card = CARD_NONE};
+    cardset_t opponents = 0;
+    for (int k = !(s.g.st.maker & 1); k < 6; k += 2) opponents |= s.g.st.dealt[k];
+    int spoilt = (opponents & CARDSET_SUIT(s.g.st.trump)) == 0;
+    situation_play_out(&s, s.seat, &a);
+    run_result r = run_script(&c, sb_str(&s.script), PROBE_SEED, NULL);
+    check_match(&s.g, &r);
+    char want[300];
+    snprintf(want, sizeof want, "%s declares spoilt trumps, %s", s.g.names[s.seat],
+             spoilt ? "rightly" : "but the trumps are not spoilt: a rule violation");
+    cr_assert_geq(lines_find(&r.all, 0, want), 0, "no '%s'", want);
+    if (!spoilt) {
+        int w = !(s.seat & 1);
+        snprintf(want, sizeof want, "%s, %s & %s win the hand and 2 tokens for the violation", s.g.names[w],
+                 s.g.names[w + 2], s.g.names[w + 4]);
+        cr_assert_geq(lines_find(&r.all, 0, want), 0, "no '%s'", want);
+    }
+    run_free(&r);
+    situation_free(&s);
+}
+
+/* `cardroom console --players 6`: the table opened for you has six seats, five computer
+ * players and you at seat 1 (the interactive console, fed through a pipe). */
+Test(console, console_players_six_seats_you_with_five_computers)
+{
+    cfg c;
+    int in[2];
+    char *out = NULL, *err = NULL;
+    size_t olen = 0, elen = 0;
+    test_cfg(&c);
+    char *dir = temp_dir("console"), *db = path_in(dir, "players.db");
+    cr_assert_eq(pipe(in), 0);
+    FILE *w = fdopen(in[1], "w");
+    fputs("table\n", w);
+    fclose(w);
+    console_options o = {.players = 6, .fixed_seed = 1, .seed = 3, .db = db, .in = fdopen(in[0], "r"),
+                         .out = open_memstream(&out, &olen), .err = open_memstream(&err, &elen)};
+    cr_assert_eq(console_run(&c, &o), 0);
+    fclose(o.in);
+    fclose(o.out);
+    fclose(o.err);
+    lines all = {0};
+    lines_split(&all, out);
+    static const char *const want[] = {
+        ROOM_PREFIX "Table 1 is open for 304. !join [seat] to sit down, !bot [seat] to add a computer player, !set "
+                    "OPTION VALUE to change the rules (!rules), !start when six are seated.",
+        ROOM_PREFIX "you (seat 1) sits down.", ROOM_PREFIX "computer seat 2 sits down.",
+        ROOM_PREFIX "computer seat 6 sits down.",
+        ROOM_PREFIX "The match begins: you (seat 1), computer seat 3 & computer seat 5 play against computer seat 2, "
+                    "computer seat 4 & computer seat 6; each team has 11 tokens",
+        "[@you] [room \xC2\xB7 table 1] Your first four cards: ", ROOM_PREFIX "Tokens: odd seats "};
+    int at = 0;
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        at = lines_find(&all, at, want[k]);
+        cr_assert_geq(at, 0, "no '%s' (in order) in:\n%s", want[k], out);
+    }
+    cr_assert_eq(lines_count(&all, " sits down."), 6);
+    lines_free(&all);
+    free(out);
+    free(err);
+    free(db);
+    temp_dir_remove(dir);
+}
+
+/* The program's options: --players is the console's table, not a script's; verify takes it. */
+Test(console, players_option_of_the_program)
+{
+    static const struct {
+        const char *args;
+        int status;
+    } runs[] = {
+        {"console --script --players 6", 2},
+        {"console --players 5", 2},
+        {"verify 53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e "
+         "53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e 6", 2},
+        {"verify 53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e "
+         "53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e 5 --players 6", 1},
+        {"verify 53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e "
+         "53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e 0 --players 5", 2},
+        {"verify --players 6", 2},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char command[512];
+        snprintf(command, sizeof command, "%s %s < /dev/null > /dev/null 2>&1", CARDROOM_BIN, runs[i].args);
+        int rc = system(command);
+        cr_assert(WIFEXITED(rc), "%s", command);
+        cr_expect_eq(WEXITSTATUS(rc), runs[i].status, "cardroom %s: status %d, want %d", runs[i].args, WEXITSTATUS(rc),
+                     runs[i].status);
+    }
+}
