@@ -7,6 +7,7 @@ clients play people:
     bot says in the channel and privately to each player must be exactly what `cardroom console
     --script --seed 1` prints for the same lines (colours stripped, and long lines allowed to be
     split), no hand ever appears in the channel, and every line the bot sends fits 512 bytes;
+    the same for the whole six-person match of tests/console/six-match.txt;
   * the server killed and restarted mid-match: the bot reconnects, rejoins and the match goes on
     to the same end;
   * the order across destinations: each player gets the room's lines and his own private ones
@@ -47,6 +48,8 @@ from ircservers import Client, InspircdServer, NgircdServer  # noqa: E402
 import harness as mh  # noqa: E402  (the match script and the console reference)
 
 PLAYERS = ("alice", "bob", "carol", "dave")
+SIX_PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
+SIX_SCRIPT = os.path.join(REPO, "tests", "console", "six-match.txt")
 CHANNEL = "#cards"
 COLOUR_RE = re.compile(r"\x03(\d{1,2}(,\d{1,2})?)?|[\x02\x0f\x1d\x1f\x16]")
 BOT_TIMEOUT = 60
@@ -285,9 +288,9 @@ class MatchOnNgircd(IrcTestCase):
         s.update(extra)
         return s
 
-    def players(self):
+    def players(self, names=PLAYERS):
         people = {}
-        for name in PLAYERS:
+        for name in names:
             c = self.client(name)
             c.join(CHANNEL)
             people[name] = c
@@ -313,18 +316,18 @@ class MatchOnNgircd(IrcTestCase):
 
     def wait_transcript(self, people, watcher, ref, timeout=120):
         want_room = squash(ref.room)
-        want_private = {u: squash(ref.private.get(u, [])) for u in PLAYERS}
+        want_private = {u: squash(ref.private.get(u, [])) for u in people}
         deadline = time.monotonic() + timeout
         while True:
             room, private = self.transcript(people, watcher)
             got_room = squash(room)
-            got_private = {u: squash(private[u]) for u in PLAYERS}
+            got_private = {u: squash(private[u]) for u in people}
             if got_room == want_room and got_private == want_private:
                 return room, private
             if time.monotonic() > deadline:
                 import difflib
                 diff = "\n".join(list(difflib.unified_diff(ref.room, room, "console", "irc", lineterm=""))[:60])
-                for u in PLAYERS:
+                for u in people:
                     if got_private[u] != want_private[u]:
                         diff += "\n" + "\n".join(list(difflib.unified_diff(
                             ref.private.get(u, []), private[u], "console @" + u, "irc @" + u, lineterm=""))[:40])
@@ -365,6 +368,26 @@ class MatchOnNgircd(IrcTestCase):
         log = bot.log_text()
         self.assertIn("TLS up", log)
         self.assertRegex(log, r"time per command line p50 \d+ us, p99 \d+ us")
+
+    def test_six_player_match_over_tls(self):
+        """The six-person match: the channel and each of the six players hear exactly what the
+        console prints, in its order; no hand in the channel; every line fits 512 bytes."""
+        lines = mh.read_script(SIX_SCRIPT)
+        ref = mh.console_reference(lines)
+        bot = self.bot(self.settings())
+        people = self.players(SIX_PLAYERS)
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.play(people, lines)
+        room, private = self.wait_transcript(people, people["alice"], ref)
+        self.check_lines(people, room, private)
+        order = console_order(lines)
+        for name, c in people.items():
+            self.assertTrue(ref.private.get(name), "no private line for " + name)
+            want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
+            self.assertEqual(words_in_order(bot_lines(c)), want, "order of the bot's lines for " + name)
+        self.assertTrue(any(line.startswith("Match over: ") for line in room))
+        self.assertEqual(bot.stop(), 0, bot.tail())
 
     def test_server_killed_and_restarted_mid_match(self):
         lines = mh.read_script()
