@@ -3101,14 +3101,17 @@ Test(console, six_player_refusals_and_answers)
         expect_reply(&c, cases[i].what, cases[i].prefix, cases[i].line, cases[i].dest, cases[i].want);
 }
 
-/* Plays the rest of the hand that move begins (the generator's moves), so the whole of it is
- * in the script. */
-static void situation_play_out(situation *s, int seat, const g304_action *a)
+/* The move a by the situation's seat, the rest of that hand (the generator's moves), and the
+ * script of it all run through the console and checked line by line. */
+static run_result situation_run(situation *s, const cfg *c, const g304_action *a)
 {
     int hand = s->g.hand_no;
-    move_line(&s->script, &s->g.st, s->g.user[seat], seat, a, &s->g.rng);
-    sim_apply(&s->g, seat, a);
+    move_line(&s->script, &s->g.st, s->g.user[s->seat], s->seat, a, &s->g.rng);
+    sim_apply(&s->g, s->seat, a);
     while (s->g.hand_no == hand && sim_step(&s->g)) {}
+    run_result r = run_script(c, sb_str(&s->script), PROBE_SEED, NULL);
+    check_match(&s->g, &r);
+    return r;
 }
 
 static int pred_pcc(const sim *g, int *seat, card_t *card)
@@ -3132,10 +3135,8 @@ Test(console, six_player_partner_close_caps)
     situation_find(&s, &c, 6, pred_pcc);
     int maker = s.seat, m1 = (maker + 2) % 6, m2 = (maker + 4) % 6, hand = s.g.hand_no;
     g304_action a = {.kind = G304_DO_BID, .amount = G304_PCC, .card = CARD_NONE};
-    situation_play_out(&s, maker, &a);
+    run_result r = situation_run(&s, &c, &a);
     cr_assert_eq(s.g.hands[hand - 1].result.end, G304_END_PLAYED);
-    run_result r = run_script(&c, sb_str(&s.script), PROBE_SEED, NULL);
-    check_match(&s.g, &r);
     char want[400], head[64];
     snprintf(want, sizeof want, "%s bids Partner Close Caps", s.g.names[maker]);
     int from = lines_find(&r.all, 0, want);
@@ -3182,9 +3183,7 @@ Test(console, six_player_caps_with_six_cards)
     for (card_t k = 0; k < CARD_IDS; k++)
         if (held & CARDSET_BIT(k)) a.order[a.n++] = k;
     cr_assert_eq(a.n, 6);
-    situation_play_out(&s, s.seat, &a);
-    run_result r = run_script(&c, sb_str(&s.script), PROBE_SEED, NULL);
-    check_match(&s.g, &r);
+    run_result r = situation_run(&s, &c, &a);
     char want[400], one[CARD_TEXT_MAX];
     int n = snprintf(want, sizeof want, "%s calls %sCaps:", s.g.names[s.seat],
                      s.g.hands[s.g.hand_no - 2].maker % 2 == s.seat % 2 ? "" : "External ");
@@ -3215,9 +3214,7 @@ Test(console, six_player_spoilt_trumps)
     cardset_t opponents = 0;
     for (int k = !(s.g.st.maker & 1); k < 6; k += 2) opponents |= s.g.st.dealt[k];
     int spoilt = (opponents & CARDSET_SUIT(s.g.st.trump)) == 0;
-    situation_play_out(&s, s.seat, &a);
-    run_result r = run_script(&c, sb_str(&s.script), PROBE_SEED, NULL);
-    check_match(&s.g, &r);
+    run_result r = situation_run(&s, &c, &a);
     char want[300];
     snprintf(want, sizeof want, "%s declares spoilt trumps, %s", s.g.names[s.seat],
              spoilt ? "rightly" : "but the trumps are not spoilt: a rule violation");

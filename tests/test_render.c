@@ -934,28 +934,36 @@ static int sweep_hand(sweep *S, sweep_rng *R, caps_solver *w, const g304_rules *
     return !st.result.match_over;
 }
 
-Test(render, random_hands_never_tell_a_secret)
+/* Whole matches of random rules for `players`, hand after hand: every cuts-th hand's texts are also
+ * cut short, every judged-th hand is played under the Caps judge. Returns the matches begun. */
+static long sweep_matches(sweep *S, uint64_t seed, int players, int hands, int cuts, int judged, long ends[8])
 {
-    sweep S;
-    sweep_rng R = {304};
+    sweep_rng R = {seed};
     caps_solver *w = caps_solver_new(0);
     cr_assert_not_null(w);
-    memset(&S, 0, sizeof S);
-    long ends[8] = {0}, matches = 0;
+    memset(S, 0, sizeof *S);
+    long matches = 0;
     g304_rules r;
     int16_t tokens[2];
     int dealer = 0, in_match = 0;
-    for (int hand = 0; hand < 2000; hand++) {
+    for (int hand = 0; hand < hands; hand++) {
         if (!in_match) {
-            sweep_rules(&R, &r, 4);
+            sweep_rules(&R, &r, players);
             tokens[0] = tokens[1] = r.start_tokens;
-            dealer = rng_below(&R, G304_SEATS);
+            dealer = rng_below(&R, players);
             matches++;
         }
-        S.cuts = hand % 20 == 0;
-        in_match = sweep_hand(&S, &R, hand % 4 == 0 ? w : NULL, &r, tokens, &dealer, ends);
+        S->cuts = hand % cuts == 0;
+        in_match = sweep_hand(S, &R, hand % judged == 0 ? w : NULL, &r, tokens, &dealer, ends);
     }
     caps_solver_free(w);
+    return matches;
+}
+
+Test(render, random_hands_never_tell_a_secret)
+{
+    sweep S;
+    long ends[8] = {0}, matches = sweep_matches(&S, 304, 4, 2000, 20, 4, ends);
     cr_assert_eq(S.leaks, 0);
     /* not vacuous: texts name many cards while others are still secret, and every ending occurs */
     cr_assert_gt(S.cards_named, 100000, "only %ld card mentions", S.cards_named);
@@ -1137,25 +1145,7 @@ Test(render, six_players_failed_bid_ends_the_match)
 Test(render, random_six_player_hands_never_tell_a_secret)
 {
     sweep S;
-    sweep_rng R = {306};
-    caps_solver *w = caps_solver_new(0);
-    cr_assert_not_null(w);
-    memset(&S, 0, sizeof S);
-    long ends[8] = {0}, matches = 0;
-    g304_rules r;
-    int16_t tokens[2];
-    int dealer = 0, in_match = 0;
-    for (int hand = 0; hand < 400; hand++) {
-        if (!in_match) {
-            sweep_rules(&R, &r, 6);
-            tokens[0] = tokens[1] = r.start_tokens;
-            dealer = rng_below(&R, 6);
-            matches++;
-        }
-        S.cuts = hand % 25 == 0;
-        in_match = sweep_hand(&S, &R, hand % 10 == 0 ? w : NULL, &r, tokens, &dealer, ends);
-    }
-    caps_solver_free(w);
+    long ends[8] = {0}, matches = sweep_matches(&S, 306, 6, 400, 25, 10, ends);
     cr_assert_eq(S.leaks, 0);
     cr_assert_gt(S.cards_named, 10000, "only %ld card mentions", S.cards_named);
     cr_assert_gt(S.secrets_kept, S.texts / 2);

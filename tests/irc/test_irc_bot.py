@@ -344,11 +344,13 @@ class MatchOnNgircd(IrcTestCase):
                     # ":cardroom!~user@host CMD target :text" must fit 512 bytes with CR LF
                     self.assertLessEqual(len(m.raw.encode("utf-8")) + 2, 512, m.raw)
 
-    def test_whole_match_over_tls(self):
-        lines = mh.read_script()
+    def whole_match(self, lines, names=PLAYERS):
+        """The script's lines said by the players of names to the bot over TLS: the channel and
+        each player hear exactly what the console prints, no hand in the channel, every line
+        fits 512 bytes.  Returns (bot, people, the channel's lines)."""
         ref = mh.console_reference(lines)
         bot = self.bot(self.settings())
-        people = self.players()
+        people = self.players(names)
         for c in people.values():
             self.wait_bot_in(c)
         self.play(people, lines)
@@ -358,8 +360,13 @@ class MatchOnNgircd(IrcTestCase):
         # the deal in the channel before his cards, his cards before the next turn's prompt.
         order = console_order(lines)
         for name, c in people.items():
+            self.assertTrue(ref.private.get(name), "no private line for " + name)
             want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
             self.assertEqual(words_in_order(bot_lines(c)), want, "order of the bot's lines for " + name)
+        return bot, people, room
+
+    def test_whole_match_over_tls(self):
+        bot, people, _ = self.whole_match(mh.read_script())
         # Red suits are coloured on the wire.
         raw = [m.params[1] for m in people["alice"].received if m.command == "NOTICE" and m.nick == "cardroom"]
         self.assertTrue(any("\x0304♥" in t or "\x0304♦" in t for t in raw), "no red suit in the channel")
@@ -372,20 +379,7 @@ class MatchOnNgircd(IrcTestCase):
     def test_six_player_match_over_tls(self):
         """The six-person match: the channel and each of the six players hear exactly what the
         console prints, in its order; no hand in the channel; every line fits 512 bytes."""
-        lines = mh.read_script(SIX_SCRIPT)
-        ref = mh.console_reference(lines)
-        bot = self.bot(self.settings())
-        people = self.players(SIX_PLAYERS)
-        for c in people.values():
-            self.wait_bot_in(c)
-        self.play(people, lines)
-        room, private = self.wait_transcript(people, people["alice"], ref)
-        self.check_lines(people, room, private)
-        order = console_order(lines)
-        for name, c in people.items():
-            self.assertTrue(ref.private.get(name), "no private line for " + name)
-            want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
-            self.assertEqual(words_in_order(bot_lines(c)), want, "order of the bot's lines for " + name)
+        bot, _, room = self.whole_match(mh.read_script(SIX_SCRIPT), SIX_PLAYERS)
         self.assertTrue(any(line.startswith("Match over: ") for line in room))
         self.assertEqual(bot.stop(), 0, bot.tail())
 
