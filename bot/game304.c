@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "ai304.h"
-#include "deal.h"
 #include "judge.h"
 #include "render.h"
 #include "seed.h"
