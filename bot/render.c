@@ -77,6 +77,14 @@ static void out_team(textbuf *o, const g304_rules *r, const char *const names[],
         tb_add(o, "%s%s", s < 2 ? "" : s + 2 < n ? ", " : " & ", render_who(names, s));
 }
 
+/* "alice (South) & carol (North) play against bob (East) & dave (West)". */
+static void out_teams(textbuf *o, const g304_rules *r, const char *const names[])
+{
+    out_team(o, r, names, 0);
+    tb_add(o, " play against ");
+    out_team(o, r, names, 1);
+}
+
 /* The teammates of the seat, who sit out a Partner Close Caps (R-PCC, R-SIX-PCC): "bob (East)",
  * or "bob (seat 2) and dave (seat 4)". */
 static void out_mates(textbuf *o, const g304_state *st, const char *const names[], int seat)
@@ -635,6 +643,10 @@ size_t render_table(const g304_state *st, int viewer, const char *const names[],
     textbuf o;
     tb_start(&o, buf, len);
     table_head(&o, st, names);
+    if (render_six(st)) { /* seat numbers alone do not tell the teams as compass points do */
+        tb_add(&o, "\nTeams: ");
+        out_teams(&o, &st->rules, names);
+    }
     table_bid(&o, st, names);
     table_trump(&o, st, viewer);
     table_play(&o, st, viewer, names);
@@ -802,10 +814,7 @@ size_t render_teams(const g304_rules *r, const char *const names[], char *buf, s
     if (!names)
         tb_add(&o, "%s", g304_seats(r) == 6 ? "odd seats 1, 3, 5 play against even seats 2, 4, 6"
                                             : "South and North play against East and West");
-    else {
-        out_team(&o, r, names, 0);
-        tb_add(&o, " play against ");
-        out_team(&o, r, names, 1);
-    }
+    else
+        out_teams(&o, r, names);
     return tb_end(&o);
 }

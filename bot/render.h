@@ -40,8 +40,9 @@ size_t render_hand(const g304_state *st, int seat, char *buf, size_t len);
  * room's line about the move before. */
 size_t render_turn(const g304_state *st, const char *const names[], char *buf, size_t len);
 
-/* The table now for viewer: dealer, bidding, maker, trump if known to the viewer, tricks
- * won, the trick in progress (hidden cards shown as 🂠), points if known, tokens. */
+/* The table now for viewer: dealer, the teams with their players (six seats, where the seat
+ * numbers do not tell them), bidding, maker, trump if known to the viewer, tricks won, the
+ * trick in progress (hidden cards shown as 🂠), points if known, tokens. */
 size_t render_table(const g304_state *st, int viewer, const char *const names[],
                     char *buf, size_t len);
 

@@ -3096,6 +3096,9 @@ Test(console, six_player_refusals_and_answers)
          "(seat 4) & frank (seat 6) 11 tokens."},
         {"the table during a six-player match", STARTED6, "bob> !table", ROOM_PREFIX,
          "Tokens: odd seats 11, even seats 11"},
+        {"the teams at the table during a six-player match", STARTED6, "bob> !table", ROOM_PREFIX,
+         "Teams: alice (seat 1), carol (seat 3) & erin (seat 5) play against bob (seat 2), dave (seat 4) & frank "
+         "(seat 6)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_reply(&c, cases[i].what, cases[i].prefix, cases[i].line, cases[i].dest, cases[i].want);

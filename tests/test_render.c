@@ -1038,6 +1038,8 @@ Test(render, six_players_bidding_and_the_deal)
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_MAKER, G304_VIS_ALL, -1), "bob (seat 2) is trump maker at 160");
     render_table(&st, -1, names6, text, sizeof text);
     cr_assert_str_eq(text, "Dealer: alice (seat 1) \xC2\xB7 choosing the indicator\n"
+                           "Teams: alice (seat 1), carol (seat 3) & erin (seat 5) play against bob (seat 2), dave "
+                           "(seat 4) & frank (seat 6)\n"
                            "Trump maker: bob (seat 2) at 160\n"
                            "Tokens: odd seats 11, even seats 11\n"
                            "bob (seat 2) to choose the indicator from the first four cards, privately");
