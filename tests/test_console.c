@@ -2030,6 +2030,27 @@ static int standing_cmp(const void *a, const void *b)
     return strcmp(x->user, y->user);
 }
 
+/* Adds the hands g played to the leaderboard's rows all (*nall of them), as the bot counts them. */
+static void standings_add(const sim *g, standing *all, int *nall)
+{
+    for (int h = 0; h < g->hand_no; h++) {
+        const hand_rec *hr = &g->hands[h];
+        for (int s = 0; s < g->seats && hr->done; s++) {
+            standing *p = standing_of(all, nall, g->user[s]);
+            p->hands++;
+            p->tokens += hr->result.delta[s & 1];
+            if (hr->maker == s && hr->result.made >= 0) {
+                p->made += hr->result.made == 1;
+                p->failed += hr->result.made == 0;
+            }
+            if (hr->result.match_over) {
+                p->matches++;
+                p->won += hr->result.match_winner == (s & 1);
+            }
+        }
+    }
+}
+
 Test(console, standings_after_three_matches)
 {
     cfg c;
@@ -2045,23 +2066,8 @@ Test(console, standings_after_three_matches)
         sim_init(&g, &c, &script, 9, m + 1, 4, orders[m], m == 1 ? sets2 : sets1, 30, 100 + (uint64_t)m);
         while (sim_step(&g)) {}
         cr_assert(g.over, "match %d did not end", m + 1);
-        for (int h = 0; h < g.hand_no; h++) {
-            const hand_rec *hr = &g.hands[h];
-            cr_assert(hr->done);
-            for (int s = 0; s < g.seats; s++) {
-                standing *p = standing_of(all, &nall, g.user[s]);
-                p->hands++;
-                p->tokens += hr->result.delta[s & 1];
-                if (hr->maker == s && hr->result.made >= 0) {
-                    p->made += hr->result.made == 1;
-                    p->failed += hr->result.made == 0;
-                }
-                if (hr->result.match_over) {
-                    p->matches++;
-                    p->won += hr->result.match_winner == (s & 1);
-                }
-            }
-        }
+        for (int h = 0; h < g.hand_no; h++) cr_assert(g.hands[h].done);
+        standings_add(&g, all, &nall);
         sim_free(&g);
     }
     sb_add(&script, "erin> !standings\nerin> !standings @bob\nerin> !standings dave\nerin> !standings @zed\n");
@@ -2694,6 +2700,17 @@ static char *read_text_file(const char *path)
     return text;
 }
 
+/* A committed script (it must be there) and the seed its comments name (--seed N). */
+static char *read_script_file(const char *path, uint64_t *nseed)
+{
+    char *file = read_text_file(path);
+    cr_assert_not_null(file, "%s is missing", path);
+    const char *at = strstr(file, "--seed ");
+    cr_assert_not_null(at, "the script names no --seed in its comments");
+    *nseed = strtoull(at + 7, NULL, 10);
+    return file;
+}
+
 Test(console, grid_game_for_three_people)
 {
     cfg c;
@@ -2736,11 +2753,8 @@ Test(console, grid_game_script_file)
     cfg c;
     grid_expected x;
     test_cfg(&c);
-    char *file = read_text_file(GRID_SCRIPT_FILE);
-    cr_assert_not_null(file, "%s is missing", GRID_SCRIPT_FILE);
-    const char *at = strstr(file, "--seed ");
-    cr_assert_not_null(at, "the script names no --seed in its comments");
-    uint64_t nseed = strtoull(at + 7, NULL, 10);
+    uint64_t nseed;
+    char *file = read_script_file(GRID_SCRIPT_FILE, &nseed);
     grid_expect_from_script(file, nseed, &x);
     run_result rr = run_script(&c, file, nseed, NULL);
     cr_assert_eq(rr.rc, 0, "%s", rr.err);
@@ -2891,22 +2905,7 @@ static void six_script(const cfg *c, sbuf *script, sim *g)
 static void match_standings(const sim *g, standing *all, int *nall)
 {
     *nall = 0;
-    for (int h = 0; h < g->hand_no; h++) {
-        const hand_rec *hr = &g->hands[h];
-        for (int s = 0; s < g->seats && hr->done; s++) {
-            standing *p = standing_of(all, nall, g->user[s]);
-            p->hands++;
-            p->tokens += hr->result.delta[s & 1];
-            if (hr->maker == s && hr->result.made >= 0) {
-                p->made += hr->result.made == 1;
-                p->failed += hr->result.made == 0;
-            }
-            if (hr->result.match_over) {
-                p->matches++;
-                p->won += hr->result.match_winner == (s & 1);
-            }
-        }
-    }
+    standings_add(g, all, nall);
     qsort(all, (size_t)*nall, sizeof *all, standing_cmp);
 }
 
@@ -2951,11 +2950,8 @@ Test(console, six_people_match)
     cfg c;
     sim g;
     test_cfg(&c);
-    char *file = read_text_file(SIX_SCRIPT_FILE);
-    cr_assert_not_null(file, "%s is missing", SIX_SCRIPT_FILE);
-    const char *at = strstr(file, "--seed ");
-    cr_assert_not_null(at, "the script names no --seed in its comments");
-    uint64_t nseed = strtoull(at + 7, NULL, 10);
+    uint64_t nseed;
+    char *file = read_script_file(SIX_SCRIPT_FILE, &nseed);
     sim_from_script(&g, &c, nseed, file);
     char *dir = temp_dir("console"), *db = path_in(dir, "six.db");
     run_result r = run_script(&c, file, nseed, db);
@@ -3117,6 +3113,27 @@ static run_result situation_run(situation *s, const cfg *c, const g304_action *a
     return r;
 }
 
+/* A six-player game stopped at the first situation where pred holds. */
+static void six_situation(situation *s, cfg *c, int (*pred)(const sim *, int *, card_t *))
+{
+    test_cfg(c);
+    situation_find(s, c, 6, pred);
+}
+
+/* The first of r's lines at or after from that contains the text fmt makes; there must be one. */
+static int said_at(const run_result *r, int from, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int said_at(const run_result *r, int from, const char *fmt, ...)
+{
+    char want[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof want, fmt, ap);
+    va_end(ap);
+    int at = lines_find(&r->all, from, want);
+    cr_assert_geq(at, 0, "no '%s'", want);
+    return at;
+}
+
 static int pred_pcc(const sim *g, int *seat, card_t *card)
 {
     g304_action legal[G304_MAX_LEGAL];
@@ -3134,19 +3151,15 @@ Test(console, six_player_partner_close_caps)
 {
     cfg c;
     situation s;
-    test_cfg(&c);
-    situation_find(&s, &c, 6, pred_pcc);
+    six_situation(&s, &c, pred_pcc);
     int maker = s.seat, m1 = (maker + 2) % 6, m2 = (maker + 4) % 6, hand = s.g.hand_no;
     g304_action a = {.kind = G304_DO_BID, .amount = G304_PCC, .card = CARD_NONE};
     run_result r = situation_run(&s, &c, &a);
     cr_assert_eq(s.g.hands[hand - 1].result.end, G304_END_PLAYED);
-    char want[400], head[64];
-    snprintf(want, sizeof want, "%s bids Partner Close Caps", s.g.names[maker]);
-    int from = lines_find(&r.all, 0, want);
-    cr_assert_geq(from, 0, "no '%s'", want);
-    snprintf(want, sizeof want, "%s plays Partner Close Caps: %s and %s sit out, and %s must win all six tricks",
-             s.g.names[maker], s.g.names[m1], s.g.names[m2], s.g.names[maker]);
-    cr_assert_geq(lines_find(&r.all, from, want), 0, "no '%s'", want);
+    char head[64];
+    int from = said_at(&r, 0, "%s bids Partner Close Caps", s.g.names[maker]);
+    said_at(&r, from, "%s plays Partner Close Caps: %s and %s sit out, and %s must win all six tricks",
+            s.g.names[maker], s.g.names[m1], s.g.names[m2], s.g.names[maker]);
     snprintf(head, sizeof head, ROOM_PREFIX "Hand %d " EM_DASH, hand + 1);
     int to = lines_find(&r.all, from, head), tricks = 0;
     if (to < 0) to = r.all.n;
@@ -3179,20 +3192,18 @@ Test(console, six_player_caps_with_six_cards)
 {
     cfg c;
     situation s;
-    test_cfg(&c);
-    situation_find(&s, &c, 6, pred_first_lead_with_six);
+    six_situation(&s, &c, pred_first_lead_with_six);
     g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE};
     cardset_t held = g304_cards_of(&s.g.st, s.seat);
     for (card_t k = 0; k < CARD_IDS; k++)
         if (held & CARDSET_BIT(k)) a.order[a.n++] = k;
     cr_assert_eq(a.n, 6);
     run_result r = situation_run(&s, &c, &a);
-    char want[400], one[CARD_TEXT_MAX];
-    int n = snprintf(want, sizeof want, "%s calls %sCaps:", s.g.names[s.seat],
-                     s.g.hands[s.g.hand_no - 2].maker % 2 == s.seat % 2 ? "" : "External ");
-    for (int i = 0; i < 6; i++) n += snprintf(want + n, sizeof want - (size_t)n, " %s", card_pretty(a.order[i], one));
-    snprintf(want + n, sizeof want - (size_t)n, ", shown and played in that order");
-    cr_assert_geq(lines_find(&r.all, 0, want), 0, "no '%s'", want);
+    char cards[200], one[CARD_TEXT_MAX];
+    int n = 0;
+    for (int i = 0; i < 6; i++) n += snprintf(cards + n, sizeof cards - (size_t)n, " %s", card_pretty(a.order[i], one));
+    said_at(&r, 0, "%s calls %sCaps:%s, shown and played in that order", s.g.names[s.seat],
+            s.g.hands[s.g.hand_no - 2].maker % 2 == s.seat % 2 ? "" : "External ", cards);
     run_free(&r);
     situation_free(&s);
 }
@@ -3211,22 +3222,18 @@ Test(console, six_player_spoilt_trumps)
 {
     cfg c;
     situation s;
-    test_cfg(&c);
-    situation_find(&s, &c, 6, pred_spoilt);
+    six_situation(&s, &c, pred_spoilt);
     g304_action a = {.kind = G304_DO_SPOILT, .card = CARD_NONE};
     cardset_t opponents = 0;
     for (int k = !(s.g.st.maker & 1); k < 6; k += 2) opponents |= s.g.st.dealt[k];
     int spoilt = (opponents & CARDSET_SUIT(s.g.st.trump)) == 0;
     run_result r = situation_run(&s, &c, &a);
-    char want[300];
-    snprintf(want, sizeof want, "%s declares spoilt trumps, %s", s.g.names[s.seat],
-             spoilt ? "rightly" : "but the trumps are not spoilt: a rule violation");
-    cr_assert_geq(lines_find(&r.all, 0, want), 0, "no '%s'", want);
+    said_at(&r, 0, "%s declares spoilt trumps, %s", s.g.names[s.seat],
+            spoilt ? "rightly" : "but the trumps are not spoilt: a rule violation");
     if (!spoilt) {
         int w = !(s.seat & 1);
-        snprintf(want, sizeof want, "%s, %s & %s win the hand and 2 tokens for the violation", s.g.names[w],
-                 s.g.names[w + 2], s.g.names[w + 4]);
-        cr_assert_geq(lines_find(&r.all, 0, want), 0, "no '%s'", want);
+        said_at(&r, 0, "%s, %s & %s win the hand and 2 tokens for the violation", s.g.names[w], s.g.names[w + 2],
+                s.g.names[w + 4]);
     }
     run_free(&r);
     situation_free(&s);
