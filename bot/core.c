@@ -725,7 +725,13 @@ static int do_new(core *c, const asker *q, const cmd *m)
     table_set_game(&s->t, m->arg, c->o.config);
     s->t.touched = now_ms(c);
     const char *p = c->o.config->prefix;
-    char line[768];
+    char line[768], err[256];
+    table_out o = {0};
+    int six = m->amount == 6; /* !new 304 6: the table's first entry sets the players */
+    if (six && table_exec(&s->t, env_for(c, q->net), "set players 6", &o, err, sizeof err) != 0) {
+        table_out_clear(&o);
+        return answer(q, "%s", err);
+    }
     if (grid)
         snprintf(line, sizeof line, "Table %" PRId64 " is open for ContractGrid, three players. %sjoin [1-3] to sit "
                  "down, %sbot [1-3] to add a computer player, %sgrid CONTRACTS...|random to arrange your grid, %sset "
@@ -733,9 +739,13 @@ static int do_new(core *c, const asker *q, const cmd *m)
                  id, p, p, p, p, p, p);
     else
         snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to "
-                 "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
-                 id, p, p, p, p, p);
-    return say(c, q->net, q->room, "", NULL, 0, line);
+                 "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when %s are seated.",
+                 id, p, p, p, p, p, six ? "six" : "four");
+    if (say(c, q->net, q->room, "", NULL, 0, line) != 0) {
+        table_out_clear(&o);
+        return -1;
+    }
+    return write_and_clear(c, s, &o);
 }
 
 /* help: about one command, where asked; the list, privately (for reading only: an IRC NOTICE),
@@ -894,6 +904,12 @@ static int charge(core *c, const asker *q)
                      "next %s.", span) == 0 ? 1 : -1;
 }
 
+/* Message e's command, its cards read from the pack of s, the table it goes to (or none). */
+static void parse_for(core *c, const slot *s, const adapter_event *e, int is_private, cmd *m)
+{
+    cmd_parse_pack(e->text, strlen(e->text), c->o.config->prefix, is_private, s ? table_card_pack(&s->t) : CARD_COUNT, m);
+}
+
 /* Returns 1 when the message is dropped, 0 when it goes on, -1 when the store failed. Moves are
  * counted later, and only when their table refuses them (handle_message). */
 static int screen(core *c, const char *net, const adapter_event *e)
@@ -901,7 +917,7 @@ static int screen(core *c, const char *net, const adapter_event *e)
     if (is_ignored(c, net, e->sender)) return 1;
     cmd m;
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
-    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
+    parse_for(c, slot_for_event(c, net, e), e, q.is_private, &m);
     if (m.kind == CMD_NONE || cmd_is_move(m.kind)) return 0; /* talk; a move, paced by its game */
     return charge(c, &q);
 }
@@ -1071,9 +1087,9 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
 {
     cmd m;
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
-    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
-    if (m.kind == CMD_NONE) return 0;
     slot *s = slot_for_event(c, net, e);
+    parse_for(c, s, e, q.is_private, &m);
+    if (m.kind == CMD_NONE) return 0;
     switch (m.kind) {
     case CMD_BAD: return answer(&q, "%s", m.err);
     case CMD_NEW: return do_new(c, &q, &m);
