@@ -1133,14 +1133,24 @@ static int handle_leave(core *c, const char *net, const adapter_event *e)
 }
 
 /* Somebody joined a room or spoke (in a room, or privately: then at all his tables): he has not
- * left, whatever left event came before. */
+ * left, whatever left event came before — at table t, if the event concerns it. */
+static void seen_at(table *t, const char *net, const adapter_event *e)
+{
+    if ((e->kind == ADAPTER_MESSAGE || e->kind == ADAPTER_JOIN) && strcmp(t->net, net) == 0 &&
+        (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
+        table_player_seen(t, e->sender, e->origin);
+}
+
+static slot *holder(core *c, const char *net, const adapter_event *e, const slot *except);
+
+/* The event at every table it concerns, except the waiting one that will hold it: there it
+ * counts in its turn, after the events held before it (a leave among them), when the table
+ * does it (attempt()). */
 static void handle_seen(core *c, const char *net, const adapter_event *e)
 {
-    for (int i = 0; i < c->nslots; i++) {
-        table *t = &c->slots[i]->t;
-        if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
-            table_player_seen(t, e->sender, e->origin);
-    }
+    const slot *h = holder(c, net, e, NULL);
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i] != h) seen_at(&c->slots[i]->t, net, e);
 }
 
 /* A player seen changing his nick (one event per room the bot shares with him): his seats on
@@ -1271,6 +1281,7 @@ static int attempt(core *c, slot *s, const char *net, const task *w)
     c->unit = s;
     c->asked = 0;
     c->missed = 0;
+    if (w->kind == TASK_EVENT) seen_at(&s->t, net, &w->ev);
     int rc = w->kind == TASK_EVENT ? handle_event(c, s, net, &w->ev)
              : w->kind == TASK_SETTLE ? settle(c, s)
                                       : computer_move(c, s, w->job);
