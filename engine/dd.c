@@ -46,6 +46,7 @@ struct dd_solver {
     long nodes;
     int8_t pts[CARD_COUNT], pw[CARD_COUNT];
     card_t by_power[SUIT_COUNT][RANK_COUNT]; /* each suit strongest first */
+    cardset_t above[CARD_COUNT];             /* the stronger cards of the same suit */
 };
 
 static int dd_team(int seat) { return seat & 1; }
@@ -63,7 +64,7 @@ static int dd_sits_out(const dd_pos *p, int seat)
 
 static int dd_next_seat(const dd_pos *p, int seat)
 {
-    do seat = (seat + 1) % p->nseats;
+    do seat = seat + 1 == p->nseats ? 0 : seat + 1;
     while (dd_sits_out(p, seat));
     return seat;
 }
@@ -121,29 +122,44 @@ static void dd_rules_of(const dd_pos *p, int seat, g304_card_rules *r)
     r->led = p->n ? p->card[0] : CARD_NONE;
 }
 
-/* The legal cards of the seat to act (g304_check_card), and those of them that go face down. */
-static cardset_t dd_legal_set(const dd_pos *p, cardset_t *down)
+/* The legal cards of seat when led is the card led (CARD_NONE: seat leads), by g304_check_card(), and
+ * those of them that go face down. The engine decides a card of the hand by its suit alone (only the
+ * indicator is special), so one card per suit is asked; test_dd_cross compares the result with
+ * g304_legal() at every node it searches. */
+static cardset_t dd_seat_legal(const dd_pos *p, int seat, card_t led, cardset_t *down)
 {
     g304_card_rules r;
-    int seat = p->to_act;
     dd_rules_of(p, seat, &r);
-    cardset_t held = r.hand | (r.indicator != CARD_NONE ? CARDSET_BIT(r.indicator) : 0), ok = 0;
+    r.led = led;
+    cardset_t ok = 0;
+    int fd;
     *down = 0;
-    if (p->caps_n && seat == p->caps_seat) { /* the game plays his order: its first legal card */
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        cardset_t in_suit = r.hand & CARDSET_SUIT(s);
+        if (!in_suit || g304_check_card(&r, cardset_first(in_suit), &fd, NULL) != G304_OK) continue;
+        ok |= in_suit;
+        if (fd) *down |= in_suit;
+    }
+    if (r.indicator != CARD_NONE && g304_check_card(&r, r.indicator, &fd, NULL) == G304_OK) {
+        ok |= CARDSET_BIT(r.indicator);
+        if (fd) *down |= CARDSET_BIT(r.indicator);
+    }
+    return ok;
+}
+
+/* The legal cards of the seat to act, and those of them that go face down. After a Caps call the
+ * game plays the caller's order: the first of its cards that is legal. */
+static cardset_t dd_legal_set(const dd_pos *p, cardset_t *down)
+{
+    card_t led = p->n ? p->card[0] : CARD_NONE;
+    cardset_t ok = dd_seat_legal(p, p->to_act, led, down);
+    if (p->caps_n && p->to_act == p->caps_seat) {
         for (int i = 0; i < p->caps_n; i++) {
-            int fd;
-            if (g304_check_card(&r, p->caps_order[i], &fd, NULL) != G304_OK) continue;
-            *down = fd ? CARDSET_BIT(p->caps_order[i]) : 0;
+            if (!(ok & CARDSET_BIT(p->caps_order[i]))) continue;
+            *down &= CARDSET_BIT(p->caps_order[i]);
             return CARDSET_BIT(p->caps_order[i]);
         }
         return 0;
-    }
-    for (cardset_t s = held; s; s &= s - 1) {
-        card_t c = cardset_first(s);
-        int fd;
-        if (g304_check_card(&r, c, &fd, NULL) != G304_OK) continue;
-        ok |= CARDSET_BIT(c);
-        if (fd) *down |= CARDSET_BIT(c);
     }
     return ok;
 }
@@ -277,6 +293,8 @@ dd_solver *dd_solver_new(int table_bits)
                 w->by_power[s][j] = w->by_power[s][j - 1];
                 w->by_power[s][j - 1] = t;
             }
+        for (int i = 0; i < RANK_COUNT; i++)
+            for (int j = 0; j < i; j++) w->above[w->by_power[s][i]] |= CARDSET_BIT(w->by_power[s][j]);
     }
     return w;
 }
@@ -365,9 +383,7 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
 {
     int me = p->to_act, s = CARD_SUIT(c);
     if (p->n == 0) {
-        cardset_t above = 0;
-        for (int i = 0; i < RANK_COUNT && w->by_power[s][i] != c; i++) above |= CARDSET_BIT(w->by_power[s][i]);
-        if (!(others & above)) /* the top card left in its suit */
+        if (!(others & w->above[c])) /* the top card left in its suit */
             return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
         return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
     }
@@ -378,45 +394,73 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
     return 100 - 2 * w->pts[c] - w->pw[c];
 }
 
-/* The moves worth searching, best first (hint: the table's move, tried first). */
+/* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
+ * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
+ * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
+static int dd_settled(const dd_pos *p, card_t c, int *team)
+{
+    card_t cards[G304_SEATS];
+    uint8_t seats[G304_SEATS];
+    int n = p->n, size = dd_trick_size(p);
+    memcpy(cards, p->card, (size_t)n);
+    memcpy(seats, p->seat, (size_t)n);
+    cards[n] = c;
+    seats[n] = p->to_act;
+    int best = g304_trick_winner(cards, n + 1, p->trump);
+    *team = dd_team(seats[best]);
+    for (int k = n + 1, seat = p->to_act; k < size; k++) {
+        seat = dd_next_seat(p, seat);
+        if (dd_team(seat) == *team) continue;
+        cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
+        for (cardset_t h = legal; h; h &= h - 1) {
+            card_t duel[3] = {cards[0], cards[best], cardset_first(h)}; /* the led card tells which suit counts */
+            if (g304_trick_winner(duel, 3, p->trump) == 2) return 0;
+        }
+    }
+    return 1;
+}
+
+/* The moves worth searching, best first (hint: the table's move, tried first). Of each run of this
+ * hand's legal cards with no other card in play (or on the table) between them, one card when the
+ * trick's winning team is settled whichever is played (the most points if it is ours, the fewest if
+ * not), else one card per distinct point value. */
 static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *out)
 {
     cardset_t down, legal = dd_legal_set(p, &down);
     int me = p->to_act, n = 0;
+    if (!(legal & (legal - 1))) { /* one card: nothing to choose */
+        out[0].card = cardset_first(legal);
+        out[0].down = down != 0;
+        return legal != 0;
+    }
     card_t ind = p->ind_down && me == p->maker ? p->indicator : CARD_NONE;
     cardset_t others = dd_in_play(p) & ~p->hand[me], on_table = 0;
     for (int i = 0; i < p->n; i++) on_table |= CARDSET_BIT(p->card[i]);
-    int last = p->n == dd_trick_size(p) - 1;
     int win = p->n ? g304_trick_winner(p->card, p->n, p->trump) : 0;
     cardset_t keep = legal;
     if (!(p->caps_n && me == p->caps_seat)) {
-        /* runs of this hand's legal cards with no other card in play (or on the table) between */
         cardset_t split = others | on_table | (ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
         for (int s = 0; s < SUIT_COUNT; s++) {
+            cardset_t mine = legal & CARDSET_SUIT(s) & ~(ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
+            if (!(mine & (mine - 1))) continue; /* fewer than two: nothing to merge */
             card_t run[RANK_COUNT];
             int len = 0;
             for (int i = 0; i <= RANK_COUNT; i++) {
                 card_t c = i < RANK_COUNT ? w->by_power[s][i] : CARD_NONE;
-                int mine = c != CARD_NONE && (legal & CARDSET_BIT(c)) && c != ind;
-                if (mine) {
+                if (c != CARD_NONE && (legal & CARDSET_BIT(c)) && c != ind) {
                     run[len++] = c;
                     continue;
                 }
                 if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
-                if (len > 1 && last) {
-                    int ours = 0;
-                    { /* the run's winner, from its first card */
-                        dd_pos t = *p;
-                        t.card[t.n] = run[0];
-                        t.seat[t.n] = (uint8_t)me;
-                        ours = dd_team(t.seat[g304_trick_winner(t.card, t.n + 1, t.trump)]) == dd_team(me);
-                    }
+                int team;
+                if (len > 1 && dd_settled(p, run[0], &team)) {
+                    int ours = team == dd_team(me);
                     card_t pick = run[0];
                     for (int k = 1; k < len; k++)
                         if (ours ? w->pts[run[k]] > w->pts[pick] : w->pts[run[k]] < w->pts[pick]) pick = run[k];
                     for (int k = 0; k < len; k++)
                         if (run[k] != pick) keep &= ~CARDSET_BIT(run[k]);
-                } else if (len > 1) {
+                } else {
                     for (int k = 1; k < len; k++)
                         for (int j = 0; j < k; j++)
                             if (w->pts[run[j]] == w->pts[run[k]] && (keep & CARDSET_BIT(run[j]))) {
@@ -440,6 +484,25 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
 }
 
 /* ---- the searches ---- */
+
+/* Points of team y's trumps stronger than every trump of the other team. A trump always counts as
+ * one in its trick (face down it turns the trick up, R-REVEAL), so each of them wins the trick it is
+ * played to, and every card is played by the end: team y wins at least these (a bound used at trick
+ * starts). A side card gets no such bound: it may be thrown on a trick the other team wins. */
+static int dd_safe_points(const dd_solver *w, const dd_pos *p, int y)
+{
+    cardset_t trumps = CARDSET_SUIT(p->trump), hx = 0, hy = 0;
+    for (int s = 0; s < p->nseats; s++) {
+        if (dd_sits_out(p, s)) continue;
+        cardset_t h = p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
+        if (dd_team(s) == y) hy |= h & trumps;
+        else hx |= h & trumps;
+    }
+    if (!hy) return 0;
+    int i = 0;
+    while (i < RANK_COUNT && !(hx & CARDSET_BIT(w->by_power[p->trump][i]))) i++;
+    return cardset_points(i < RANK_COUNT ? hy & w->above[w->by_power[p->trump][i]] : hy);
+}
 
 /* The last trick: every seat holds one card, and one card is always playable. */
 static int dd_last_trick(const dd_pos *p)
@@ -465,7 +528,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
         if (p->trick_no == p->ntricks - 1) return dd_last_trick(p);
         meta = dd_meta(p, DD_MODE_POINTS);
         bucket = dd_bucket(w, p, meta);
-        int lo = 0, hi = dd_points_left(p);
+        int lo = dd_safe_points(w, p, 0), hi = dd_points_left(p) - dd_safe_points(w, p, 1);
         const dd_entry *e = dd_probe(w, p, meta, bucket);
         if (e) {
             if (e->lo > lo) lo = e->lo;
@@ -501,7 +564,20 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     return best;
 }
 
-int dd_value(dd_solver *w, const dd_pos *p) { return dd_search(w, p, -DD_INF, DD_INF); }
+/* Null-window searches halving the range of the value: they prune far more than one search with the
+ * whole window, and the table carries their bounds from one to the next. (MTD(f) from a guess moves
+ * one point per search here: fail-soft bounds in a points game are rarely far from the window.) */
+int dd_value(dd_solver *w, const dd_pos *p)
+{
+    int lower = 0, upper = dd_points_left(p);
+    while (lower < upper) {
+        int beta = (lower + upper + 1) / 2;
+        int g = dd_search(w, p, beta - 1, beta);
+        if (g < beta) upper = g;
+        else lower = g;
+    }
+    return lower;
+}
 
 int dd_reach(dd_solver *w, const dd_pos *p, int team, int target)
 {
