@@ -1109,3 +1109,45 @@ int replay_run(const char *in, size_t len, char **out, char *err, size_t errlen)
     else free(doc);
     return doc ? 0 : 2;
 }
+
+int replay_304_position(const char *in, size_t len, g304_state *st, char *err, size_t errlen)
+{
+    problem p = {err, errlen};
+    if (err && errlen) err[0] = 0;
+    if (!in) in = "", len = 0;
+    json_error_t je;
+    json_t *root = json_loadb(in, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return fail(&p, "not valid JSON (line %d, column %d): %s", je.line, je.column, je.text), 2;
+    replay_input input;
+    caps_solver *w = NULL;
+    json_t *results = NULL;
+    int rc = 2;
+    if (is_contractgrid(root)) {
+        fail(&p, "this reads hands of 304 only, not ContractGrid");
+        goto done;
+    }
+    if (read_input(root, &input, &p) < 0) goto done;
+    g304_events last;
+    g304_start(st, &input.rules, input.dealer, input.tokens, input.deck, NULL);
+    w = caps_solver_new(0);
+    results = json_array();
+    if (!w || !results) {
+        fail(&p, "out of memory");
+        goto done;
+    }
+    if (input.actions && run_actions(input.actions, w, st, &last, results, &p) < 0) goto done;
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        if (json_is_true(json_object_get(r, "ok"))) continue;
+        fail(&p, "action %zu was refused (%s): %s", i, json_string_value(json_object_get(r, "error")),
+             json_string_value(json_object_get(r, "message")));
+        goto done;
+    }
+    rc = 0;
+done:
+    json_decref(results);
+    caps_solver_free(w);
+    json_decref(root);
+    return rc;
+}
