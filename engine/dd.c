@@ -44,6 +44,8 @@ struct dd_solver {
     dd_entry *tt;
     uint32_t buckets; /* a power of two */
     long nodes;
+    long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
+    int stopped;          /* the current search reached stop_at: its results are not stored */
     int8_t pts[CARD_COUNT], pw[CARD_COUNT];
     card_t by_power[SUIT_COUNT][RANK_COUNT]; /* each suit strongest first */
     cardset_t above[CARD_COUNT];             /* the stronger cards of the same suit */
@@ -308,6 +310,22 @@ void dd_solver_free(dd_solver *w)
 
 long dd_nodes(const dd_solver *w) { return w->nodes; }
 
+void dd_solver_budget(dd_solver *w, long nodes) { w->budget = nodes > 0 ? nodes : 0; }
+
+/* Starts the clock of one search. */
+static void dd_begin(dd_solver *w)
+{
+    w->stopped = 0;
+    w->stop_at = w->budget ? w->nodes + w->budget : -1;
+}
+
+/* Counts a node; 1 once the search has to stop. */
+static int dd_tick(dd_solver *w)
+{
+    if (++w->nodes == w->stop_at) w->stopped = 1;
+    return w->stopped;
+}
+
 /* ---- the transposition table ---- */
 
 static uint32_t dd_meta(const dd_pos *p, int mode)
@@ -518,7 +536,7 @@ static int dd_last_trick(const dd_pos *p)
 
 static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
 {
-    w->nodes++;
+    if (dd_tick(w)) return alpha; /* any value: the search is abandoned and stores nothing */
     if (p->trick_no >= p->ntricks) return 0;
     int start = p->n == 0 && !p->caps_n;
     uint32_t meta = 0, bucket = 0;
@@ -556,7 +574,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
         if (!maxi && best < beta) beta = best;
         if (alpha >= beta) break;
     }
-    if (start) {
+    if (start && !w->stopped) {
         int lo = best >= b0 ? best : -DD_INF, hi = best <= a0 ? best : DD_INF;
         if (best > a0 && best < b0) lo = hi = best;
         dd_store(w, p, meta, bucket, lo, hi, best_card);
@@ -570,27 +588,33 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
 int dd_value(dd_solver *w, const dd_pos *p)
 {
     int lower = 0, upper = dd_points_left(p);
-    while (lower < upper) {
+    dd_begin(w);
+    while (lower < upper && !w->stopped) {
         int beta = (lower + upper + 1) / 2;
         int g = dd_search(w, p, beta - 1, beta);
         if (g < beta) upper = g;
         else lower = g;
     }
-    return lower;
+    return w->stopped ? DD_UNKNOWN : lower;
 }
 
 int dd_reach(dd_solver *w, const dd_pos *p, int team, int target)
 {
     if (target <= 0) return 1;
-    if (team == 0) return dd_search(w, p, target - 1, target) >= target;
-    int cap = dd_points_left(p) - target; /* team 1 reaches target iff team 0 gets at most cap */
-    if (cap < 0) return 0;
-    return dd_search(w, p, cap, cap + 1) <= cap;
+    dd_begin(w);
+    int r;
+    if (team == 0) {
+        r = dd_search(w, p, target - 1, target) >= target;
+    } else {
+        int cap = dd_points_left(p) - target; /* team 1 reaches target iff team 0 gets at most cap */
+        r = cap >= 0 && dd_search(w, p, cap, cap + 1) <= cap;
+    }
+    return w->stopped ? DD_UNKNOWN : r;
 }
 
 static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
 {
-    w->nodes++;
+    if (dd_tick(w)) return 0;
     if (p->trick_no >= p->ntricks) return 1;
     int start = p->n == 0 && !p->caps_n;
     uint32_t meta = 0, bucket = 0;
@@ -614,8 +638,13 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
             break;
         }
     }
-    if (start) dd_store(w, p, meta, bucket, result, result, best_card);
+    if (start && !w->stopped) dd_store(w, p, meta, bucket, result, result, best_card);
     return result;
 }
 
-int dd_sweep(dd_solver *w, const dd_pos *p, int team) { return dd_sweep_search(w, p, team); }
+int dd_sweep(dd_solver *w, const dd_pos *p, int team)
+{
+    dd_begin(w);
+    int r = dd_sweep_search(w, p, team);
+    return w->stopped ? DD_UNKNOWN : r;
+}

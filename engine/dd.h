@@ -71,13 +71,20 @@ typedef struct dd_solver dd_solver;
 dd_solver *dd_solver_new(int table_bits);
 void dd_solver_free(dd_solver *w);
 
-/* Points team 0 wins of dd_points_left() under best play by both teams. */
+#define DD_UNKNOWN (-1) /* a search stopped at its node budget */
+
+/* Limits each later search (dd_value, dd_reach, dd_sweep) to about that many nodes; 0 (the default)
+ * means none. A search that reaches the limit answers DD_UNKNOWN and leaves nothing uncertain in the
+ * table, so the answers given stay exact. */
+void dd_solver_budget(dd_solver *w, long nodes);
+
+/* Points team 0 wins of dd_points_left() under best play by both teams, or DD_UNKNOWN. */
 int dd_value(dd_solver *w, const dd_pos *p);
 
-/* Whether team can secure at least target more points (target <= 0: always). */
+/* Whether team can secure at least target more points (target <= 0: always): 1, 0 or DD_UNKNOWN. */
 int dd_reach(dd_solver *w, const dd_pos *p, int team, int target);
 
-/* Whether team can win every remaining trick, the one in progress included. */
+/* Whether team can win every remaining trick, the one in progress included: 1, 0 or DD_UNKNOWN. */
 int dd_sweep(dd_solver *w, const dd_pos *p, int team);
 
 /* Search nodes visited since the solver was made. */

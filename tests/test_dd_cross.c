@@ -399,3 +399,35 @@ Test(dd_cross, solver_agrees_with_brute_force)
     cr_assert_gt(facedown, want / 10);
     dd_solver_free(w);
 }
+
+/* A search stopped by its node budget answers DD_UNKNOWN and leaves the table sound: the same solver
+ * then gives the exact answers a fresh one gives. */
+Test(dd_cross, budget_stops_without_harm)
+{
+    dd_solver *w = dd_solver_new(14), *fresh = dd_solver_new(14);
+    cr_assert(w && fresh);
+    xrng r = {99};
+    int positions = 0, stopped = 0;
+    for (int tries = 0; positions < 200 && tries < 5000; tries++) {
+        position p;
+        if (!gen_position(rng_u64(&r), &p)) continue;
+        dd_pos root;
+        cr_assert_eq(dd_pos_of(&p.st, &root, NULL, 0), 0);
+        positions++;
+        for (long budget = 3; budget < 3000; budget *= 7) {
+            dd_solver_budget(w, budget);
+            int v = dd_value(w, &root), s = dd_sweep(w, &root, 0), k = dd_reach(w, &root, 1, 40);
+            stopped += (v == DD_UNKNOWN) + (s == DD_UNKNOWN) + (k == DD_UNKNOWN);
+            dd_solver_budget(w, 0);
+            cr_assert(v == DD_UNKNOWN || v == dd_value(fresh, &root));
+            cr_assert(s == DD_UNKNOWN || s == dd_sweep(fresh, &root, 0));
+            cr_assert(k == DD_UNKNOWN || k == dd_reach(fresh, &root, 1, 40));
+        }
+        cr_assert_eq(dd_value(w, &root), dd_value(fresh, &root));
+        cr_assert_eq(dd_sweep(w, &root, 1), dd_sweep(fresh, &root, 1));
+    }
+    cr_assert_eq(positions, 200);
+    cr_assert_gt(stopped, 100);
+    dd_solver_free(w);
+    dd_solver_free(fresh);
+}
