@@ -2,8 +2,8 @@
  *
  * Subcommands: `console` (adapters/console; also what runs with no arguments), `run` (the chat
  * network of the configuration: adapters/matrix or adapters/irc), `replay FILE|-`
- * (bot/replay.c), `solve FILE|-` (bot/solve.c), `verify SEED COMMITMENT [DEALER]` (bot/seed.c),
- * `help` and `--version`.
+ * (bot/replay.c), `solve FILE|-` (bot/solve.c), `arena ...` (bot/arena.c), `verify SEED COMMITMENT
+ * [DEALER]` (bot/seed.c), `help` and `--version`.
  * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
 #include <errno.h>
 #include <sodium.h>
@@ -16,6 +16,7 @@
 #include "irc.h"
 #include "matrix.h"
 #include "replay.h"
+#include "arena.h"
 #include "seed.h"
 #include "solve.h"
 
@@ -47,6 +48,11 @@ static const char usage_text[] =
     "  solve FILE|-    read a hand of 304 in the replay format, every card known, and\n"
     "                  print for the seat to act each legal move with the card points\n"
     "                  each team secures after it under best play (JSON)\n"
+    "  arena --a PLAYER --b PLAYER --deals N [--seed S] [--options NAME=VALUE,...]\n"
+    "        [--a-partner PLAYER] [--time-limit MS] [--json] [--quiet]\n"
+    "                  duplicate matches between computer players (easy, normal,\n"
+    "                  expert, random, exec:COMMAND): every deal played both ways,\n"
+    "                  A's tokens minus B's per deal with a 95% interval\n"
     "  verify SEED COMMITMENT [DEALER]\n"
     "                  check a hand's revealed seed against the commitment shown when\n"
     "                  it was dealt, and print the deal (DEALER: seat 0-3, default 0)\n"
@@ -270,6 +276,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
     if (strcmp(cmd, "replay") == 0) return cmd_json("replay", replay_run, argc, argv);
     if (strcmp(cmd, "solve") == 0) return cmd_json("solve", solve_run, argc, argv);
+    if (strcmp(cmd, "arena") == 0) return arena_main(argc, argv, stdout, stderr);
     if (strcmp(cmd, "verify") == 0) return cmd_verify(argc, argv);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);

@@ -430,8 +430,7 @@ static json_t *cardset_json(cardset_t s)
     return a;
 }
 
-/* A move in the action format without "seat". */
-static json_t *move_json(const g304_action *m)
+json_t *replay_move_json(const g304_action *m)
 {
     json_t *o = json_pack("{s:s}", "do", g304_do_name((g304_do)m->kind));
     json_t *extra = NULL;
@@ -456,7 +455,7 @@ static json_t *legal_json(const g304_state *st)
     if (st->to_act >= G304_SEATS) return a;
     g304_action moves[G304_MAX_LEGAL];
     int n = g304_legal(st, st->to_act, moves);
-    for (int k = 0; k < n && k < G304_MAX_LEGAL && a; k++) a = append(a, move_json(&moves[k]));
+    for (int k = 0; k < n && k < G304_MAX_LEGAL && a; k++) a = append(a, replay_move_json(&moves[k]));
     return a;
 }
 
@@ -1149,5 +1148,17 @@ done:
     json_decref(results);
     caps_solver_free(w);
     json_decref(root);
+    return rc;
+}
+
+int replay_304_action(const char *text, size_t len, int *seat, g304_action *a, char *err, size_t errlen)
+{
+    problem p = {err, errlen};
+    if (err && errlen) err[0] = 0;
+    json_error_t je;
+    json_t *obj = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &je);
+    if (!obj) return fail(&p, "not valid JSON (column %d): %s", je.column, je.text), 2;
+    int rc = read_action(obj, 0, seat, a, &p) < 0 ? 2 : 0;
+    json_decref(obj);
     return rc;
 }

@@ -38,11 +38,13 @@ typedef struct {
     int16_t lo, hi;  /* bounds of team 0's points from here (a yes/no answer in lo for sweeps) */
     card_t best;     /* the move that decided, CARD_NONE if none */
     uint8_t left;    /* cards in play: deeper entries are kept when a bucket is full */
+    uint16_t gen;    /* the table's generation when written: older entries count as empty */
 } dd_entry;
 
 struct dd_solver {
     dd_entry *tt;
     uint32_t buckets; /* a power of two */
+    uint16_t gen;     /* dd_solver_clear() starts a new generation */
     long nodes;
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
@@ -278,6 +280,7 @@ dd_solver *dd_solver_new(int table_bits)
     dd_solver *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->buckets = (uint32_t)1 << (table_bits - 2);
+    w->gen = 1;
     w->tt = calloc((size_t)w->buckets * DD_WAYS, sizeof *w->tt);
     if (!w->tt) {
         free(w);
@@ -309,6 +312,14 @@ void dd_solver_free(dd_solver *w)
 }
 
 long dd_nodes(const dd_solver *w) { return w->nodes; }
+
+void dd_solver_clear(dd_solver *w)
+{
+    if (++w->gen == 0) { /* generations wrapped: old stamps could match again */
+        memset(w->tt, 0, (size_t)w->buckets * DD_WAYS * sizeof *w->tt);
+        w->gen = 1;
+    }
+}
 
 void dd_solver_budget(dd_solver *w, long nodes) { w->budget = nodes > 0 ? nodes : 0; }
 
@@ -352,7 +363,7 @@ static dd_entry *dd_probe(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t
 {
     dd_entry *e = &w->tt[(size_t)bucket * DD_WAYS];
     for (int i = 0; i < DD_WAYS; i++) {
-        if (e[i].left == 0 || e[i].meta != meta) continue;
+        if (e[i].gen != w->gen || e[i].meta != meta) continue;
         if (memcmp(e[i].hand, p->hand, sizeof(cardset_t) * p->nseats) == 0) return &e[i];
     }
     return NULL;
@@ -364,9 +375,15 @@ static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t buck
     if (!e) {
         dd_entry *b = &w->tt[(size_t)bucket * DD_WAYS];
         e = &b[0];
-        for (int i = 1; i < DD_WAYS && e->left; i++)
+        for (int i = 0; i < DD_WAYS; i++) {
+            if (b[i].gen != w->gen) { /* empty */
+                e = &b[i];
+                break;
+            }
             if (b[i].left < e->left) e = &b[i];
+        }
         memset(e, 0, sizeof *e);
+        e->gen = w->gen;
         memcpy(e->hand, p->hand, sizeof(cardset_t) * p->nseats);
         e->meta = meta;
         e->lo = (int16_t)lo;

@@ -66,10 +66,14 @@ int dd_points_left(const dd_pos *p);
 
 typedef struct dd_solver dd_solver;
 
-/* A solver with a transposition table of 2^table_bits entries of 32 bytes (0 = the default, 2^17:
- * 4 MiB). Returns NULL when out of memory. */
+/* A solver with a transposition table of 2^table_bits entries of 28 bytes (0 = the default, 2^17:
+ * 3.5 MiB). Returns NULL when out of memory. */
 dd_solver *dd_solver_new(int table_bits);
 void dd_solver_free(dd_solver *w);
+
+/* Empties the table (in constant time), so that what follows depends on nothing searched before:
+ * with a node budget, whether a search ends in time depends on what the table holds. */
+void dd_solver_clear(dd_solver *w);
 
 #define DD_UNKNOWN (-1) /* a search stopped at its node budget */
 
