@@ -61,6 +61,25 @@ int aiworld_trump_value(cardset_t hand, int s)
     return v;
 }
 
+int aiworld_legal(const aiworld_input *in, int kind, card_t card, int amount, g304_action *out)
+{
+    for (int i = 0; i < in->base.nlegal; i++) {
+        const g304_action *a = &in->base.legal[i];
+        if (a->kind != kind) continue;
+        if ((kind == G304_DO_PLAY || kind == G304_DO_TRUMP) && a->card != card) continue;
+        if (kind == G304_DO_BID && a->amount != amount) continue;
+        *out = *a;
+        return 0;
+    }
+    return -1;
+}
+
+int aiworld_tokens(int bid, int made)
+{
+    int reward = bid == G304_PCC ? 4 : bid >= 250 ? 3 : bid >= 200 ? 2 : 1;
+    return made ? reward : -(reward + 1);
+}
+
 static int aiworld_best_value(cardset_t hand)
 {
     int best = 0;
@@ -215,6 +234,18 @@ static int aiworld_place(aiworld_places *pl, cardset_t pool, uint64_t *rng)
 
 /* ---- worlds in play ---- */
 
+/* k cards of s at random: which of a seat's cards were its first batch is not known. */
+static cardset_t aiworld_some(cardset_t s, int k, uint64_t *rng)
+{
+    cardset_t out = 0;
+    for (int n = cardset_count(s); k > 0 && n > 0; n--) {
+        card_t c = cardset_first(s);
+        s &= s - 1;
+        if (aiworld_below(rng, n) < k) out |= CARDSET_BIT(c), k--;
+    }
+    return out;
+}
+
 /* One candidate world with trump T, or -1 if the placement fails. */
 static int aiworld_candidate(const aiworld_input *in, int T, uint64_t *rng, aiworld *w)
 {
@@ -300,7 +331,7 @@ static int aiworld_candidate(const aiworld_input *in, int T, uint64_t *rng, aiwo
     /* the trump maker chose this suit: he holds a good part of it */
     double like = aiworld_logistic(aiworld_trump_value(w->dealt[maker], T) - (k->pcc ? 90 : 50));
     for (int p = 0; p < G304_SEATS; p++)
-        if (p != me) like *= aiworld_bidding_likelihood(in, p, w->dealt[p], w->dealt[p]);
+        if (p != me) like *= aiworld_bidding_likelihood(in, p, aiworld_some(w->dealt[p], 4, rng), w->dealt[p]);
     w->weight = like;
     return 0;
 }

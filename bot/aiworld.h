@@ -78,4 +78,11 @@ void aiworld_deal(const aiworld_input *in, uint64_t *rng, card_t hands[G304_SEAT
 /* How strong suit s is as trump in a hand (any size): the J and 9 above all, then A, 10, length. */
 int aiworld_trump_value(cardset_t hand, int s);
 
+/* The legal move of that kind (with that card for plays and indicators, that amount for bids) into
+ * *out: 0, or -1 if there is none. */
+int aiworld_legal(const aiworld_input *in, int kind, card_t card, int amount, g304_action *out);
+
+/* R-TOKENS from the trump maker's side: what the bid earns when made, minus what it costs when failed. */
+int aiworld_tokens(int bid, int made);
+
 #endif

@@ -28,6 +28,7 @@
 #define ARENA_MAX_SHUFFLES 16 /* a deal thrown in this often scores nothing */
 #define ARENA_MAX_MOVES 400   /* far above the longest hand */
 #define ARENA_ROLES 3         /* A, B, A's partner */
+#define ARENA_FOUR_SEATS 4    /* the game the players play (six-player 304 is refused for now) */
 
 struct arena {
     arena_options o;
@@ -543,6 +544,21 @@ static int arena_run(const arena_options *o, long deals, int jobs, arena_totals 
     return rc;
 }
 
+/* How many seats a hand under these rules deals to. */
+static int arena_seats(const g304_rules *rules)
+{
+    static const int16_t tokens[2] = {1, 1};
+    card_t deck[CARD_COUNT];
+    for (int i = 0; i < CARD_COUNT; i++) deck[i] = (card_t)i;
+    g304_rules r = *rules;
+    r.cut = 0;
+    g304_state st;
+    g304_start(&st, &r, 0, tokens, deck, NULL);
+    int seats = 0;
+    for (int s = 0; s < G304_SEATS; s++) seats += st.dealt[s] != 0;
+    return seats;
+}
+
 static const char arena_usage[] =
     "usage: cardroom arena --a PLAYER --b PLAYER --deals N [--seed S] [--options NAME=VALUE,...]\n"
     "                      [--a-partner PLAYER] [--time-limit MS] [--jobs N] [--json] [--quiet]\n"
@@ -619,6 +635,10 @@ int arena_main(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if (!have_partner) o.a_partner = o.a;
+    if (arena_seats(&o.rules) != ARENA_FOUR_SEATS) {
+        fprintf(err, "cardroom arena: the players play the four-player game only\n");
+        return 2;
+    }
     o.rules.cut = 0; /* a cut would only rotate the same random deck */
     arena_totals t;
     memset(&t, 0, sizeof t);

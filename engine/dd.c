@@ -27,6 +27,7 @@
 #include <string.h>
 
 #define DD_DEFAULT_BITS 17
+#define DD_FOUR_SEATS 4 /* the game solved: four seats of eight cards */
 #define DD_WAYS 4      /* entries per bucket */
 #define DD_INF 10000
 #define DD_MODE_POINTS 0
@@ -79,6 +80,12 @@ int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen)
 {
     if (st->phase != G304_PHASE_PLAY) {
         if (err && errlen) snprintf(err, errlen, "the hand is not in play (phase %s)", g304_phase_name(st->phase));
+        return -1;
+    }
+    int dealt = 0; /* the four-player game deals 4 x 8 cards; the six-player game is not solved yet */
+    for (int s = 0; s < G304_SEATS; s++) dealt += cardset_count(st->dealt[s]);
+    if (dealt != DD_FOUR_SEATS * G304_TRICKS) {
+        if (err && errlen) snprintf(err, errlen, "the solver plays the four-player game only (%d cards dealt)", dealt);
         return -1;
     }
     memset(p, 0, sizeof *p);

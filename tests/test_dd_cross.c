@@ -431,3 +431,23 @@ Test(dd_cross, budget_stops_without_harm)
     dd_solver_free(w);
     dd_solver_free(fresh);
 }
+
+/* Positions the solver does not take: a hand not in play, and a deal that is not the four-player
+ * game's 32 cards (six-player 304 is refused for now). */
+Test(dd_cross, refusals)
+{
+    position p;
+    xrng r = {5};
+    while (!gen_position(rng_u64(&r), &p)) {}
+    dd_pos d;
+    char err[160];
+    g304_state st = p.st;
+    st.dealt[0] &= st.dealt[0] - 1;
+    cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+    cr_assert(strstr(err, "four-player game only") != NULL, "%s", err);
+    st = p.st;
+    st.phase = G304_PHASE_BID8;
+    cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+    cr_assert(strstr(err, "not in play (phase bid8)") != NULL, "%s", err);
+    cr_assert_eq(dd_pos_of(&p.st, &d, err, sizeof err), 0);
+}

@@ -3,10 +3,12 @@
  * A program, not a test (`make bench`). Deals come from fixed seeds; the bidding, the indicator and
  * the open-or-closed choice are made by the heuristic computer player (bot/ai304.h), so contracts,
  * trumps and closed games are those of real tables; all-pass hands and redeals are skipped. For
- * each deal the whole hand is solved from the first lead — the exact points of both teams under
- * best play — by a solver whose table starts empty (made before the clock starts). Prints p50, p90,
- * p99 and max per solve in milliseconds and in search nodes (which do not depend on the machine's
- * load), the mean, and nodes per second. Targets: p50 <= 5 ms, p99 <= 50 ms on one core.
+ * each deal the whole hand is solved from the first lead twice, each time by a solver whose table
+ * starts empty (made before the clock starts): the exact points of both teams under best play
+ * (dd_value), and the question a player asks most, whether the maker's team makes its bid
+ * (dd_reach). Prints p50, p90, p99 and max per solve in thread CPU time and in search nodes (which
+ * do not depend on the machine's load), the mean, and nodes per second. Targets: p50 <= 5 ms,
+ * p99 <= 50 ms on one core.
  *
  * Usage: bench_dd [deals]   (default 1000) */
 #include <stdint.h>
@@ -82,46 +84,68 @@ static int bench_first_lead(uint64_t *s, g304_state *st)
     return 0;
 }
 
+typedef struct {
+    double *ms;
+    long *nodes;
+    double total;
+    long total_nodes;
+} bench_series;
+
+/* Times one search by a solver whose table starts empty (made before the clock starts). */
+static void bench_time(bench_series *b, int d, const dd_pos *p, int bid)
+{
+    dd_solver *w = dd_solver_new(0);
+    if (!w) exit(1);
+    double t0 = bench_now();
+    int r = bid ? dd_reach(w, p, p->maker & 1, bid - p->points[p->maker & 1]) : dd_value(w, p);
+    double t1 = bench_now();
+    if (r < 0 || r > dd_points_left(p)) exit(1);
+    b->ms[d] = (t1 - t0) * 1e3;
+    b->nodes[d] = dd_nodes(w);
+    b->total += t1 - t0;
+    b->total_nodes += b->nodes[d];
+    dd_solver_free(w);
+}
+
+static void bench_print(bench_series *b, int deals, const char *what)
+{
+    qsort(b->ms, (size_t)deals, sizeof *b->ms, by_double);
+    qsort(b->nodes, (size_t)deals, sizeof *b->nodes, by_long);
+    int p50 = deals / 2, p90 = deals * 9 / 10, p99 = deals * 99 / 100;
+    printf("%s\n", what);
+    printf("  time ms: mean %.3f p50 %.3f p90 %.3f p99 %.3f max %.3f\n", b->total * 1e3 / deals, b->ms[p50], b->ms[p90],
+           b->ms[p99], b->ms[deals - 1]);
+    printf("  nodes: mean %ld p50 %ld p90 %ld p99 %ld max %ld\n", b->total_nodes / deals, b->nodes[p50], b->nodes[p90],
+           b->nodes[p99], b->nodes[deals - 1]);
+    printf("  nodes per second: %.0f\n", b->total > 0 ? (double)b->total_nodes / b->total : 0.0);
+}
+
 int main(int argc, char **argv)
 {
     int deals = argc > 1 ? atoi(argv[1]) : BENCH_DEALS;
     if (deals <= 0) deals = BENCH_DEALS;
-    double *ms = calloc((size_t)deals, sizeof *ms);
-    long *nodes = calloc((size_t)deals, sizeof *nodes);
-    if (!ms || !nodes) return 1;
+    bench_series exact = {calloc((size_t)deals, sizeof(double)), calloc((size_t)deals, sizeof(long)), 0, 0};
+    bench_series reach = {calloc((size_t)deals, sizeof(double)), calloc((size_t)deals, sizeof(long)), 0, 0};
+    if (!exact.ms || !exact.nodes || !reach.ms || !reach.nodes) return 1;
     uint64_t s = 304;
-    double total = 0;
-    long total_nodes = 0;
     int closed = 0, pcc = 0;
     for (int d = 0; d < deals; d++) {
         g304_state st;
         while (!bench_first_lead(&s, &st)) {}
         dd_pos p;
         if (dd_pos_of(&st, &p, NULL, 0) != 0) return 1;
-        dd_solver *w = dd_solver_new(getenv("DDBITS") ? atoi(getenv("DDBITS")) : 0);
-        if (!w) return 1;
-        double t0 = bench_now();
-        int v = dd_value(w, &p);
-        double t1 = bench_now();
-        if (v < 0 || v > dd_points_left(&p)) return 1;
-        ms[d] = (t1 - t0) * 1e3;
-        nodes[d] = dd_nodes(w);
-        total += t1 - t0;
-        total_nodes += nodes[d];
         closed += !p.trump_open;
         pcc += p.pcc;
-        dd_solver_free(w);
+        bench_time(&exact, d, &p, 0);
+        bench_time(&reach, d, &p, st.bid == G304_PCC ? 0 : st.bid);
     }
-    qsort(ms, (size_t)deals, sizeof *ms, by_double);
-    qsort(nodes, (size_t)deals, sizeof *nodes, by_long);
-    int p50 = deals / 2, p90 = deals * 9 / 10, p99 = deals * 99 / 100;
-    printf("dd full-hand solve from the first lead, %d deals (%d closed, %d Partner Close Caps)\n", deals, closed, pcc);
-    printf("time ms: mean %.3f p50 %.3f p90 %.3f p99 %.3f max %.3f\n", total * 1e3 / deals, ms[p50], ms[p90], ms[p99],
-           ms[deals - 1]);
-    printf("nodes: mean %ld p50 %ld p90 %ld p99 %ld max %ld\n", total_nodes / deals, nodes[p50], nodes[p90], nodes[p99],
-           nodes[deals - 1]);
-    printf("nodes per second: %.0f\n", total > 0 ? (double)total_nodes / total : 0.0);
-    free(ms);
-    free(nodes);
+    printf("dd: whole hands from the first lead, %d deals (%d closed, %d Partner Close Caps); thread CPU time\n", deals,
+           closed, pcc);
+    bench_print(&exact, deals, "exact points of both teams (dd_value)");
+    bench_print(&reach, deals, "is the bid made? (dd_reach at the bid)");
+    free(exact.ms);
+    free(exact.nodes);
+    free(reach.ms);
+    free(reach.nodes);
     return 0;
 }
