@@ -264,8 +264,9 @@ int aiexec_reply(const char *line, size_t len, int seat, g304_action *a, char *e
 {
     json_error_t je;
     json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-    if (!obj || !json_is_object(obj)) {
-        snprintf(err, errlen, "the reply is not a JSON object%s%s", obj ? "" : ": ", obj ? "" : je.text);
+    if (!obj || !json_is_object(obj)) { /* jansson's text may quote the bytes: the position only */
+        if (obj) snprintf(err, errlen, "the reply is not a JSON object");
+        else snprintf(err, errlen, "the reply is not valid JSON (at byte %d)", je.position);
         json_decref(obj);
         return -1;
     }

@@ -349,6 +349,8 @@ static void arena_print_deal(FILE *out, long index, const arena_deal *d, int jso
     fprintf(out, " | A-B %+.1f\n", d->margin);
 }
 
+static double arena_mean(long sum, long n) { return n ? (double)sum / n : 0; }
+
 static void arena_print_totals(FILE *out, const arena_totals *t, const arena_faults *faults, double seconds, int json)
 {
     double n = (double)t->deals, mean = n ? t->sum / n : 0;
@@ -362,9 +364,8 @@ static void arena_print_totals(FILE *out, const arena_totals *t, const arena_fau
             fprintf(out,
                     ",\"%s\":{\"maker\":%ld,\"made\":%ld,\"failed\":%ld,\"points_as_maker\":%.1f,"
                     "\"points_defending\":%.1f,\"caps\":%ld,\"wrong_caps\":%ld}",
-                    s ? "b" : "a", x->hands_maker, x->made, x->failed,
-                    x->hands_maker ? (double)x->points_maker / x->hands_maker : 0,
-                    x->hands_defending ? (double)x->points_defending / x->hands_defending : 0, x->caps, x->wrong_caps);
+                    s ? "b" : "a", x->hands_maker, x->made, x->failed, arena_mean(x->points_maker, x->hands_maker),
+                    arena_mean(x->points_defending, x->hands_defending), x->caps, x->wrong_caps);
         }
         fprintf(out, ",\"faults\":{");
         for (int r = 0; r < ARENA_ROLES; r++) {
@@ -384,9 +385,8 @@ static void arena_print_totals(FILE *out, const arena_totals *t, const arena_fau
         fprintf(out,
                 "%s's team: maker in %ld hands, %ld made, %ld failed; card points %.1f as maker, %.1f defending; "
                 "Caps %ld, wrong Caps %ld\n",
-                s ? "B" : "A", x->hands_maker, x->made, x->failed,
-                x->hands_maker ? (double)x->points_maker / x->hands_maker : 0,
-                x->hands_defending ? (double)x->points_defending / x->hands_defending : 0, x->caps, x->wrong_caps);
+                s ? "B" : "A", x->hands_maker, x->made, x->failed, arena_mean(x->points_maker, x->hands_maker),
+                arena_mean(x->points_defending, x->hands_defending), x->caps, x->wrong_caps);
     }
     for (int r = 0; r < ARENA_ROLES; r++) {
         const arena_faults *f = &faults[r];
@@ -403,24 +403,12 @@ typedef struct {
     arena_faults faults[ARENA_ROLES];
 } arena_record;
 
-static int arena_read_all(int fd, void *buf, size_t n)
+/* Reads (writing == 0) or writes all n bytes of buf. Returns 0, or -1 at an error or the end. */
+static int arena_transfer(int fd, void *buf, size_t n, int writing)
 {
     char *p = buf;
     while (n) {
-        ssize_t k = read(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int arena_write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
+        ssize_t k = writing ? write(fd, p, n) : read(fd, p, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return -1;
         p += k;
@@ -439,7 +427,7 @@ static int arena_worker(const arena_options *o, long deals, long first, long ste
     memset(&r, 0, sizeof r);
     for (long i = first; i < deals; i += step) {
         r.index = i;
-        if (arena_play_deal(ar, i, &r.deal) < 0 || arena_write_all(fd, &r, sizeof r) < 0) {
+        if (arena_play_deal(ar, i, &r.deal) < 0 || arena_transfer(fd, &r, sizeof r, 1) < 0) {
             arena_free(ar);
             return 1;
         }
@@ -447,7 +435,7 @@ static int arena_worker(const arena_options *o, long deals, long first, long ste
     r.index = -1;
     memcpy(r.faults, ar->faults, sizeof r.faults);
     arena_free(ar);
-    return arena_write_all(fd, &r, sizeof r) < 0;
+    return arena_transfer(fd, &r, sizeof r, 1) < 0;
 }
 
 static void arena_add(arena_totals *t, const arena_deal *d)
@@ -506,7 +494,7 @@ static int arena_run(const arena_options *o, long deals, int jobs, arena_totals 
         for (int j = 0; j < open && !rc; j++) {
             if (fds[j] < 0 || !(pfd[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             arena_record r;
-            if (arena_read_all(fds[j], &r, sizeof r) < 0 || r.index >= deals) {
+            if (arena_transfer(fds[j], &r, sizeof r, 0) < 0 || r.index >= deals) {
                 rc = 1;
                 break;
             }

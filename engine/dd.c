@@ -371,7 +371,9 @@ static dd_entry *dd_probe(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t
     dd_entry *e = &w->tt[(size_t)bucket * DD_WAYS];
     for (int i = 0; i < DD_WAYS; i++) {
         if (e[i].gen != w->gen || e[i].meta != meta) continue;
-        if (memcmp(e[i].hand, p->hand, sizeof(cardset_t) * p->nseats) == 0) return &e[i];
+        int same = 1;
+        for (int k = 0; k < p->nseats && same; k++) same = e[i].hand[k] == p->hand[k];
+        if (same) return &e[i];
     }
     return NULL;
 }
@@ -411,13 +413,23 @@ typedef struct {
     int16_t score;
 } dd_move;
 
-/* The card winning the trick so far (index), and whether c would beat it. */
-static int dd_beats(const dd_solver *w, const dd_pos *p, int win, card_t c)
+/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
+ * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides
+ * every trick the search completes; this faster form only orders moves and settles tricks early, and
+ * test_dd_cross checks the results it leads to. */
+static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
 {
-    card_t b = p->card[win];
-    int cs = CARD_SUIT(c), bs = CARD_SUIT(b);
-    if (cs == bs) return w->pw[c] > w->pw[b];
-    return cs == p->trump;
+    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
+    return CARD_SUIT(c) == trump;
+}
+
+/* The index of the card winning cards[0..n-1] so far. */
+static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
+    return best;
 }
 
 /* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
@@ -430,7 +442,7 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
         return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
     }
     int partner_wins = dd_team(p->seat[win]) == dd_team(me);
-    int beats = dd_beats(w, p, win, c);
+    int beats = dd_beats(w, c, p->card[win], p->trump);
     if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
     if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
     return 100 - 2 * w->pts[c] - w->pw[c];
@@ -439,7 +451,7 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
 /* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
  * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
  * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
-static int dd_settled(const dd_pos *p, card_t c, int *team)
+static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
 {
     card_t cards[G304_SEATS];
     uint8_t seats[G304_SEATS];
@@ -448,16 +460,14 @@ static int dd_settled(const dd_pos *p, card_t c, int *team)
     memcpy(seats, p->seat, (size_t)n);
     cards[n] = c;
     seats[n] = p->to_act;
-    int best = g304_trick_winner(cards, n + 1, p->trump);
+    int best = dd_winning(w, cards, n + 1, p->trump);
     *team = dd_team(seats[best]);
     for (int k = n + 1, seat = p->to_act; k < size; k++) {
         seat = dd_next_seat(p, seat);
         if (dd_team(seat) == *team) continue;
         cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
-        for (cardset_t h = legal; h; h &= h - 1) {
-            card_t duel[3] = {cards[0], cards[best], cardset_first(h)}; /* the led card tells which suit counts */
-            if (g304_trick_winner(duel, 3, p->trump) == 2) return 0;
-        }
+        for (cardset_t h = legal; h; h &= h - 1)
+            if (dd_beats(w, cardset_first(h), cards[best], p->trump)) return 0;
     }
     return 1;
 }
@@ -478,7 +488,7 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
     card_t ind = p->ind_down && me == p->maker ? p->indicator : CARD_NONE;
     cardset_t others = dd_in_play(p) & ~p->hand[me], on_table = 0;
     for (int i = 0; i < p->n; i++) on_table |= CARDSET_BIT(p->card[i]);
-    int win = p->n ? g304_trick_winner(p->card, p->n, p->trump) : 0;
+    int win = p->n ? dd_winning(w, p->card, p->n, p->trump) : 0;
     cardset_t keep = legal;
     if (!(p->caps_n && me == p->caps_seat)) {
         cardset_t split = others | on_table | (ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
@@ -495,7 +505,7 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
                 }
                 if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
                 int team;
-                if (len > 1 && dd_settled(p, run[0], &team)) {
+                if (len > 1 && dd_settled(w, p, run[0], &team)) {
                     int ours = team == dd_team(me);
                     card_t pick = run[0];
                     for (int k = 1; k < len; k++)
@@ -570,6 +580,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
         if (p->trick_no == p->ntricks - 1) return dd_last_trick(p);
         meta = dd_meta(p, DD_MODE_POINTS);
         bucket = dd_bucket(w, p, meta);
+        __builtin_prefetch(&w->tt[(size_t)bucket * DD_WAYS]); /* the bounds below hide the memory latency */
         int lo = dd_safe_points(w, p, 0), hi = dd_points_left(p) - dd_safe_points(w, p, 1);
         const dd_entry *e = dd_probe(w, p, meta, bucket);
         if (e) {

@@ -16,6 +16,7 @@
 #include "arena.h"
 #include "deal.h"
 #include "replay.h"
+#include "test_file.h"
 #include "test_hands.h"
 
 static void play_deals(const char *level, const char *const *rules, int deals, uint64_t seed)
@@ -157,28 +158,12 @@ Test(aiplay, same_input_same_move)
     aiplay_free(ai);
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 /* tests/scenarios/solve/solve-01: seat 2's AC and KC both fall to 9C in the last trick unless thrown
  * onto partner's JS now; every world the seat can imagine agrees. */
 Test(aiplay, throws_the_ace_onto_partners_trick)
 {
     size_t len;
-    char *in = read_file(SCENARIO_DIR "/solve/solve-01-throw-the-ace.json", &len), err[256];
+    char *in = test_read_file(SCENARIO_DIR "/solve/solve-01-throw-the-ace.json", &len), err[256];
     g304_state st;
     cr_assert_eq(replay_304_position(in, len, &st, err, sizeof err), 0, "%s", err);
     free(in);

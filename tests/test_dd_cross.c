@@ -25,23 +25,9 @@
 #include "dd.h"
 #include "deal.h"
 #include "g304.h"
+#include "test_rng.h"
 
 #define MAX_PLIES 400
-
-typedef struct {
-    uint64_t s;
-} xrng;
-
-static uint64_t rng_u64(xrng *r)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(xrng *r, uint32_t n) { return (uint32_t)(((rng_u64(r) >> 32) * (uint64_t)n) >> 32); }
-static int rng_chance(xrng *r, uint32_t percent) { return rng_below(r, 100) < percent; }
 
 static int team_of_seat(int seat) { return seat & 1; }
 

@@ -14,23 +14,7 @@
 #include <sys/wait.h>
 
 #include "solve.h"
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert_geq(n, 0);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+#include "test_file.h"
 
 /* Every field of want must be in got with an equal value. */
 static void expect_fields(const char *file, const json_t *want, const json_t *got)
@@ -59,7 +43,7 @@ Test(solve, hand_worked_positions)
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t len;
-        char *in = read_file(path, &len), *out = NULL, err[256];
+        char *in = test_read_file(path, &len), *out = NULL, err[256];
         int rc = solve_run(in, len, &out, err, sizeof err);
         cr_assert_eq(rc, 0, "%s: %s", e->d_name, err);
         json_t *doc = json_loads(in, 0, NULL), *want = json_object_get(doc, "expect");

@@ -15,6 +15,7 @@
 
 #include "aiplay.h"
 #include "arena.h"
+#include "bench_stats.h"
 
 typedef struct {
     int level;
@@ -40,18 +41,6 @@ static void bench_observe(void *ctx, int level, int phase, double seconds, long 
     b->playing[b->n++] = phase == G304_PHASE_PLAY;
 }
 
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int by_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Prints the percentiles of the decisions with playing == which (-1: all). */
 static void bench_report(const bench_log *b, int which, const char *what)
 {
@@ -61,8 +50,7 @@ static void bench_report(const bench_log *b, int which, const char *what)
     for (long i = 0; i < b->n; i++)
         if (which < 0 || b->playing[i] == which) ms[n] = b->ms[i], nodes[n++] = b->nodes[i];
     if (n) {
-        qsort(ms, (size_t)n, sizeof *ms, by_double);
-        qsort(nodes, (size_t)n, sizeof *nodes, by_long);
+        bench_sort(ms, nodes, n);
         printf("%-9s %6ld decisions, ms: p50 %.2f p90 %.2f p99 %.2f max %.2f; nodes: p50 %ld p99 %ld\n", what, n,
                ms[n / 2], ms[n * 9 / 10], ms[n * 99 / 100], ms[n - 1], nodes[n / 2], nodes[n * 99 / 100]);
     }

@@ -20,6 +20,7 @@
 #include "ai304.h"
 #include "dd.h"
 #include "deal.h"
+#include "bench_stats.h"
 #include "g304.h"
 
 #define BENCH_DEALS 1000
@@ -37,18 +38,6 @@ static double bench_now(void)
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int by_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Deals and bids a hand with the heuristic player up to the first lead. Returns 1 if it got there. */
@@ -109,8 +98,7 @@ static void bench_time(bench_series *b, int d, const dd_pos *p, int bid)
 
 static void bench_print(bench_series *b, int deals, const char *what)
 {
-    qsort(b->ms, (size_t)deals, sizeof *b->ms, by_double);
-    qsort(b->nodes, (size_t)deals, sizeof *b->nodes, by_long);
+    bench_sort(b->ms, b->nodes, deals);
     int p50 = deals / 2, p90 = deals * 9 / 10, p99 = deals * 99 / 100;
     printf("%s\n", what);
     printf("  time ms: mean %.3f p50 %.3f p90 %.3f p99 %.3f max %.3f\n", b->total * 1e3 / deals, b->ms[p50], b->ms[p90],
