@@ -134,13 +134,8 @@ static void aibid_try(const aibid_params *lv, const aiworld_input *in, int maker
     }
 }
 
-/* The chance to make, shifted for the real player's better play. */
-static double aibid_chance(const aibid_params *lv, const aibid_score *sc, int bid)
-{
-    if (!sc->counted) return 0;
-    double p = (double)sc->made / sc->counted + (bid == G304_PCC ? 0 : lv->shift);
-    return p < 0 ? 0 : p > 1 ? 1 : p;
-}
+/* The share of counted rollouts in which the bid was made. */
+static double aibid_chance(const aibid_score *sc) { return sc->counted ? (double)sc->made / sc->counted : 0; }
 
 static double aibid_tokens(int bid, double p) { return p * aiworld_tokens(bid, 1) + (1 - p) * aiworld_tokens(bid, 0); }
 
@@ -167,7 +162,7 @@ static double aibid_best_suit(const aibid_params *lv, const aiworld_input *in, c
         aibid_score sc;
         aibid_try(lv, in, in->base.view.seat, from, suits[k], bid, 0, &sc, rng);
         if (!sc.counted) continue;
-        double ev = aibid_tokens(bid, aibid_chance(lv, &sc, bid));
+        double ev = aibid_tokens(bid, aibid_chance(&sc));
         if (ev > best) best = ev, *suit = suits[k];
     }
     return best;
@@ -189,7 +184,7 @@ int aibid_four(const aibid_params *lv, const aiworld_input *in, uint64_t *rng, g
     if (bid && aiworld_legal(in, G304_DO_PARTNER, CARD_NONE, 0, &ask) == 0) {
         aibid_score sc;
         aibid_try(lv, in, partner, 0, -1, bid, 0, &sc, rng);
-        if (sc.counted && aibid_tokens(bid, aibid_chance(lv, &sc, bid)) > lv->ask_margin) return *out = ask, 0;
+        if (sc.counted && aibid_tokens(bid, aibid_chance(&sc)) > lv->ask_margin) return *out = ask, 0;
     }
     return aiworld_legal(in, G304_DO_PASS, CARD_NONE, 0, out);
 }
@@ -206,7 +201,7 @@ int aibid_indicator(const aibid_params *lv, const aiworld_input *in, uint64_t *r
     for (int k = 0; k < n && n > 1; k++) {
         aibid_score sc;
         aibid_try(lv, in, in->base.view.seat, allowed, suits[k], in->base.view.bid, 0, &sc, rng);
-        double p = sc.counted ? (double)sc.made / sc.counted : 0;
+        double p = aibid_chance(&sc);
         if (p > best_made) best_made = p, best = suits[k];
     }
     if (best < 0) return -1;
@@ -224,7 +219,7 @@ static double aibid_standing(const aibid_params *lv, const aiworld_input *in, ui
         aibid_try(lv, in, maker, CARDSET_BIT(v->indicator), CARD_SUIT(v->indicator), v->bid, 0, &sc, rng);
     else
         aibid_try(lv, in, maker, 0, -1, v->bid, 0, &sc, rng);
-    double ev = aibid_tokens(v->bid, aibid_chance(lv, &sc, v->bid));
+    double ev = aibid_tokens(v->bid, aibid_chance(&sc));
     return aibid_team(maker) == aibid_team(v->seat) ? ev : -ev;
 }
 
@@ -245,7 +240,7 @@ int aibid_eight(const aibid_params *lv, const aiworld_input *in, uint64_t *rng, 
         aibid_suits(v->hand, &s, 1);
         aibid_score sc;
         aibid_try(lv, in, v->seat, v->hand, s, G304_PCC, 1, &sc, rng);
-        double share = sc.counted ? (double)sc.made / sc.counted : 0;
+        double share = aibid_chance(&sc);
         if (share >= lv->pcc_needs && aibid_tokens(G304_PCC, share) > ev) ev = aibid_tokens(G304_PCC, share), pcc = 1;
     }
     if ((suit < 0 && !pcc) || ev <= lv->bid_margin) return aiworld_legal(in, G304_DO_PASS, CARD_NONE, 0, out);
@@ -263,5 +258,5 @@ int aibid_open(const aibid_params *lv, const aiworld_input *in, uint64_t *rng)
     aibid_try(lv, in, v->seat, ind, CARD_SUIT(v->indicator), v->bid, 0, &closed, rng);
     aibid_try(lv, in, v->seat, ind, CARD_SUIT(v->indicator), v->bid, 1, &open, rng);
     if (!closed.counted || !open.counted) return 0;
-    return (double)open.made / open.counted > (double)closed.made / closed.counted + lv->open_margin;
+    return aibid_chance(&open) > aibid_chance(&closed) + lv->open_margin;
 }

@@ -4,8 +4,9 @@
  * Each option is tried in deals drawn from what the seat knows (aiworld_deal, weighted by the
  * bidding), set up through the engine itself (the bids, the indicator, the open declaration) and
  * played out to the end by the heuristic player in every seat: a Monte-Carlo rollout. The share of
- * rollouts in which the bid is made, shifted for the better card play of the player that will really
- * play it, gives the expected tokens of each option; the best one is taken.
+ * rollouts in which the bid is made gives the expected tokens of each option; the best one is taken.
+ * (The searching player plays better than the rollouts do; matches against the heuristic player
+ * found no gain in crediting that, and it would flatter the rollouts against stronger opponents.)
  *
  * Rollouts, not double-dummy searches, decide here: before the first card most of the deal is
  * unknown, and in matches a double-dummy verdict on each sampled deal (which assumes that everybody
@@ -20,7 +21,6 @@
 
 typedef struct {
     int rollouts;        /* per option tried */
-    double shift;        /* added to a share of made rollouts: the searching player's better play */
     double bid_margin;   /* the expected tokens a bid must promise over the alternative */
     double pcc_needs;    /* the share of rollouts Partner Close Caps must win */
     double redeal_below; /* a redeal when the best bid promises fewer tokens than this */

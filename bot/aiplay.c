@@ -31,12 +31,12 @@ typedef struct {
 
 static const aiplay_params aiplay_levels[AIPLAY_LEVELS] = {
     [AIPLAY_EASY] = {0},
-    [AIPLAY_NORMAL] = {.play_worlds = 8, .play_budget = 4000, .exact_from = 3},
+    [AIPLAY_NORMAL] = {.play_worlds = 4, .play_budget = 2000, .exact_from = 2},
     [AIPLAY_EXPERT] = {.play_worlds = 20,
                        .play_budget = 30000,
                        .exact_from = 4,
                        .contracts = 1,
-                       .bid = {.rollouts = 100, .shift = 0.1, .bid_margin = 0.0, .pcc_needs = 0.85,
+                       .bid = {.rollouts = 200, .bid_margin = 0.0, .pcc_needs = 0.85,
                                .redeal_below = -1.0, .ask_margin = 0.6, .open_margin = 0.08}},
 };
 
@@ -214,14 +214,7 @@ static int aiplay_play_phase(aiplay *p, const aiplay_params *lv, const aiworld_i
 int aiplay_choose(aiplay *p, int level, const aiworld_input *in, uint64_t seed, g304_action *out)
 {
     if (level < 0 || level >= AIPLAY_LEVELS) level = AIPLAY_EASY;
-    aiplay_params tune = aiplay_levels[level];
-    if (level == AIPLAY_EXPERT && getenv("XT_SHIFT")) tune.bid.shift = atof(getenv("XT_SHIFT"));
-    if (level == AIPLAY_EXPERT && getenv("XT_MARGIN")) tune.bid.bid_margin = atof(getenv("XT_MARGIN"));
-    if (level == AIPLAY_EXPERT && getenv("XT_ROLL")) tune.bid.rollouts = atoi(getenv("XT_ROLL"));
-    if (level == AIPLAY_EXPERT && getenv("XT_OPEN")) tune.bid.open_margin = atof(getenv("XT_OPEN"));
-    if (level == AIPLAY_EXPERT && getenv("XT_W")) tune.play_worlds = atoi(getenv("XT_W"));
-    if (level == AIPLAY_EXPERT && getenv("XT_E")) tune.exact_from = atoi(getenv("XT_E"));
-    const aiplay_params *lv = &tune;
+    const aiplay_params *lv = &aiplay_levels[level];
     if (level == AIPLAY_EASY || !p) return ai304_choose(&in->base, seed, out);
     p->nodes_at_start = dd_nodes(p->dd);
     dd_solver_clear(p->dd); /* the same input gives the same move whatever was searched before */

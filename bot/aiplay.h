@@ -4,16 +4,16 @@
  * a seed, and returns the seat's move, so tables and `cardroom arena` call the same thing:
  *  - easy: the heuristic player (bot/ai304.h), unchanged;
  *  - normal: the heuristic player's bidding, indicator and declarations, and card play by searching
- *    a few deals the seat cannot tell from the real one (8 worlds, small search budgets, exact points
- *    only in the last three tricks);
+ *    a few deals the seat cannot tell from the real one (4 worlds, small search budgets, exact points
+ *    only in the last two tricks);
  *  - expert: every decision from simulation. Cards: 20 worlds drawn from the seat's information set
  *    and weighted by the bidding, every legal card solved double-dummy in each (is the bid made,
- *    Caps, exact points near the end), the card with the best average in tokens. Bids, asking
- *    partner and redeals: the chance to make each bid with each candidate trump over dealt worlds.
- *    The indicator, open or closed, Partner Close Caps, spoilt trumps: the same, each against its
- *    alternative. Caps calls are not guessed: a call is right only when Caps is certain for the
- *    caller, which the game's own test decides (tables call it for computer seats); expert play
- *    counts the Caps bonus in its outcomes.
+ *    Caps, exact points in the last four tricks), the card with the best average in tokens. Bids,
+ *    asking partner, redeals, the indicator, open or closed, Partner Close Caps: 200 rollouts of the
+ *    whole hand per option (bot/aibid.h). Spoilt trumps: double-dummy over worlds, as for cards. Caps
+ *    calls are not guessed: a call is right only when Caps is certain for the caller, which the
+ *    game's own test decides (tables call it for computer seats); expert play counts the Caps bonus
+ *    in its outcomes.
  * Choices are a function of the input, the level and the seed; search budgets are counted in nodes,
  * not time, so the same input gives the same move on any machine. */
 #ifndef CARDROOM_AIPLAY_H
