@@ -9,6 +9,7 @@
 #define CARDROOM_ADAPTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -16,6 +17,9 @@ typedef enum {
     ADAPTER_MESSAGE = 0, /* text from sender, in room or (is_private) to the bot directly */
     ADAPTER_JOIN,        /* sender joined room */
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
+    ADAPTER_RENAME,      /* sender is now known as renamed_to: a nick change seen in room (one
+                          * event per room the bot shares with him) */
+    ADAPTER_GONE,        /* the bot itself left room, or was kicked or banned from it (sender: the bot) */
 } adapter_event_kind;
 
 typedef struct {
@@ -25,6 +29,11 @@ typedef struct {
     const char *text;     /* MESSAGE only */
     int is_private;       /* MESSAGE: sent to the bot alone */
     int moderator;        /* the sender may moderate room (abort any table there) */
+    /* Where the sender connects from as the network shows it (IRC: "user@host"); NULL or ""
+     * when the sender is identified by an account, or it is not known. Another client with
+     * the same nick shows another origin. */
+    const char *origin;
+    const char *renamed_to; /* RENAME only: the sender's identity after the change */
 } adapter_event;
 
 /* What a send() reports. */
@@ -48,6 +57,22 @@ typedef struct {
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
+    /* Players get no private notice with their hand on each turn unless they ask for it
+     * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
+     * 0: they get it until they say !notify off (console, IRC). */
+    int notify_off;
+    /* The network's pace (may be NULL: it has none, as the console): the milliseconds m takes
+     * to send at the rate the network allows now, not counting what is queued before it (IRC:
+     * the lines it splits into at the flood interval; Matrix: what is left of a rate limit).
+     * The core asks once per message, when it is written, and adds the answers up per room
+     * until the messages are delivered: while a room's sum, or the network's, is more than a
+     * few seconds, that room's computer players wait, so the queue stays short and a person's
+     * command is never answered behind it. */
+    int64_t (*pace_ms)(void *ctx, const store_msg *m);
+    /* Makes the bot leave room (a bot admin's "!admin leave"); the network reports it back as
+     * ADAPTER_GONE. Returns 0 when asked, -1 when it cannot. May be NULL: the network has no
+     * rooms to leave. */
+    int (*leave)(void *ctx, const char *room);
 } adapter;
 
 #endif

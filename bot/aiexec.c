@@ -260,7 +260,8 @@ char *aiexec_request(const g304_state *st, int seat, const aiworld_history *h)
 
 /* ---- the reply ---- */
 
-int aiexec_reply(const char *line, size_t len, int seat, g304_action *a, char *err, size_t errlen)
+int aiexec_reply(const g304_rules *r, const char *line, size_t len, int seat, g304_action *a, char *err,
+                 size_t errlen)
 {
     json_error_t je;
     json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
@@ -277,7 +278,7 @@ int aiexec_reply(const char *line, size_t len, int seat, g304_action *a, char *e
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int who = -1, rc = replay_304_action(text, strlen(text), &who, a, err, errlen);
+    int who = -1, rc = replay_304_action(r, text, strlen(text), &who, a, err, errlen);
     free(text);
     if (rc != 0) return -1;
     if (who != seat) {

@@ -42,8 +42,10 @@ long aiexec_starts(const aiexec *x);
 /* The request for seat: a malloc'd line of JSON, NULL when out of memory. h may be NULL. */
 char *aiexec_request(const g304_state *st, int seat, const aiworld_history *h);
 
-/* Reads a reply: one action in the replay format for that seat ("seat" may be left out). Returns 0,
- * or -1 with a sentence in err. Whether the engine accepts the move is the caller's test. */
-int aiexec_reply(const char *line, size_t len, int seat, g304_action *a, char *err, size_t errlen);
+/* Reads a reply: one action in the replay format for that seat ("seat" may be left out) under the
+ * game's rules r. Returns 0, or -1 with a sentence in err. Whether the engine accepts the move is the
+ * caller's test. */
+int aiexec_reply(const g304_rules *r, const char *line, size_t len, int seat, g304_action *a, char *err,
+                 size_t errlen);
 
 #endif

@@ -147,7 +147,7 @@ static void arena_decide(arena *ar, const g304_state *st, int seat, int role, co
         char *req = aiexec_request(st, seat, h), reply[AIEXEC_LINE_MAX], why[256];
         aiexec_status s = req ? aiexec_ask(ar->ex[role], req, reply, sizeof reply) : AIEXEC_GONE;
         free(req);
-        if (s == AIEXEC_OK && aiexec_reply(reply, strlen(reply), seat, out, why, sizeof why) == 0 &&
+        if (s == AIEXEC_OK && aiexec_reply(&st->rules, reply, strlen(reply), seat, out, why, sizeof why) == 0 &&
             arena_accepts(st, seat, out))
             return;
         if (s == AIEXEC_SLOW) f->slow++;

@@ -27,8 +27,10 @@ int replay_304_position(const char *in, size_t len, g304_state *st, char *err, s
  * memory. */
 json_t *replay_move_json(const g304_action *m);
 
-/* Reads one action in the replay format ({"seat": 1, "do": "play", "card": "JH"}). Returns 0, or 2
- * with one line in err (the message names it "action 0"). For outside players' replies. */
-int replay_304_action(const char *text, size_t len, int *seat, g304_action *a, char *err, size_t errlen);
+/* Reads one action in the replay format ({"seat": 1, "do": "play", "card": "JH"}) under the rules r
+ * (their seats and pack). Returns 0, or 2 with one line in err (the message names it "action 0").
+ * For outside players' replies. */
+int replay_304_action(const g304_rules *r, const char *text, size_t len, int *seat, g304_action *a, char *err,
+                      size_t errlen);
 
 #endif

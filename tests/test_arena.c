@@ -162,20 +162,24 @@ Test(arena, exec_reply_reading)
 {
     g304_action a;
     char err[200];
-    cr_assert_eq(aiexec_reply("{\"do\":\"play\",\"card\":\"J♥\"}", strlen("{\"do\":\"play\",\"card\":\"J♥\"}"), 2, &a, err,
+    g304_rules four;
+    g304_rules_default(&four);
+    cr_assert_eq(aiexec_reply(&four, "{\"do\":\"play\",\"card\":\"J♥\"}", strlen("{\"do\":\"play\",\"card\":\"J♥\"}"), 2, &a, err,
                               sizeof err),
                  0, "%s", err);
     cr_assert_eq(a.kind, G304_DO_PLAY);
     cr_assert_eq(a.card, CARD_MAKE(SUIT_H, RANK_J));
     const char *pcc = "{\"seat\":2,\"do\":\"bid\",\"amount\":\"pcc\"}";
-    cr_assert_eq(aiexec_reply(pcc, strlen(pcc), 2, &a, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(aiexec_reply(&four, pcc, strlen(pcc), 2, &a, err, sizeof err), 0, "%s", err);
     cr_assert_eq(a.amount, G304_PCC);
     const char *other = "{\"seat\":1,\"do\":\"pass\"}";
-    cr_assert_eq(aiexec_reply(other, strlen(other), 2, &a, err, sizeof err), -1);
+    cr_assert_eq(aiexec_reply(&four, other, strlen(other), 2, &a, err, sizeof err), -1);
     cr_assert(strstr(err, "seat 1") != NULL, "%s", err);
-    cr_assert_eq(aiexec_reply("[1,2]", 5, 2, &a, err, sizeof err), -1);
-    cr_assert_eq(aiexec_reply("{\"do\":\"play\"}", 13, 2, &a, err, sizeof err), -1);
-    cr_assert_eq(aiexec_reply("", 0, 2, &a, err, sizeof err), -1);
+    cr_assert_eq(aiexec_reply(&four, "[1,2]", 5, 2, &a, err, sizeof err), -1);
+    cr_assert_eq(aiexec_reply(&four, "{\"do\":\"play\"}", 13, 2, &a, err, sizeof err), -1);
+    cr_assert_eq(aiexec_reply(&four, "", 0, 2, &a, err, sizeof err), -1);
+    const char *six = "{\"do\":\"play\",\"card\":\"6H\"}";
+    cr_assert_eq(aiexec_reply(&four, six, strlen(six), 2, &a, err, sizeof err), -1, "a six in a four-player game");
 }
 
 /* Collects every card named anywhere in a JSON value. */

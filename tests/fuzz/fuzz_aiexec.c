@@ -11,7 +11,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256] = "";
     g304_action a;
     int seat = size ? data[0] % G304_SEATS : 0;
-    int rc = aiexec_reply((const char *)data, size, seat, &a, err, sizeof err);
+    g304_rules r;
+    g304_rules_default(&r);
+    int rc = aiexec_reply(&r, (const char *)data, size, seat, &a, err, sizeof err);
     if (rc == 0 && a.kind >= G304_DO_COUNT) abort();
     if (rc != 0 && (rc != -1 || strchr(err, '\n') || strlen(err) == 0)) abort();
     return 0;
