@@ -128,7 +128,8 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                     "except on Matrix. A card that would go face down and the indicator are always asked for "
                     "privately. Without on or off it tells you which you have; it is kept for every table."},
     [CMD_SET] = {"set", NULL, CMD_ARGS_SET, " OPTION VALUE", "change a table option",
-                 "The options and their values are listed by ~rules. Examples: ~set caps strict (304), "
+                 "The options and their values are listed by ~rules. Examples: ~set caps strict, ~set level expert "
+                 "(304: how well the computer players play), "
                  "~set cap 300 or ~set small true (ContractGrid)."},
     [CMD_HELP] = {"help", NULL, CMD_ARGS_TOPIC, " [COMMAND]", "this list, or more about one command",
                   "Example: ~help bid. In a private message to the bot the ~ may be left out."},

@@ -54,8 +54,10 @@ size_t render_last(const g304_state *st, int viewer, const char *const names[G30
  * only a piece of a line: "no score". */
 size_t render_result(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len);
 
-/* `rules` in two lines: this table's options (prefix: the command prefix, for how to change
- * them), and where the rules are in full (rules_url followed by "304.md"). */
-size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len);
+/* `rules` in two lines: this table's options — the rules', then table_options (the table's own,
+ * "level=expert"; NULL: none) — (prefix: the command prefix, for how to change them), and where the
+ * rules are in full (rules_url followed by "304.md"). */
+size_t render_rules(const g304_rules *r, const char *table_options, const char *prefix, const char *rules_url,
+                    char *buf, size_t len);
 
 #endif

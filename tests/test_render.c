@@ -412,12 +412,14 @@ Test(render, rules_summary)
     g304_error err;
     g304_rules_default(&r);
     cr_assert_eq(g304_rules_set(&r, "caps", "strict", &err), 0);
-    size_t n = render_rules(&r, "!", "https://example.org/rules/", text, sizeof text);
+    size_t n = render_rules(&r, "level=expert", "!", "https://example.org/rules/", text, sizeof text);
     cr_assert_eq(n, strlen(text));
     cr_assert_str_eq(text, "304 for four players in two teams; this table's options: cut=false, step_above_200=10, "
                            "bidding=standard, bid8_opener=maker, spoilt=manual, caps=strict, scoring=transfer, "
-                           "start_tokens=11 (!set OPTION VALUE changes one before the start).\n"
+                           "start_tokens=11, level=expert (!set OPTION VALUE changes one before the start).\n"
                            "The rules in full: https://example.org/rules/304.md");
+    n = render_rules(&r, NULL, "!", "https://example.org/rules/", text, sizeof text);
+    cr_assert(strstr(text, "start_tokens=11 (!set") != NULL, "%s", text);
 }
 
 /* A move is one line for the room: its public pieces joined by " — "; the end of a hand adds
@@ -562,7 +564,7 @@ static size_t f_result(const void *c, char *b, size_t n)
 static size_t f_rules(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_rules(&x->st->rules, "!", "docs/", b, n);
+    return render_rules(&x->st->rules, NULL, "!", "docs/", b, n);
 }
 
 static void check_state_cuts(const g304_state *st, int viewer)
