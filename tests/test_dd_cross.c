@@ -25,21 +25,12 @@
 #include "dd.h"
 #include "deal.h"
 #include "g304.h"
+#include "test_hands.h"
 #include "test_rng.h"
 
 #define MAX_PLIES 400
 
 static int team_of_seat(int seat) { return seat & 1; }
-
-static g304_action mk(int kind, card_t card, int amount)
-{
-    g304_action a;
-    memset(&a, 0, sizeof a);
-    a.kind = (uint8_t)kind;
-    a.card = card;
-    a.amount = (uint16_t)amount;
-    return a;
-}
 
 /* The legal cards of the seat to act, as the engine lists them. */
 static int engine_cards(const g304_state *st, card_t out[G304_MAX_LEGAL])
@@ -140,7 +131,7 @@ static int gen_position(uint64_t seed, position *p)
             if (!opened) {
                 opened = 1;
                 if (want_open && !st->pcc) {
-                    a = mk(G304_DO_OPEN, 0, 0);
+                    a = test_action(G304_DO_OPEN, 0, 0);
                     g304_apply(st, st->maker, &a, NULL, NULL);
                 }
             }
@@ -152,7 +143,7 @@ static int gen_position(uint64_t seed, position *p)
                         if (g304_may_caps(st, (caps_at + k) & 3)) caller = (caps_at + k) & 3;
                     if (caller < 0) return 1;
                     cardset_t have = g304_cards_of(st, caller);
-                    a = mk(G304_DO_CAPS, 0, 0);
+                    a = test_action(G304_DO_CAPS, 0, 0);
                     for (cardset_t s = have; s; s &= s - 1) a.order[a.n++] = cardset_first(s);
                     for (int i = a.n - 1; i > 0; i--) {
                         int j = (int)rng_below(&r, (uint32_t)i + 1);
@@ -168,12 +159,12 @@ static int gen_position(uint64_t seed, position *p)
             card_t cand[G304_MAX_LEGAL];
             int k = engine_cards(st, cand);
             if (!k) return 0;
-            a = mk(G304_DO_PLAY, pick_card(&r, st, cand, k, strong, keep_closed, lead_trumps), 0);
+            a = test_action(G304_DO_PLAY, pick_card(&r, st, cand, k, strong, keep_closed, lead_trumps), 0);
         } else if (st->phase == G304_PHASE_BID4) {
-            a = seat == maker4 && !b4 ? mk(G304_DO_BID, 0, a4) : mk(G304_DO_PASS, 0, 0);
+            a = seat == maker4 && !b4 ? test_action(G304_DO_BID, 0, a4) : test_action(G304_DO_PASS, 0, 0);
             b4 |= seat == maker4;
         } else if (st->phase == G304_PHASE_BID8) {
-            a = seat == bid8_seat && !b8 ? mk(G304_DO_BID, 0, a8) : mk(G304_DO_PASS, 0, 0);
+            a = seat == bid8_seat && !b8 ? test_action(G304_DO_BID, 0, a8) : test_action(G304_DO_PASS, 0, 0);
             b8 |= seat == bid8_seat;
         } else if (st->phase == G304_PHASE_TRUMP) {
             g304_action legal[G304_MAX_LEGAL];
@@ -184,7 +175,7 @@ static int gen_position(uint64_t seed, position *p)
             return 0;
         }
         if (g304_apply(st, seat, &a, NULL, NULL) != G304_OK) {
-            a = mk(G304_DO_PASS, 0, 0);
+            a = test_action(G304_DO_PASS, 0, 0);
             if (g304_apply(st, seat, &a, NULL, NULL) != G304_OK) return 0;
         }
     }
@@ -252,7 +243,7 @@ static int brute(oracle *o, const g304_state *st, const dd_pos *mine, int sweep[
     int any[2] = {0, 0}, all[2] = {1, 1};
     for (int i = 0; i < k; i++) {
         g304_state child = *st;
-        g304_action a = mk(G304_DO_PLAY, cand[i], 0);
+        g304_action a = test_action(G304_DO_PLAY, cand[i], 0);
         if (g304_apply(&child, seat, &a, NULL, NULL) != G304_OK) {
             note(o, "the engine refused a card it listed");
             continue;
@@ -330,7 +321,7 @@ static void check_position(oracle *o, dd_solver *w, const position *p)
     int k = engine_cards(st, cand);
     for (int i = 0; i < k; i++) {
         g304_state child = *st;
-        g304_action a = mk(G304_DO_PLAY, cand[i], 0);
+        g304_action a = test_action(G304_DO_PLAY, cand[i], 0);
         g304_apply(&child, st->to_act, &a, NULL, NULL);
         dd_pos next = root;
         dd_play(&next, cand[i]);
