@@ -694,7 +694,7 @@ static size_t match_text(const void *gs, const game_host *h, char *buf, size_t l
                             n.names[3], tok[1], tok[1] == 1 ? "" : "s");
 }
 
-/* ---- the computer player (ai304) ---- */
+/* ---- the computer player (aiplay: ai304 at easy) ---- */
 
 /* The seat's knowledge at the table's level (aiplay.h). The searching levels play the
  * four-player game; a six-player table's computer players play at easy. */
