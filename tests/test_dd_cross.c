@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ai304.h"
 #include "dd.h"
 #include "deal.h"
 #include "g304.h"
@@ -427,4 +428,37 @@ Test(dd_cross, refusals)
     cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
     cr_assert(strstr(err, "not in play (phase bid8)") != NULL, "%s", err);
     cr_assert_eq(dd_pos_of(&p.st, &d, err, sizeof err), 0);
+}
+
+/* A six-player hand in play (R-SIX-…) is refused by name: the solver plays the four-player game. */
+Test(dd_cross, six_players_refused)
+{
+    g304_rules r;
+    g304_error e;
+    g304_rules_default(&r);
+    cr_assert_eq(g304_rules_set_players(&r, 6, &e), 0);
+    const int16_t tokens[2] = {11, 11};
+    int refused = 0;
+    for (uint8_t n = 1; n < 40 && !refused; n++) {
+        uint8_t seed[DEAL_SEED_BYTES] = {n};
+        card_t deck[CARD_IDS];
+        g304_state st;
+        deal_shuffle(seed, deck, CARD_IDS);
+        g304_start(&st, &r, 0, tokens, deck, NULL);
+        for (int ply = 0; ply < 60 && st.phase != G304_PHASE_PLAY && st.phase != G304_PHASE_DONE; ply++) {
+            ai304_input in;
+            g304_action a;
+            int seat = st.to_act;
+            ai304_input_of(&st, seat, &in);
+            cr_assert_eq(ai304_choose(&in, n, &a), 0);
+            cr_assert_eq(g304_apply(&st, seat, &a, NULL, NULL), G304_OK);
+        }
+        if (st.phase != G304_PHASE_PLAY) continue;
+        dd_pos d;
+        char err[160];
+        cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+        cr_assert(strstr(err, "four-player game only") != NULL, "%s", err);
+        refused++;
+    }
+    cr_assert_eq(refused, 1, "no six-player hand reached the play");
 }
