@@ -132,6 +132,7 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
     [CMD_SET] = {"set", NULL, CMD_ARGS_SET, " OPTION VALUE", "change a table option",
                  "The options and their values are listed by ~rules. Examples: ~set caps strict (304), "
                  "~set players 6 (304 for six; ~set players 4 again while seats 5 and 6 are empty), "
+                 "~set level expert (304: how well the computer players play), "
                  "~set cap 300 or ~set small true (ContractGrid)."},
     [CMD_HELP] = {"help", NULL, CMD_ARGS_TOPIC, " [COMMAND]", "this list, or more about one command",
                   "Example: ~help bid. In a private message to the bot the ~ may be left out."},

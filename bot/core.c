@@ -767,10 +767,11 @@ static int do_help(core *c, const asker *q, const cmd *m)
  * then how to check a deal. */
 static int do_rules(core *c, const asker *q, slot *s)
 {
-    char text[RENDER_MAX];
+    char text[RENDER_MAX], level[32];
     const char *p = c->o.config->prefix, *url = c->o.config->rules_url;
+    snprintf(level, sizeof level, "level=%s", c->o.config->level);
     size_t n = s ? table_rules_text(&s->t, p, url, text, sizeof text)
-                 : render_rules(&c->o.config->rules, p, url, text, sizeof text);
+                 : render_rules(&c->o.config->rules, level, p, url, text, sizeof text);
     snprintf(text + n, sizeof text - n, ". Fair dealing: each hand's seed is committed when it is dealt and shown "
              "when it ends; cardroom verify SEED COMMITMENT checks it.");
     return tell(q, text);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ai304.h"
+#include "aiplay.h"
 #include "judge.h"
 #include "render.h"
 #include "seed.h"
@@ -33,7 +34,8 @@ _Static_assert(RENDER_MAX <= TABLE_TEXT_MAX, "304's texts must fit a table's lin
 #define DASH " \xE2\x80\x94 " /* " — " between the pieces of a line */
 
 typedef struct {
-    ai304_input in;
+    int level;          /* the table's level, easy where the searching players do not play */
+    aiworld_input in;   /* at easy only in.base is filled */
     g304_action action;
 } question304;
 
@@ -141,6 +143,8 @@ static void init(void *gs, const cfg *config)
 {
     game304_state *g = gs;
     g->rules = config->rules;
+    int level = aiplay_level_parse(config->level);
+    g->level = (uint8_t)(level < 0 ? AIPLAY_EASY : level);
     g->st.phase = G304_PHASE_DONE;
     g->st.to_act = G304_NO_SEAT;
 }
@@ -161,6 +165,14 @@ static int set_players(g304_rules *r, const char *value, g304_error *e)
     return -1;
 }
 
+/* Option level, the table's own beside the rules: the level, or -1 with the refusal in msg. */
+static int level_option(const char *value, char *msg, size_t msg_len)
+{
+    int level = aiplay_level_parse(value);
+    if (level < 0) snprintf(msg, msg_len, "option level is one of easy, normal, expert, not '%.40s'", value);
+    return level;
+}
+
 static int option(const void *gs, const char *name, const char *value, char *canon, size_t canon_len, char *msg,
                   size_t msg_len)
 {
@@ -174,6 +186,12 @@ static int option(const void *gs, const char *name, const char *value, char *can
         snprintf(canon, canon_len, "%d", g304_seats(&r));
         return 0;
     }
+    if (strcmp(name, "level") == 0) {
+        int level = level_option(value, msg, msg_len);
+        if (level < 0) return -1;
+        snprintf(canon, canon_len, "%s", aiplay_level_name(level));
+        return 0;
+    }
     if (g304_rules_set(&r, name, value, &e) != 0) {
         snprintf(msg, msg_len, "%s", e.msg);
         return -1;
@@ -184,7 +202,10 @@ static int option(const void *gs, const char *name, const char *value, char *can
 
 static size_t rules_text(const void *gs, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
-    return render_rules(&((const game304_state *)gs)->rules, prefix, rules_url, buf, len);
+    const game304_state *g = gs;
+    char level[32];
+    snprintf(level, sizeof level, "level=%s", aiplay_level_name(g->level));
+    return render_rules(&g->rules, level, prefix, rules_url, buf, len);
 }
 
 /* ---- entries ---- */
@@ -265,6 +286,7 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
     g304_action a;
     g304_events ev;
     g304_error e;
+    g304_state before = g->st;
     ev.n = 0;
     if (!h->t->started || g->hand_no == 0 || action_parse(&g->rules, text, &a) != 0) {
         snprintf(err, errlen, "move \"%s\" does not apply here", text);
@@ -292,6 +314,7 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
         snprintf(err, errlen, "move \"%s\" by seat %d refused: %s", text, seat, e.msg);
         return -1;
     }
+    aiworld_history_note(&g->bidding, &before, seat, &a);
     if (say_events(g, h, NULL, &ev)) g->turn_said = h->t->seq + 1; /* the entry about to be counted */
     if (g->st.phase == G304_PHASE_DONE) hand_over(g, h);
     return 0;
@@ -327,6 +350,7 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
         return -1;
     }
     g->hand_no++;
+    g->bidding.n = 0;
     g304_shuffle(g->seed, &g->rules, deck);
     ev.n = 0;
     g304_start(&g->st, &g->rules, g->dealer, g->tokens, deck, &ev);
@@ -340,10 +364,16 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
 
 static int entry_set(game304_state *g, const game_host *h, const char *rest, char *err, size_t errlen)
 {
-    char name[64], value[64];
+    char name[64], value[64], msg[G304_MSG_MAX];
     g304_error e;
-    int read = sscanf(rest, "%63s %63s", name, value) == 2, players = read && strcmp(name, "players") == 0;
-    if (!read || (players ? set_players(&g->rules, value, &e) : g304_rules_set(&g->rules, name, value, &e)) != 0) {
+    int ok = sscanf(rest, "%63s %63s", name, value) == 2, players = ok && strcmp(name, "players") == 0;
+    if (ok && strcmp(name, "level") == 0) {
+        int level = level_option(value, msg, sizeof msg);
+        if ((ok = level >= 0)) g->level = (uint8_t)level;
+    } else if (ok) {
+        ok = (players ? set_players(&g->rules, value, &e) : g304_rules_set(&g->rules, name, value, &e)) == 0;
+    }
+    if (!ok) {
         snprintf(err, errlen, "entry \"set %.56s\" sets no option", rest);
         return -1;
     }
@@ -708,21 +738,30 @@ static size_t match_text(const void *gs, const game_host *h, char *buf, size_t l
                             g->hand_no, team[0], tok[0], tok[0] == 1 ? "" : "s", team[1], tok[1], tok[1] == 1 ? "" : "s");
 }
 
-/* ---- the computer player (ai304) ---- */
+/* ---- the computer player (aiplay: ai304 at easy) ---- */
 
+/* The seat's knowledge at the table's level (aiplay.h). The searching levels play the
+ * four-player game; a six-player table's computer players play at easy. */
 static void ask(const void *gs, int seat, table_question *q)
 {
+    const game304_state *g = gs;
     question304 x;
     memset(&x, 0, sizeof x);
-    ai304_input_of(&((const game304_state *)gs)->st, seat, &x.in);
+    x.level = g304_seats(&g->st.rules) == G304_SEATS ? g->level : AIPLAY_EASY;
+    if (x.level == AIPLAY_EASY) ai304_input_of(&g->st, seat, &x.in.base);
+    else aiworld_input_of(&g->st, seat, &g->bidding, &x.in);
     memcpy(q->bytes, &x, sizeof x);
 }
 
+/* On a worker thread. The searching levels' work space (the solver's table, a few MiB) is made
+ * for each decision, which clears it anyway; without it the easy player answers. */
 static int think(table_question *q, uint64_t seed)
 {
     question304 x;
     memcpy(&x, q->bytes, sizeof x);
-    int ok = ai304_choose(&x.in, seed, &x.action) == 0;
+    aiplay *p = x.level == AIPLAY_EASY ? NULL : aiplay_new();
+    int ok = aiplay_choose(p, x.level, &x.in, seed, &x.action) == 0;
+    aiplay_free(p);
     memcpy(q->bytes, &x, sizeof x);
     return ok;
 }

@@ -2,8 +2,8 @@
  *
  * Subcommands: `console` (adapters/console; also what runs with no arguments), `run` (the chat
  * network of the configuration: adapters/matrix or adapters/irc), `replay FILE|-`
- * (bot/replay.c), `verify SEED COMMITMENT [DEALER] [--players 6]` (bot/seed.c), `help` and
- * `--version`.
+ * (bot/replay.c), `solve FILE|-` (bot/solve.c), `arena ...` (bot/arena.c), `verify SEED COMMITMENT
+ * [DEALER] [--players 6]` (bot/seed.c), `help` and `--version`.
  * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
 #include <errno.h>
 #include <sodium.h>
@@ -16,7 +16,9 @@
 #include "irc.h"
 #include "matrix.h"
 #include "replay.h"
+#include "arena.h"
 #include "seed.h"
+#include "solve.h"
 
 #ifndef CARDROOM_VERSION
 #define CARDROOM_VERSION "0.1.0" /* keep in step with project() in meson.build */
@@ -44,6 +46,14 @@ static const char usage_text[] =
     "  replay FILE|-   replay one hand of 304 or ContractGrid given as JSON (- reads\n"
     "                  standard input)\n"
     "                  and print the resulting state as one line of JSON\n"
+    "  solve FILE|-    read a hand of 304 in the replay format, every card known, and\n"
+    "                  print for the seat to act each legal move with the card points\n"
+    "                  each team secures after it under best play (JSON)\n"
+    "  arena --a PLAYER --b PLAYER --deals N [--seed S] [--options NAME=VALUE,...]\n"
+    "        [--a-partner PLAYER] [--time-limit MS] [--json] [--quiet]\n"
+    "                  duplicate matches between computer players (easy, normal,\n"
+    "                  expert, random, exec:COMMAND): every deal played both ways,\n"
+    "                  A's tokens minus B's per deal with a 95% interval\n"
     "  verify SEED COMMITMENT [DEALER] [--players 6]\n"
     "                  check a hand's revealed seed against the commitment shown when\n"
     "                  it was dealt, and print the deal (DEALER: seat 0-3, default 0;\n"
@@ -103,28 +113,32 @@ static int read_input_file(const char *path, char **data, size_t *len, char *err
     return rc;
 }
 
-static int cmd_replay(int argc, char **argv)
+/* A command that reads one JSON document (FILE or - for standard input) and prints one line of JSON:
+ * replay and solve. */
+typedef int (*json_command)(const char *in, size_t len, char **out, char *err, size_t errlen);
+
+static int cmd_json(const char *name, json_command run, int argc, char **argv)
 {
     if (argc != 3) {
-        fputs("usage: cardroom replay FILE|-\n", stderr);
+        fprintf(stderr, "usage: cardroom %s FILE|-\n", name);
         return 2;
     }
     char err[ERR_MAX], *in = NULL, *out = NULL;
     size_t len = 0;
     if (read_input_file(argv[2], &in, &len, err, sizeof err) < 0) {
-        fprintf(stderr, "cardroom replay: %s\n", err);
+        fprintf(stderr, "cardroom %s: %s\n", name, err);
         return 2;
     }
-    int rc = replay_run(in, len, &out, err, sizeof err);
+    int rc = run(in, len, &out, err, sizeof err);
     free(in);
     if (rc != 0) {
-        fprintf(stderr, "cardroom replay: %s\n", err);
+        fprintf(stderr, "cardroom %s: %s\n", name, err);
         return 2;
     }
     int bad = puts(out) == EOF || fflush(stdout) != 0;
     free(out);
     if (bad) {
-        fprintf(stderr, "cardroom replay: cannot write the output: %s\n", strerror(errno));
+        fprintf(stderr, "cardroom %s: cannot write the output: %s\n", name, strerror(errno));
         return 1;
     }
     return 0;
@@ -292,7 +306,9 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "console") == 0) return cmd_console(argc, argv, 2);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
-    if (strcmp(cmd, "replay") == 0) return cmd_replay(argc, argv);
+    if (strcmp(cmd, "replay") == 0) return cmd_json("replay", replay_run, argc, argv);
+    if (strcmp(cmd, "solve") == 0) return cmd_json("solve", solve_run, argc, argv);
+    if (strcmp(cmd, "arena") == 0) return arena_main(argc, argv, stdout, stderr);
     if (strcmp(cmd, "verify") == 0) return cmd_verify(argc, argv);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);

@@ -780,7 +780,8 @@ size_t render_result(const g304_state *st, const char *const names[], char *buf,
 
 /* ---- the rules ---- */
 
-size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len)
+size_t render_rules(const g304_rules *r, const char *table_options, const char *prefix, const char *rules_url,
+                    char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
@@ -792,6 +793,7 @@ size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_u
         const char *v = g304_rules_get(r, g304_option_names[i], value, sizeof value);
         tb_add(&o, "%s %s=%s", i || six ? "," : "", g304_option_names[i], v ? v : "?");
     }
+    if (table_options && *table_options) tb_add(&o, ", %s", table_options);
     tb_add(&o, " (%sset OPTION VALUE changes one before the start).\nThe rules in full: %s304.md", prefix, rules_url);
     return tb_end(&o);
 }

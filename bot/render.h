@@ -56,10 +56,12 @@ size_t render_last(const g304_state *st, int viewer, const char *const names[],
  * only a piece of a line: "no score". */
 size_t render_result(const g304_state *st, const char *const names[], char *buf, size_t len);
 
-/* `rules` in two lines: this table's options (prefix: the command prefix, for how to change
- * them; players=6 first at a six-player table), and where the rules are in full (rules_url
- * followed by "304.md"). */
-size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len);
+/* `rules` in two lines: this table's options — the rules' (players=6 first at a six-player
+ * table), then table_options (the table's own, "level=expert"; NULL: none) — (prefix: the command
+ * prefix, for how to change them), and where the rules are in full (rules_url followed by
+ * "304.md"). */
+size_t render_rules(const g304_rules *r, const char *table_options, const char *prefix, const char *rules_url,
+                    char *buf, size_t len);
 
 /* A team's players: "alice (South) & carol (North)", "alice (seat 1), carol (seat 3) & erin
  * (seat 5)". Team 0 is seats 0, 2, 4 (South and North; the odd seats 1, 3, 5 as people count

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ai304.h"
+#include "aiplay.h"
 #include "cards.h"
 #include "command.h"
 #include "config.h"
@@ -841,6 +842,8 @@ static int rp_entry(void *ctx, int64_t seq, const char *entry)
         if (ok && strcmp(name, "players") == 0) /* R-SIX-…: "set players 6" (!new 304 6, !set players) */
             ok = (strcmp(value, "4") == 0 || strcmp(value, "6") == 0) &&
                  g304_rules_set_players(&r->rules, atoi(value), &err) == 0;
+        else if (ok && strcmp(name, "level") == 0)
+            ok = aiplay_level_parse(value) >= 0;
         else if (ok)
             ok = g304_rules_set(&r->rules, name, value, &err) == 0;
         if (!ok) return rp_fail(r, "entry '%s' sets nothing", entry);
@@ -1531,6 +1534,66 @@ Test(console, computers_alone_finish_their_matches)
     temp_dir_remove(dir);
 }
 
+/* The lines of a run without those containing skip. */
+static void lines_without(const lines *all, const char *skip, lines *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < all->n; i++)
+        if (!strstr(all->v[i], skip)) lines_add(out, all->v[i]);
+}
+
+/* Computer players at each level (option level, or the configured default): their matches run to
+ * the end, every move legal in the journal, nothing leaked; the level changes the play of the same
+ * deals, and the configured default plays as the option does. */
+Test(console, computer_levels)
+{
+    static const char *const levels[] = {"easy", "normal", "expert"};
+    run_result res[3];
+    cfg c;
+    test_cfg(&c);
+    for (int i = 0; i < 3; i++) {
+        sbuf script = {0};
+        char *dir = temp_dir("console"), *db = path_in(dir, "levels.db");
+        sb_add(&script, "alice> !new 304\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\n"
+                        "alice> !set start_tokens 1\nalice> !set level %s\nalice> !start\n", levels[i]);
+        res[i] = run_script(&c, sb_str(&script), 7, db);
+        cr_assert_eq(res[i].rc, 0, "%s", res[i].err);
+        assert_clean(&res[i].all, NULL);
+        cr_assert_eq(lines_count(&res[i].all, "Match over: "), 1, "level %s", levels[i]);
+        expected x = {0};
+        int16_t tok[2];
+        cr_assert_eq(replay_tables(db, 1, 1, 7, &c, &x, tok), 1, "level %s: the match is not over", levels[i]);
+        cr_assert(tok[0] == 0 || tok[1] == 0);
+        assert_no_leak(&x, &res[i].all, levels[i]);
+        expected_free(&x);
+        sb_free(&script);
+        free(db);
+        temp_dir_remove(dir);
+    }
+    lines a, b;
+    lines_without(&res[0].all, "Option level is now", &a);
+    lines_without(&res[2].all, "Option level is now", &b);
+    int differ = a.n != b.n;
+    for (int i = 0; !differ && i < a.n; i++) differ = strcmp(a.v[i], b.v[i]) != 0;
+    cr_assert(differ, "easy and expert computers played the same deals alike");
+    lines_free(&a);
+    lines_free(&b);
+
+    /* the same journal positions (decisions are seeded by them): an option left as it was */
+    snprintf(c.level, sizeof c.level, "expert");
+    run_result d = run_script(&c, "alice> !new 304\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\n"
+                                  "alice> !set start_tokens 1\nalice> !set cut false\nalice> !start\n", 7, NULL);
+    cr_assert_eq(d.rc, 0, "%s", d.err);
+    lines_without(&res[2].all, "Option level is now", &a);
+    lines_without(&d.all, "Option cut is now", &b);
+    cr_assert_eq(b.n, a.n, "the configured expert level plays otherwise than the option");
+    for (int i = 0; i < a.n; i++) cr_assert_str_eq(b.v[i], a.v[i], "line %d: %s / %s", i + 1, b.v[i], a.v[i]);
+    lines_free(&a);
+    lines_free(&b);
+    run_free(&d);
+    for (int i = 0; i < 3; i++) run_free(&res[i]);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* (c) Refusals, help and rules                                                             */
 /* ---------------------------------------------------------------------------------------- */
@@ -1642,6 +1705,11 @@ Test(console, refusals_and_answers)
         {"set before the start", SETUP4, "alice> !set caps strict", ROOM_PREFIX, "Option caps is now strict."},
         {"set a bad value", SETUP4, "alice> !set caps bogus", ROOM_PREFIX, bogus},
         {"set by a stranger", SETUP4, "erin> !set caps strict", ROOM_PREFIX, "erin: only players at the table"},
+        {"set the level", SETUP4, "alice> !set level expert", ROOM_PREFIX, "Option level is now expert."},
+        {"set a bad level", SETUP4, "alice> !set level strong", ROOM_PREFIX,
+         "alice: option level is one of easy, normal, expert, not 'strong'"},
+        {"set the level after the start", STARTED, "alice> !set level normal", ROOM_PREFIX,
+         "alice: options are set before the match starts."},
         {"unknown command", SETUP4, "alice> !frobnicate", ROOM_PREFIX, "alice: unknown command \"frobnicate\""},
         {"help on nothing", "", "alice> !help nothing", ROOM_PREFIX, "alice: there is no command \"nothing\""},
         {"bot after the start", STARTED, "alice> !bot", ROOM_PREFIX, "computer players are added before !start"},
@@ -1732,9 +1800,23 @@ Test(console, help_and_rules)
         cr_expect(strstr(reply.v[0], kv), "rules do not show %s: %s", kv, reply.v[0]);
     }
     cr_assert(strstr(reply.v[0], "caps=strict") && strstr(reply.v[0], "start_tokens=7"));
+    cr_assert(strstr(reply.v[0], "start_tokens=7, level=easy (!set OPTION VALUE"), "%s", reply.v[0]);
     cr_assert_str_eq(reply.v[1], ROOM_PREFIX "The rules in full: docs/304.md. Fair dealing: each hand's seed is "
                                  "committed when it is dealt and shown when it ends; cardroom verify SEED COMMITMENT "
                                  "checks it.");
+    lines_free(&reply);
+
+    /* the computer players' level: the table's, or the configured default */
+    probe_reply(&c, SETUP4 "alice> !set level normal\n", "dave> !rules", &reply);
+    cr_assert(strstr(reply.v[0], ", level=normal (") != NULL, "%s", reply.v[0]);
+    lines_free(&reply);
+    cfg expert = c;
+    snprintf(expert.level, sizeof expert.level, "expert");
+    probe_reply(&expert, SETUP4, "dave> !rules", &reply);
+    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "%s", reply.v[0]);
+    lines_free(&reply);
+    probe_reply(&expert, "", "dave> !rules", &reply);
+    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "without a table: %s", reply.v[0]);
     lines_free(&reply);
 
     /* the operator's address for them */

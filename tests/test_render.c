@@ -419,12 +419,14 @@ Test(render, rules_summary)
     g304_error err;
     g304_rules_default(&r);
     cr_assert_eq(g304_rules_set(&r, "caps", "strict", &err), 0);
-    size_t n = render_rules(&r, "!", "https://example.org/rules/", text, sizeof text);
+    size_t n = render_rules(&r, "level=expert", "!", "https://example.org/rules/", text, sizeof text);
     cr_assert_eq(n, strlen(text));
     cr_assert_str_eq(text, "304 for four players in two teams; this table's options: cut=false, step_above_200=10, "
                            "bidding=standard, bid8_opener=maker, spoilt=manual, caps=strict, scoring=transfer, "
-                           "start_tokens=11 (!set OPTION VALUE changes one before the start).\n"
+                           "start_tokens=11, level=expert (!set OPTION VALUE changes one before the start).\n"
                            "The rules in full: https://example.org/rules/304.md");
+    n = render_rules(&r, NULL, "!", "https://example.org/rules/", text, sizeof text);
+    cr_assert(strstr(text, "start_tokens=11 (!set") != NULL, "%s", text);
 }
 
 /* A move is one line for the room: its public pieces joined by " — "; the end of a hand adds
@@ -569,7 +571,7 @@ static size_t f_result(const void *c, char *b, size_t n)
 static size_t f_rules(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_rules(&x->st->rules, "!", "docs/", b, n);
+    return render_rules(&x->st->rules, NULL, "!", "docs/", b, n);
 }
 
 static void check_state_cuts(const g304_state *st, int viewer)
@@ -1096,7 +1098,7 @@ Test(render, six_players_all_pass_cut_and_rules)
     cr_assert_str_eq(text, "frank (seat 6) to cut the pack: 1 to 35, or 0 for no cut");
     ok(&st, 5, G304_DO_CUT, NULL, 33, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_CUT, G304_VIS_ALL, -1), "frank (seat 6) cuts the pack at 33");
-    render_rules(&r, "!", "docs/", text, sizeof text);
+    render_rules(&r, NULL, "!", "docs/", text, sizeof text);
     cr_assert_str_eq(text, "304 for six players in two teams of three; this table's options: players=6, cut=true, "
                            "step_above_200=10, bidding=standard, bid8_opener=maker, spoilt=manual, caps=grace, "
                            "scoring=transfer, start_tokens=11 (!set OPTION VALUE changes one before the start).\n"

@@ -547,6 +547,32 @@ class MatchOnNgircd(IrcTestCase):
         self.hand_for(bob, "robert", start)
         self.assertEqual(bot.stop(), 0, bot.tail())
 
+    def test_expert_computer_players_and_the_level_option(self):
+        """!set level: a wrong level is refused with the three names, expert is taken and shown by
+        !rules; three expert computer players bid around alice, and the table answers her between
+        their moves."""
+        self.bot(self.settings())
+        watcher = self.client("watcher")
+        watcher.join(CHANNEL)
+        alice = self.client("alice")
+        alice.join(CHANNEL)
+        self.wait_bot_in(alice)
+        for line in ("!new 304", "!join", "!bot", "!bot", "!bot", "!set level strong"):
+            self.say(alice, CHANNEL, line)
+        mark = watcher.received.index(
+            self.said(watcher, "alice: option level is one of easy, normal, expert, not 'strong'", 0))
+        self.say(alice, CHANNEL, "!set level expert")
+        mark = watcher.received.index(self.said(watcher, "Option level is now expert.", mark))
+        self.say(alice, CHANNEL, "!rules")
+        mark = watcher.received.index(self.said(watcher, ", level=expert (", mark))
+        self.say(alice, CHANNEL, "!start")
+        turn = self.said(watcher, "alice (South) to bid", mark)
+        self.say(alice, CHANNEL, "!table")
+        self.said(watcher, "Dealer: ", watcher.received.index(turn))
+        self.say(alice, CHANNEL, "!pass")
+        after = watcher.received.index(self.said(watcher, "alice (South) passes", mark))
+        self.said(watcher, "computer ", after)
+
     def test_help_list_goes_as_private_notices(self):
         """!help in the channel: one line there, and the list of commands to the asker by private
         NOTICE (only for reading, never answered automatically), exactly the console's words."""
