@@ -3,8 +3,9 @@
  * Tables live in memory as a flat array of slots; the journal in the store is their truth.
  * Everything that changes a table happens inside a store transaction opened by core_batch()
  * or core_tick(), and what a table says (table_out) is written in that same transaction. If
- * the store fails, the core marks itself broken and refuses further work: memory may then be
- * ahead of the store, and only a restart (which rebuilds from the journal) is safe. The room
+ * the store fails, the core suspends itself (see "when the store fails" below): memory may then
+ * be ahead of the store, so it does nothing until the store takes a write again, and then
+ * rebuilds every table from the journal as a restart would. The room
  * search is linear: a bot hosts hundreds of tables, not millions, and a strcmp per table per
  * event costs far less than the fsync of the transaction around it. */
 #include "core.h"
@@ -27,6 +28,10 @@
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
+#define RETRY_FIRST_MS 1000      /* the first pause before a failing store is tried again */
+#define RETRY_MAX_MS 60000       /* each failed try doubles the pause, up to this */
+#define PRUNE_EVERY_MAX_MS 3600000 /* pruning runs a quarter of keep_finished apart, at most this */
+#define PRUNE_TABLES 64          /* finished tables pruned per transaction */
 
 typedef struct {
     table t;
@@ -53,7 +58,12 @@ struct core {
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
     int64_t next_deadline;
-    int broken;
+    int64_t next_prune;       /* when pruning runs next (ms) */
+    /* The store failed: nothing is taken until it takes a write again (see fail_store). */
+    int suspended;
+    int64_t suspended_at, retry_at, retry_pause; /* ms */
+    char **told;              /* "net\nroom" of each room told of it, to tell again when it works */
+    int ntold, ctold;
     core_stats stats;
 };
 
@@ -177,7 +187,9 @@ void core_free(core *c)
     for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
     free(c->slots);
     free(c->held);
-    if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
+    for (int i = 0; i < c->ntold; i++) free(c->told[i]);
+    free(c->told);
+    if (c->ndelivered && !c->suspended && store_begin(c->o.db) == 0) {
         int rc = 0;
         for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
         if (rc == 0) store_commit(c->o.db);
@@ -188,13 +200,23 @@ void core_free(core *c)
     free(c);
 }
 
-/* Marks the messages core_delivered() reported, inside the caller's transaction. */
+/* Marks the messages core_delivered() reported, inside the caller's transaction; the list is
+ * emptied once that transaction commits (a failed one leaves them for the next). */
 static int write_delivered(core *c)
 {
     for (int i = 0; i < c->ndelivered; i++)
         if (store_outbox_done(c->o.db, c->delivered[i]) != 0) return -1;
-    c->ndelivered = 0;
     return 0;
+}
+
+/* Messages that are delivered, for the store to learn with the next transaction. */
+static void remember_delivered(core *c, const int64_t *ids, int n)
+{
+    if (n <= 0) return;
+    if (c->ndelivered == 0) c->delivered_since = now_ms(c);
+    c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + n, sizeof *c->delivered);
+    memcpy(c->delivered + c->ndelivered, ids, (size_t)n * sizeof *ids);
+    c->ndelivered += n;
 }
 
 static int is_delivered(const core *c, int64_t id)
@@ -505,15 +527,132 @@ static int handle_leave(core *c, const char *net, const adapter_event *e)
     return write_and_clear(c, s, &o);
 }
 
-/* ---- batches ---- */
+/* ---- when the store fails ----
+ * A transaction that fails is rolled back, and the core suspends itself: memory may be ahead
+ * of the store (a move applied whose batch did not commit), so until the store takes a write
+ * again it takes no batch (the adapter keeps it and offers it again), applies no answer, fires
+ * no timer and sends nothing. core_tick() tries the store after a pause that doubles with each
+ * failed try; once a probe commits, every table is rebuilt from the store, as a restart would
+ * rebuild it. The outbox cannot be written meanwhile, so the rooms of the open tables (and any
+ * room a command comes from) are told by the adapter's notice, best effort and once, and told
+ * again when the store works; the log says it once too (each failed try only at debug). */
+
+static void notice(core *c, const char *net, const char *room, const char *text)
+{
+    const adapter *a = net_of(c, net);
+    if (a && a->notice && room && *room) a->notice(a->ctx, room, text);
+}
+
+/* Tells room of the failure once. */
+static void tell_failure(core *c, const char *net, const char *room)
+{
+    char key[sizeof ((store_msg *)0)->net + TABLE_ROOM_MAX + 2], text[512];
+    if (!room || !*room) return;
+    snprintf(key, sizeof key, "%s\n%s", net, room);
+    for (int i = 0; i < c->ntold; i++)
+        if (strcmp(c->told[i], key) == 0) return;
+    c->told = grow(c->told, &c->ctold, c->ntold + 1, sizeof *c->told);
+    if (!(c->told[c->ntold] = strdup(key))) abort();
+    c->ntold++;
+    snprintf(text, sizeof text,
+             "I cannot write to my database (%s), so I take no commands for now. Nothing played so far is "
+             "lost; I keep trying, and say so here when I can go on.",
+             store_fault_text(store_fault_of(c->o.db)));
+    notice(c, net, room, text);
+}
+
+static void tell_recovery(core *c)
+{
+    for (int i = 0; i < c->ntold; i++) {
+        char *room = strchr(c->told[i], '\n');
+        *room++ = 0;
+        notice(c, c->told[i], room, "My database works again: I take commands again, and answer those sent meanwhile.");
+        free(c->told[i]);
+    }
+    c->ntold = 0;
+}
 
 static int fail_store(core *c, const char *what)
 {
-    logf_(c, CORE_LOG_ERROR, "store failed during %s: %s", what, store_error(c->o.db));
+    int64_t now = now_ms(c);
+    if (!c->suspended) {
+        c->suspended = 1;
+        c->suspended_at = now;
+        c->retry_pause = c->o.retry_ms > 0 ? c->o.retry_ms : RETRY_FIRST_MS;
+        logf_(c, CORE_LOG_ERROR, "store failed during %s: %s; no commands are taken until it works again", what,
+              store_error(c->o.db));
+        for (int i = 0; i < c->nslots; i++)
+            if (!c->slots[i]->t.over) tell_failure(c, c->slots[i]->t.net, c->slots[i]->t.room);
+    } else {
+        c->retry_pause = c->retry_pause * 2 < RETRY_MAX_MS ? c->retry_pause * 2 : RETRY_MAX_MS;
+        logf_(c, CORE_LOG_DEBUG, "store still fails (%s): %s; trying again in %.1f s", what, store_error(c->o.db),
+              (double)c->retry_pause / 1000);
+    }
     store_rollback(c->o.db);
-    c->broken = 1;
+    c->retry_at = now + c->retry_pause;
     return -1;
 }
+
+static int restore_tables(core *c);
+
+/* A retry: a probe write, then every table rebuilt from the store. */
+static int recover(core *c)
+{
+    int64_t now = now_ms(c);
+    store_rollback(c->o.db);
+    if (store_probe(c->o.db, now / 1000) != 0) return fail_store(c, "a retry");
+    for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
+    c->nslots = 0;
+    c->nheld = 0; /* the tables ask again; an answer still on its way finds its table or nothing */
+    int n = restore_tables(c);
+    if (n < 0) return fail_store(c, "rebuilding the tables");
+    logf_(c, CORE_LOG_WARN, "the store works again after %.1f s; %d open table%s rebuilt from it",
+          (double)(now - c->suspended_at) / 1000, n, n == 1 ? "" : "s");
+    c->suspended = 0;
+    tell_recovery(c);
+    return 0;
+}
+
+/* While suspended: the rooms commands come from are told, and the batch is refused. */
+static int refuse_batch(core *c, const char *net, const adapter_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cmd m;
+        const adapter_event *e = &ev[i];
+        if (e->kind != ADAPTER_MESSAGE || !e->text || e->is_private || !e->room) continue;
+        cmd_parse(e->text, strlen(e->text), c->o.config->prefix, 0, &m);
+        if (m.kind != CMD_NONE) tell_failure(c, net, e->room);
+    }
+    return -1;
+}
+
+int core_suspended(core *c) { return c->suspended; }
+
+/* ---- pruning ---- */
+
+/* Drops what finished tables and delivered messages leave behind once keep_finished has
+ * passed (store_prune), in a transaction of its own, a quarter of keep_finished apart (at
+ * most an hour); at once again while there is more than one transaction's worth. It is no
+ * deadline of its own: the adapters' loops call core_tick() at least every second. */
+static int prune(core *c, int64_t now)
+{
+    int64_t keep = (int64_t)c->o.config->keep_finished * 1000;
+    if (keep <= 0 || now < c->next_prune) return 0;
+    int tables = 0, messages = 0;
+    if (store_begin(c->o.db) != 0 || store_prune(c->o.db, (now - keep) / 1000, (now - keep) / 1000, PRUNE_TABLES,
+                                                 &tables, &messages) != 0 ||
+        store_commit(c->o.db) != 0)
+        return fail_store(c, "pruning");
+    int more = tables == PRUNE_TABLES || messages == PRUNE_TABLES * 64;
+    int64_t every = keep / 4 < PRUNE_EVERY_MAX_MS ? keep / 4 : PRUNE_EVERY_MAX_MS;
+    c->next_prune = more ? now : now + (every > 1000 ? every : 1000);
+    if (tables || messages)
+        logf_(c, CORE_LOG_DEBUG, "pruned the journals of %d finished table%s and %d delivered message%s", tables,
+              tables == 1 ? "" : "s", messages, messages == 1 ? "" : "s");
+    return 0;
+}
+
+/* ---- batches ---- */
 
 static int settle_dirty(core *c)
 {
@@ -545,7 +684,7 @@ static void after_commit(core *c)
 
 int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
 {
-    if (c->broken) return -1;
+    if (c->suspended) return refuse_batch(c, net, ev, n);
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     for (int i = 0; i < n; i++) {
@@ -561,6 +700,7 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
     if (position && store_position_set(c->o.db, net, position) != 0) return fail_store(c, "position");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
+    c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
     after_commit(c);
     return 0;
@@ -598,9 +738,13 @@ static int run_timers(core *c, int64_t now)
 
 int core_tick(core *c)
 {
-    if (c->broken) return -1;
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
+    if (c->suspended) {
+        while (work_take(c->w, got, TAKE_CHUNK) > 0) {} /* for tables about to be rebuilt: they ask again */
+        return now < c->retry_at ? 0 : recover(c);
+    }
+    if (prune(c, now) != 0) return -1;
     int n = work_take(c->w, got, TAKE_CHUNK);
     for (int i = 0; i < n; i++) {
         c->held = grow(c->held, &c->cheld, c->nheld + 1, sizeof *c->held);
@@ -627,6 +771,7 @@ int core_tick(core *c)
         if (c->held[i].not_before < c->next_deadline) c->next_deadline = c->held[i].not_before;
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
+    c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
     after_commit(c);
     return done;
@@ -686,10 +831,11 @@ static int flush_net(core *c, const adapter *a, int *delivered)
         }
     }
     if (rc == 0 && ndone) {
+        remember_delivered(c, done, ndone); /* if this transaction fails, the next one marks them */
         rc = store_begin(c->o.db);
         if (rc == 0) rc = write_delivered(c);
-        for (int i = 0; rc == 0 && i < ndone; i++) rc = store_outbox_done(c->o.db, done[i]);
-        rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+        if (rc == 0) rc = store_commit(c->o.db);
+        if (rc == 0) c->ndelivered = 0;
     }
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
@@ -703,16 +849,12 @@ static int flush_net(core *c, const adapter *a, int *delivered)
 int core_flush(core *c)
 {
     int delivered = 0;
-    if (c->broken) return -1;
+    if (c->suspended) return 0;
     for (int i = 0; i < c->nnets; i++) {
         int more;
         do {
             more = flush_net(c, &c->nets[i], &delivered);
-            if (more < 0) {
-                logf_(c, CORE_LOG_ERROR, "store failed while sending: %s", store_error(c->o.db));
-                c->broken = 1;
-                return -1;
-            }
+            if (more < 0) return fail_store(c, "sending");
         } while (more);
     }
     return delivered;
@@ -724,10 +866,11 @@ int core_sent_many(core *c, const int64_t *ids, int n)
     for (int k = 0; k < n; k++)
         for (int i = 0; i < c->ninflight; i++)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
-    if (store_begin(c->o.db) != 0) return fail_store(c, "marking messages sent");
-    for (int k = 0; k < n; k++)
-        if (store_outbox_done(c->o.db, ids[k]) != 0) return fail_store(c, "marking messages sent");
-    if (store_commit(c->o.db) != 0) return fail_store(c, "marking messages sent");
+    remember_delivered(c, ids, n);
+    if (c->suspended) return 0; /* marked once the store works again */
+    if (store_begin(c->o.db) != 0 || write_delivered(c) != 0 || store_commit(c->o.db) != 0)
+        return fail_store(c, "marking messages sent");
+    c->ndelivered = 0;
     return 0;
 }
 
@@ -735,12 +878,9 @@ int core_sent(core *c, int64_t id) { return core_sent_many(c, &id, 1); }
 
 int core_delivered(core *c, int64_t id)
 {
-    if (c->broken) return -1;
     for (int i = 0; i < c->ninflight; i++)
         if (c->inflight[i] == id) c->inflight[i] = c->inflight[--c->ninflight];
-    if (c->ndelivered == 0) c->delivered_since = now_ms(c);
-    c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + 1, sizeof *c->delivered);
-    c->delivered[c->ndelivered++] = id;
+    remember_delivered(c, &id, 1);
     return 0;
 }
 
@@ -804,17 +944,25 @@ static int restore_one(core *c, const store_table *row)
     return rc;
 }
 
-int core_restore(core *c)
+/* Every open table rebuilt from its journal (the core has no table yet). Returns how many,
+ * or -1. */
+static int restore_tables(core *c)
 {
     table_list l = {0};
     int rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
-    if (rc != 0) {
+    if (rc != 0) return -1;
+    after_commit(c);
+    return c->nslots;
+}
+
+int core_restore(core *c)
+{
+    if (restore_tables(c) < 0) {
         logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
         return -1;
     }
-    after_commit(c);
     logf_(c, CORE_LOG_INFO, "%d open table%s restored", c->nslots, c->nslots == 1 ? "" : "s");
     return c->nslots;
 }
@@ -831,7 +979,7 @@ int64_t core_next_deadline(core *c)
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < next) next = c->held[i].not_before;
     if (c->ndelivered && c->delivered_since + DELIVERED_DELAY_MS < next) next = c->delivered_since + DELIVERED_DELAY_MS;
-    return next;
+    return c->suspended ? c->retry_at : next;
 }
 
 void core_stats_of(core *c, core_stats *s)

@@ -6,7 +6,16 @@
  * and the position land together or not at all, so a crash neither loses nor repeats a move or
  * a message. Computer players think on worker threads; their answers come back through
  * core_tick(), which also runs the timers. core_flush() offers queued messages to the adapters
- * in order. At start core_restore() rebuilds every open table from its journal. */
+ * in order. At start core_restore() rebuilds every open table from its journal.
+ *
+ * When the store fails (a full disk, a read-only file, another process's lock, an I/O error)
+ * the core suspends itself: it takes no batch, applies no answer and sends nothing, tells the
+ * rooms of its open tables through the adapters' notice() once, and tries the store again
+ * after a pause that doubles (core_tick). When a write commits again it rebuilds every table
+ * from the store, as a restart would, says so in those rooms, and takes batches again: the
+ * adapters keep what was refused and offer it again. Nothing is lost that a batch's commit
+ * acknowledged, and no message goes out whose batch did not commit. Every few minutes
+ * core_tick() also prunes what finished tables leave behind ([bot] keep_finished). */
 #ifndef CARDROOM_CORE_H
 #define CARDROOM_CORE_H
 
@@ -33,6 +42,9 @@ typedef struct {
     /* Deals from `--seed N` (reproducible) when fixed_seed is set; else from the OS. */
     int fixed_seed;
     uint64_t seed;
+    /* The first pause (ms) before a failing store is tried again; each failed try doubles it,
+     * up to a minute. 0: one second. Tests make it short. */
+    int64_t retry_ms;
 } core_options;
 
 /* Returns NULL with a message in err on failure. The options are copied; config and db must
@@ -48,17 +60,22 @@ int core_add_adapter(core *c, const adapter *a);
 int core_restore(core *c);
 
 /* Handles a batch of events from adapter net in one transaction, storing position (may be
- * NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
- * the caller should stop: a restart resumes from the last committed batch). */
+ * NULL: unchanged) with it. Returns 0, or -1 when the batch was not taken: the store failed
+ * now or earlier and the core is suspended. The batch then left no trace; the adapter keeps
+ * it and offers it again, after the batches it kept before it, once core_suspended() is 0. */
 int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position);
 
-/* Applies computer players' answers and fires due timers (one transaction). Returns the number
- * of things that happened, or -1 if the store failed. */
+/* Applies computer players' answers and fires due timers (one transaction); while suspended,
+ * tries the store again when the pause is over. Returns the number of things that happened,
+ * or -1 if the store failed (the core is suspended; not a reason to stop). */
 int core_tick(core *c);
 
-/* Offers queued messages to the adapters, in order per destination. Returns the number
- * delivered, or -1 if the store failed. */
+/* Offers queued messages to the adapters, in order per destination (nothing while suspended).
+ * Returns the number delivered, or -1 if the store failed (the core is suspended). */
 int core_flush(core *c);
+
+/* Nonzero while the store fails and the core takes no batch. */
+int core_suspended(core *c);
 
 /* An adapter reports that a message it took with ADAPTER_QUEUED is delivered. */
 int core_sent(core *c, int64_t id);
@@ -75,7 +92,8 @@ int core_delivered(core *c, int64_t id);
 int core_busy(core *c);
 
 /* A descriptor that turns readable when computer players have answered (-1: none), and the
- * time (ms, the core's clock) at which core_tick() next has a timer to fire (INT64_MAX: none). */
+ * time (ms, the core's clock) at which core_tick() next has a timer to fire or the store to
+ * try again (INT64_MAX: none). */
 int core_wake_fd(core *c);
 int64_t core_next_deadline(core *c);
 

@@ -3,7 +3,8 @@
  * Subcommands: `console` (adapters/console; also what runs with no arguments), `run` (the chat
  * network of the configuration: adapters/matrix or adapters/irc), `replay FILE|-`
  * (bot/replay.c), `verify SEED COMMITMENT [DEALER]` (bot/seed.c), `help` and `--version`.
- * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
+ * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input, 3 the
+ * database is in use by another cardroom (one bot per database: see store_open_exclusive). */
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>

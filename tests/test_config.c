@@ -111,6 +111,7 @@ Test(config, defaults)
     cr_expect_str_eq(c.database, "cardroom.db");
     cr_expect_str_eq(c.log_level, "info");
     cr_expect_eq(c.threads, 2);
+    cr_expect_eq(c.keep_finished, 2592000);
     cr_expect_eq(c.remind_after, 120);
     cr_expect_eq(c.idle_takeover, 600);
     cr_expect_eq(c.table_idle_close, 86400);
@@ -152,7 +153,7 @@ Test(config, example_file_names_every_key)
     fclose(f);
     text[n] = '\0';
     static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ",
-                                       "[timers]", "remind_after = ", "idle_takeover = ", "table_idle_close = ",
+                                       "keep_finished = ", "[timers]", "remind_after = ", "idle_takeover = ", "table_idle_close = ",
                                        "bot_delay_ms = ", "[rules]", "[console]", "user = ", "room = "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         cr_expect_not_null(strstr(text, keys[i]), "example lacks %s", keys[i]);
@@ -172,6 +173,7 @@ Test(config, every_key)
                                   "database = /var/lib/cardroom/state.db\n"
                                   "log_level = debug\n"
                                   "threads = 64\n"
+                                  "keep_finished = 0\n"
                                   "[timers]\n"
                                   "remind_after = 0\n"
                                   "idle_takeover = 2592000\n"
@@ -195,6 +197,7 @@ Test(config, every_key)
     cr_expect_str_eq(c.database, "/var/lib/cardroom/state.db");
     cr_expect_str_eq(c.log_level, "debug");
     cr_expect_eq(c.threads, 64);
+    cr_expect_eq(c.keep_finished, 0);
     cr_expect_eq(c.remind_after, 0);
     cr_expect_eq(c.idle_takeover, 2592000);
     cr_expect_eq(c.table_idle_close, 3600);
@@ -273,6 +276,12 @@ Test(config, bad_numbers)
     load_fails("[bot]\nthreads = 99999999999999999999\n",
                "2: [bot] threads: must be a whole number from 1 to 64, not '99999999999999999999'");
     load_fails("[bot]\nthreads =\n", "2: [bot] threads: must be a whole number from 1 to 64, not ''");
+    load_fails("[bot]\nkeep_finished = 315360001\n",
+               "2: [bot] keep_finished: must be a number of seconds from 0 to 315360000 (ten years; 0 keeps "
+               "everything), not '315360001'");
+    load_fails("[bot]\nkeep_finished = -1\n",
+               "2: [bot] keep_finished: must be a number of seconds from 0 to 315360000 (ten years; 0 keeps "
+               "everything), not '-1'");
 }
 
 Test(config, bad_texts)
@@ -328,7 +337,7 @@ Test(config, unknown_key)
 {
     load_fails("[timers]\nremind = 5\n",
                "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, table_idle_close, bot_delay_ms)");
-    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads)");
+    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, keep_finished)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "
