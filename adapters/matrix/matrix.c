@@ -427,9 +427,9 @@ static int start_up(mx *m)
  * content (org.cardroom.direct). When no answer tells which room was made (none came, a 5xx,
  * or the bot stopped while it was on its way), the user is unsure: no room is made for him
  * until a sync answer has been read from a sync that started after that, and a room the bot
- * is in whose m.room.create carries the nonce is taken as his direct chat. A restart's first
- * sync asks for the full state, which holds every room's m.room.create; a room the bot newly
- * joined comes with its state in any sync. */
+ * is in whose m.room.create carries the nonce is taken as his direct chat. That sync asks for
+ * the full state, which holds every room's m.room.create, and does not wait (as a restart's
+ * first sync does anyway). */
 
 #define DM_MARK "org.cardroom.direct"
 #define DM_NONCE_BYTES 16
@@ -481,6 +481,17 @@ static void set_dm(mx *m, const char *user, const char *room)
 static void unsure_of(mx *m, const char *user, const char *nonce, int64_t after)
 {
     json_object_set_new(m->unsure, user, json_pack("{s:s, s:I}", "nonce", nonce, "after", (json_int_t)after));
+}
+
+/* Whether a user waits for a sync that starts now: it asks for the full state, at once. */
+static int dm_unsure(const mx *m)
+{
+    const char *user;
+    json_t *u;
+    json_object_foreach(m->unsure, user, u) {
+        if (json_integer_value(json_object_get(u, "after")) >= m->syncs_started) return 1;
+    }
+    return 0;
 }
 
 /* Every sync answer: rooms made for unsure users are theirs; users still unsure after an
@@ -981,11 +992,12 @@ static void sync_done(void *ctx, const mx_response *r)
 static void start_sync(mx *m)
 {
     char path[2048], esc[1200], fesc[300];
-    int timeout = m->first || m->full_state || m->sync_errors ? 0 : m->config->matrix_sync_timeout * 1000;
+    int full = m->full_state || dm_unsure(m);
+    int timeout = m->first || full || m->sync_errors ? 0 : m->config->matrix_sync_timeout * 1000;
     int n = snprintf(path, sizeof path, API "/sync?timeout=%d", timeout);
     if (m->filter[0]) n += snprintf(path + n, sizeof path - (size_t)n, "&filter=%s", mx_http_escape(m->filter, fesc, sizeof fesc));
     if (m->since[0]) n += snprintf(path + n, sizeof path - (size_t)n, "&since=%s", mx_http_escape(m->since, esc, sizeof esc));
-    if (m->full_state && m->since[0]) snprintf(path + n, sizeof path - (size_t)n, "&full_state=true");
+    if (full && m->since[0]) snprintf(path + n, sizeof path - (size_t)n, "&full_state=true");
     if (mx_http_request(m->http, "GET", path, NULL, (long)timeout + 30000L, sync_done, m) == 0) {
         m->sync_running = 1;
         m->syncs_started++;
