@@ -187,32 +187,26 @@ static char *game_script(void)
     return text;
 }
 
-static void game_cfg(cfg *c)
-{
-    cfg_defaults(c);
-    c->remind_after = 0;
-    c->idle_takeover = 0;
-    c->table_idle_close = 0;
-}
-
+/* A run of the console adapter in this process: its exit status, and what it printed. */
 typedef struct {
     int rc;
     char *out, *err;
-} run_result;
+} run;
 
-static void run_free(run_result *r)
+static void run_free(run *r)
 {
     free(r->out);
     free(r->err);
 }
 
-/* The script through the console adapter in this process, on db. */
-static run_result run_console(const char *db, const char *script)
+/* The script (not empty) on db, the timers off, the first retry of a failing store at once. */
+static run run_console(const char *db, const char *script)
 {
     cfg c;
-    game_cfg(&c);
-    run_result r = {0};
+    cfg_defaults(&c);
+    c.remind_after = c.idle_takeover = c.table_idle_close = 0;
     size_t olen = 0, elen = 0;
+    run r = {0};
     FILE *in = fmemopen((void *)script, strlen(script), "r"), *out = open_memstream(&r.out, &olen),
          *err = open_memstream(&r.err, &elen);
     cr_assert(in && out && err);
@@ -324,7 +318,7 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
     snprintf(db, sizeof db, "%s/game.db", dir);
 
     memset(&fault, 0, sizeof fault);
-    run_result ref = run_console(db, script);
+    run ref = run_console(db, script);
     cr_assert_eq(ref.rc, 0, "the reference run failed: %s", ref.err);
     cr_assert_str_empty(ref.err, "the reference run logged: %s", ref.err);
     int total = fault.ops;
@@ -343,7 +337,7 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
         fault.fail_at = n;
         fault.in_a_row = FAIL_IN_A_ROW;
         fault.code = codes[n % 3];
-        run_result r = run_console(db, script);
+        run r = run_console(db, script);
         if (r.rc == 1) at_start++;
         for (int tries = 0; r.rc == 1 && tries < FAIL_IN_A_ROW; tries++) {
             /* the store could not be opened: started again, as a supervisor would */
@@ -359,7 +353,7 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
         char *unsent = strstr(got, "unsent|");
         if (unsent && strcmp(unsent, "unsent|0\n") != 0) {
             /* the final marks were lost with the failing write: a restart sends those again */
-            run_result again = run_console(db, "");
+            run again = run_console(db, "# no new line\n");
             cr_assert_eq(again.rc, 0);
             free(got);
             got = contents(db);
@@ -445,7 +439,8 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     store *s = NULL;
     cr_assert_eq(store_open(&s, db, err, sizeof err), 0, "%s", err);
     cfg conf;
-    game_cfg(&conf);
+    cfg_defaults(&conf);
+    conf.remind_after = conf.idle_takeover = conf.table_idle_close = 0;
     conf.threads = 1;
     net_rec net = {.now = 1000000};
     core_options o = {.config = &conf, .db = s, .now_ms = rec_clock, .clock_ctx = &net};
