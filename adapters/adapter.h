@@ -55,6 +55,10 @@ typedef struct {
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
+    /* Players get no private notice with their hand on each turn unless they ask for it
+     * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
+     * 0: they get it until they say !notify off (console, IRC). */
+    int notify_off;
     /* Says text in room at once, outside the outbox: one attempt, never retried. The core's word
      * that its store fails (the outbox cannot be written then) and that it works again. May be
      * NULL: the network hears nothing of it. */

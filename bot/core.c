@@ -144,6 +144,29 @@ static const char *env_room(void *ctx, const char *room, char *buf, size_t len)
     return a && a->room_name ? a->room_name(a->ctx, room, buf, len) : NULL;
 }
 
+/* The store's namespace for a network's !notify choices (key: the user). */
+static void notify_ns(const char *net, char *buf, size_t len) { snprintf(buf, len, "notify.%s", net); }
+
+/* Whether user on net wants his hand privately on each turn: his !notify choice, else the
+ * network's default. Returns 1, 0, or -1 if the store failed. */
+static int wants_notice(core *c, const char *net, const char *user)
+{
+    char ns[32], *v = NULL;
+    const adapter *a = net_of(c, net);
+    notify_ns(net, ns, sizeof ns);
+    int rc = store_kv_get(c->o.db, ns, user, &v);
+    if (rc < 0) return -1;
+    int on = rc == 0 ? strcmp(v, "on") == 0 : !(a && a->notify_off);
+    free(v);
+    return on;
+}
+
+static int env_notify(void *ctx, const char *user)
+{
+    core *c = ctx;
+    return c->env_net && wants_notice(c, c->env_net, user) != 0; /* a failed read: no notice, never a crash */
+}
+
 static const table_env *env_for(core *c, const char *net)
 {
     const adapter *a = net_of(c, net);
@@ -173,6 +196,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->env.seed = env_seed;
     c->env.display_name = env_name;
     c->env.room_name = env_room;
+    c->env.notify = env_notify;
     c->env.ctx = c;
     c->env.prefix = o->config->prefix;
     c->next_deadline = INT64_MAX;
@@ -287,10 +311,13 @@ static void slots_sweep(core *c)
 
 /* ---- writing what happened ---- */
 
-static int say(core *c, const char *net, const char *room, const char *user, const char *mention, const char *text)
+/* notice: a private message only for reading (store_msg). */
+static int say(core *c, const char *net, const char *room, const char *user, const char *mention, int notice,
+               const char *text)
 {
     int64_t id;
-    if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", text, &id) != 0)
+    if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", notice, text,
+                         &id) != 0)
         return -1;
     c->stats.messages++;
     return 0;
@@ -305,7 +332,7 @@ static int write_out(core *c, slot *s, table_out *o)
         c->stats.moves++;
     }
     for (int i = 0; i < o->nmsgs; i++)
-        if (say(c, t->net, t->room, o->msgs[i].user, o->msgs[i].mention, o->msgs[i].text) != 0) return -1;
+        if (say(c, t->net, t->room, o->msgs[i].user, o->msgs[i].mention, 0, o->msgs[i].text) != 0) return -1;
     for (int i = 0; i < o->nscores; i++)
         if (store_standing_add(c->o.db, t->net, t->room, &o->scores[i].delta) != 0) return -1;
     if (o->nentries) {
@@ -365,8 +392,8 @@ typedef struct {
 /* Text for the asker as it is: to the room he asked in, or privately. */
 static int tell(const asker *q, const char *text)
 {
-    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, text);
-    return say(q->c, q->net, q->room, "", NULL, text);
+    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, 0, text);
+    return say(q->c, q->net, q->room, "", NULL, 0, text);
 }
 
 static int answer(const asker *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -380,7 +407,7 @@ static int answer(const asker *q, const char *fmt, ...)
     if (q->is_private || !q->room) return tell(q, text);
     env_for(q->c, q->net);
     snprintf(line, sizeof line, "%s: %s", env_name(q->c, q->room, q->user, who, sizeof who), text);
-    return say(q->c, q->net, q->room, "", NULL, line);
+    return say(q->c, q->net, q->room, "", NULL, 0, line);
 }
 
 static int do_new(core *c, const asker *q, const cmd *m)
@@ -410,23 +437,51 @@ static int do_new(core *c, const asker *q, const cmd *m)
         snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to "
                  "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
                  id, p, p, p, p, p);
-    return say(c, q->net, q->room, "", NULL, line);
+    return say(c, q->net, q->room, "", NULL, 0, line);
 }
 
+/* help: about one command, where asked; the list, privately (for reading only: an IRC NOTICE),
+ * with one line in the room when asked there. */
 static int do_help(core *c, const asker *q, const cmd *m)
 {
     char text[4096];
-    if (!cmd_help(m->arg, c->o.config->prefix, text, sizeof text))
-        return answer(q, "there is no command \"%s\": %shelp lists them all.", m->arg, c->o.config->prefix);
-    return tell(q, text);
+    const char *p = c->o.config->prefix;
+    if (m->arg[0]) {
+        if (!cmd_help(m->arg, p, text, sizeof text))
+            return answer(q, "there is no command \"%s\": %shelp lists them all.", m->arg, p);
+        return tell(q, text);
+    }
+    if (!q->is_private && q->room && tell(q, cmd_help_line(p, text, sizeof text)) != 0) return -1;
+    return say(c, q->net, "", q->user, NULL, 1, cmd_help(NULL, p, text, sizeof text));
 }
 
+/* rules: the table's options (the default 304 table's without one) and where to read more,
+ * then how to check a deal. */
 static int do_rules(core *c, const asker *q, slot *s)
 {
     char text[RENDER_MAX];
-    if (s) table_rules_text(&s->t, text, sizeof text);
-    else render_rules(&c->o.config->rules, text, sizeof text);
+    const char *p = c->o.config->prefix, *url = c->o.config->rules_url;
+    size_t n = s ? table_rules_text(&s->t, p, url, text, sizeof text)
+                 : render_rules(&c->o.config->rules, p, url, text, sizeof text);
+    snprintf(text + n, sizeof text - n, ". Fair dealing: each hand's seed is committed when it is dealt and shown "
+             "when it ends; cardroom verify SEED COMMITMENT checks it.");
     return tell(q, text);
+}
+
+/* notify [on|off]: whether the player gets his hand privately on each turn, kept per network. */
+static int do_notify(core *c, const asker *q, const cmd *m)
+{
+    char ns[32];
+    const char *p = c->o.config->prefix;
+    notify_ns(q->net, ns, sizeof ns);
+    if (m->arg[0] && store_kv_put(c->o.db, ns, q->user, m->arg) != 0) return -1;
+    int on = wants_notice(c, q->net, q->user);
+    if (on < 0) return -1;
+    if (on)
+        return answer(q, "your turn notices are on: I send you your hand privately when it is your turn (%snotify "
+                      "off stops them).", p);
+    return answer(q, "your turn notices are off: the room's line names you when it is your turn, and I write to "
+                  "you privately only when a card must be sent privately (%snotify on for your hand each turn).", p);
 }
 
 typedef struct {
@@ -444,9 +499,9 @@ static void board_row(board *b, const store_standing *r, int rank)
     env_name(b->c, b->room, r->user, who, sizeof who);
     if (rank) snprintf(num, sizeof num, "%d. ", rank);
     int k = snprintf(b->buf + b->used, b->len - b->used,
-                     "\n%s%s — %d match%s, %d won; as trump maker %d made, %d failed; %d hands, tokens %+d", num,
+                     "\n%s%s — %d match%s, %d won; as trump maker %d made, %d failed; %d hand%s, tokens %+d", num,
                      who, r->matches, r->matches == 1 ? "" : "es", r->matches_won, r->made, r->failed, r->hands,
-                     r->tokens);
+                     r->hands == 1 ? "" : "s", r->tokens);
     if (k > 0) b->used += (size_t)k;
     if (b->used >= b->len) b->used = b->len - 1;
 }
@@ -481,10 +536,10 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
         if (b.rank == 0 && b.used < sizeof text)
             snprintf(text + b.used, sizeof text - b.used, " nobody has finished a hand here yet.");
     }
-    if (!q->is_private) return say(c, q->net, room, "", NULL, text);
+    if (!q->is_private) return say(c, q->net, room, "", NULL, 0, text);
     char named[sizeof text + TABLE_ROOM_MAX + 8];
     snprintf(named, sizeof named, "[%s] %s", room, text); /* a private answer names its room */
-    return say(c, q->net, "", q->user, NULL, named);
+    return say(c, q->net, "", q->user, NULL, 0, named);
 }
 
 static int handle_message(core *c, const char *net, const adapter_event *e)
@@ -499,6 +554,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     case CMD_NEW: return do_new(c, &q, &m);
     case CMD_HELP: return do_help(c, &q, &m);
     case CMD_RULES: return do_rules(c, &q, s);
+    case CMD_NOTIFY: return do_notify(c, &q, &m);
     case CMD_STANDINGS: return do_standings(c, &q, s, &m);
     default: break;
     }

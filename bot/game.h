@@ -17,7 +17,7 @@
  *   init                  a new table's state, its options from the configuration
  *   seats, seat_name      how many seats the table has now (from its options), and their names
  *   option                a `set NAME VALUE`: the value as the journal writes it, or a refusal
- *   rules_text            the rules and the options in force, for !rules
+ *   rules_text            the options in force and where the rules are in full, for !rules
  *   entry                 applies one journal entry of the game's own (set, start, deal, move,
  *                         grid …), saying what happened through h; 1 if the word is not its own
  *   seat_changed          someone else sits at a seat before the start (join, bot or leave)
@@ -31,7 +31,9 @@
  *   in_hand, to_act       whether a hand is being played; whose move it is (-1: nobody's)
  *   cards                 a seat's cards in words, for a player who takes over a seat
  *   view                  `hand`, `table` and `last` as one seat (or the room, -1) may see them
- *   prompt, turn_text     the turn: to the room and the hand to the player; the turn in words
+ *   prompt, turn_text     the turn: to the room unless the line of the move before said it, and
+ *                         privately the hand (h->notify) and what must be sent privately; the
+ *                         turn in words
  *   match_text            the match so far, for !standings
  *   ask, think, answer    a computer player: what the seat may know, the thinking (on a worker
  *                         thread, pure), and its answer as a journal entry (a legal move even
@@ -66,6 +68,9 @@ struct game_host {
                                   skip composing them */
     /* A line for the room (mention: a user to notify, or NULL). */
     void (*say)(const game_host *h, const char *mention, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+    /* One line for the room of n pieces joined by " — " (NULL and "" skipped; nothing when all
+     * are), mentioning the person who plays seat to_act (-1, or a computer: nobody). */
+    void (*say_line)(const game_host *h, int to_act, const char *const *pieces, int n);
     /* A private message to user, headed by the room and table. */
     void (*tell)(const game_host *h, const char *user, const char *text);
     /* An answer to user where he asked: privately, or in the room addressed to him. */
@@ -74,8 +79,10 @@ struct game_host {
     /* A refusal whose reason is private; the room only hears that it was refused. */
     void (*refuse)(const game_host *h, const char *user, int is_private, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-    /* "alice (South)", "computer (seat 2)", "alice (East, away)". */
+    /* "alice (South)", "computer East", "computer seat 2", "alice (East, away)". */
     const char *(*seat_label)(const game_host *h, int seat, char *buf, size_t len);
+    /* Whether user wants a private notice with his hand on each turn (!notify). */
+    int (*notify)(const game_host *h, const char *user);
     /* The seed of hand hand_no of this table. Returns 0, or -1 (no deal is possible). */
     int (*seed)(const game_host *h, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
     /* Applies an entry made live (a refusal is reported to the room as an internal error).
@@ -103,7 +110,9 @@ struct table_game {
     /* Returns 0 with the value in canon, or -1 with a sentence for the player in msg. */
     int (*option)(const void *gs, const char *name, const char *value, char *canon, size_t canon_len, char *msg,
                   size_t msg_len);
-    size_t (*rules_text)(const void *gs, char *buf, size_t len);
+    /* prefix: the command prefix; rules_url: where the rules are published (the game adds its
+     * file name, "304.md"). */
+    size_t (*rules_text)(const void *gs, const char *prefix, const char *rules_url, char *buf, size_t len);
 
     /* word and seat (-1 unless a seat entry) read, rest is what follows; rebuilding: applied
      * by table_replay(), where skipped entries leave it to this one to state where the match

@@ -6,7 +6,10 @@
  * entry. A rebuild skips the moves of hands that are over (rebuild_skips): each deal entry
  * states where they left the match, so a rebuild costs the current hand, not the whole match.
  * Secrets: a refusal that may name cards, the trump or a hand's points goes to the player
- * privately; the indicator, and a play that would go face down, are refused in the room. */
+ * privately; the indicator, and a play that would go face down, are refused in the room, and
+ * the player is told privately on his turn that such a move must be sent privately. The room
+ * hears each move as one line that ends with whose turn it is (say_events); turn_said keeps
+ * the prompt from saying that turn again. */
 #include "game304.h"
 
 #include <inttypes.h>
@@ -23,6 +26,7 @@ _Static_assert(sizeof(game304_state) <= TABLE_GAME_STATE_MAX, "a 304 table's sta
 _Static_assert(RENDER_MAX <= TABLE_TEXT_MAX, "304's texts must fit a table's line");
 
 #define NAME_MAX_LEN 320
+#define DASH " \xE2\x80\x94 " /* " — " between the pieces of a line */
 
 typedef struct {
     ai304_input in;
@@ -140,32 +144,38 @@ static int option(const void *gs, const char *name, const char *value, char *can
     return 0;
 }
 
-static size_t rules_text(const void *gs, char *buf, size_t len)
+static size_t rules_text(const void *gs, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
-    return render_rules(&((const game304_state *)gs)->rules, buf, len);
+    return render_rules(&((const game304_state *)gs)->rules, prefix, rules_url, buf, len);
 }
 
 /* ---- entries ---- */
 
-/* Renders events: the public ones to the room, the rest to each human seat that may see them. */
-static void say_events(const game304_state *g, const game_host *h, const g304_events *ev)
+/* Renders a move's (or a deal's) events: what the room hears on one line — head (the deal's
+ * words, or NULL), then the move (render_move), then whose turn it is when the hand goes on,
+ * mentioning that player when a person plays the seat — and the private events to each
+ * person who may see them. Returns 1 when the room heard the turn. */
+static int say_events(const game304_state *g, const game_host *h, const char *head, const g304_events *ev)
 {
     seat_names n;
-    char text[RENDER_MAX];
-    if (!h->talk) return;
+    char text[RENDER_MAX * 2], turn[RENDER_MAX];
+    if (!h->talk) return 0;
     names_of(h, &n);
+    render_move(&g->st, ev, n.names, text, sizeof text);
+    int turned = g->st.phase != G304_PHASE_DONE && g->st.to_act < G304_SEATS &&
+                 render_turn(&g->st, n.names, turn, sizeof turn) > 0;
+    const char *pieces[] = {head, text, turned ? turn : NULL};
+    h->say_line(h, turned ? g->st.to_act : -1, pieces, 3);
     for (int i = 0; i < ev->n; i++) {
         const g304_event *e = &ev->ev[i];
-        if (e->vis == G304_VIS_ALL) {
-            if (render_event(&g->st, e, -1, n.names, text, sizeof text)) h->say(h, NULL, "%s", text);
-            continue;
-        }
-        for (int s = 0; s < G304_SEATS; s++) {
-            const char *user = h->t->seat[s].user;
-            if (!user[0] || !g304_event_visible(e, s)) continue;
-            if (render_event(&g->st, e, s, n.names, text, sizeof text)) h->tell(h, user, text);
+        if (e->vis == G304_VIS_ALL) continue;
+        for (int k = 0; k < G304_SEATS; k++) {
+            const char *user = h->t->seat[k].user;
+            if (!user[0] || !g304_event_visible(e, k)) continue;
+            if (render_event(&g->st, e, k, n.names, text, sizeof text)) h->tell(h, user, text);
         }
     }
+    return turned;
 }
 
 /* After a hand: its seed, the standings, and the end of the match. */
@@ -175,8 +185,8 @@ static void hand_over(game304_state *g, const game_host *h)
     char hex[SEED_HEX], chex[SEED_HEX];
     uint8_t commit[SEED_BYTES];
     seed_commitment(g->seed, commit);
-    h->say(h, NULL, "Seed of hand %d: %s (check the deal: cardroom verify %s %s)", g->hand_no,
-           seed_hex(g->seed, hex), hex, seed_hex(commit, chex));
+    h->say(h, NULL, "Seed of hand %d" DASH "check the deal: cardroom verify %s %s %d", g->hand_no,
+           seed_hex(g->seed, hex), seed_hex(commit, chex), g->dealer);
     for (int s = 0; s < G304_SEATS && h->talk; s++) {
         const table_seat *p = &h->t->seat[s];
         if (!p->user[0]) continue;
@@ -215,7 +225,7 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
         snprintf(err, errlen, "move \"%s\" by seat %d refused: %s", text, seat, e.msg);
         return -1;
     }
-    say_events(g, h, &ev);
+    if (say_events(g, h, NULL, &ev)) g->turn_said = h->t->seq + 1; /* the entry about to be counted */
     if (g->st.phase == G304_PHASE_DONE) hand_over(g, h);
     return 0;
 }
@@ -227,7 +237,7 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
 {
     card_t deck[CARD_COUNT];
     g304_events ev;
-    char hex[SEED_HEX], label[NAME_MAX_LEN];
+    char hex[SEED_HEX], label[NAME_MAX_LEN], head[NAME_MAX_LEN + 2 * SEED_HEX];
     uint8_t commit[SEED_BYTES];
     int dealer, t0, t1;
     if (sscanf(args, "%d %d %d", &dealer, &t0, &t1) != 3 || dealer < 0 || dealer >= G304_SEATS) {
@@ -255,9 +265,9 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
     g304_start(&g->st, &g->rules, g->dealer, g->tokens, deck, &ev);
     judge_update(h->judge, &g->st);
     seed_commitment(g->seed, commit);
-    h->say(h, NULL, "Hand %d — dealer %s. Tokens: South–North %d, East–West %d. Seed commitment: %s", g->hand_no,
-           h->seat_label(h, g->dealer, label, sizeof label), g->tokens[0], g->tokens[1], seed_hex(commit, hex));
-    say_events(g, h, &ev);
+    snprintf(head, sizeof head, "Hand %d" DASH "dealer %s, seed commitment %s", g->hand_no,
+             h->seat_label(h, g->dealer, label, sizeof label), seed_hex(commit, hex));
+    if (say_events(g, h, head, &ev)) g->turn_said = h->t->seq + 1;
     return 0;
 }
 
@@ -282,7 +292,8 @@ static int entry_start(game304_state *g, const game_host *h, char *err, size_t e
         }
     h->begin(h);
     g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
-    h->say(h, NULL, "The match begins: first team to win all the tokens (%d each).", g->rules.start_tokens);
+    h->say(h, NULL, "The match begins: each team has %d token%s, and a team that has none left loses.",
+           g->rules.start_tokens, g->rules.start_tokens == 1 ? "" : "s");
     return 0;
 }
 
@@ -526,7 +537,11 @@ static size_t view(const void *gs, const game_host *h, game_view what, int seat,
     const game304_state *g = gs;
     seat_names n;
     if (len > RENDER_MAX) len = RENDER_MAX; /* one message, as 304 always said it */
-    if (what == GAME_VIEW_HAND) return g->hand_no > 0 ? render_hand(&g->st, seat, buf, len) : 0;
+    if (what == GAME_VIEW_HAND) {
+        if (g->hand_no == 0) return 0;
+        size_t used = (size_t)snprintf(buf, len, "Your hand: ");
+        return used + render_hand(&g->st, seat, buf + used, len - used);
+    }
     names_of(h, &n);
     if (!h->t->started || g->hand_no == 0) {
         size_t used = (size_t)snprintf(buf, len, "Table %" PRId64 " (not started):", h->t->id);
@@ -538,19 +553,42 @@ static size_t view(const void *gs, const game_host *h, game_view what, int seat,
     return render_last(&g->st, seat, n.names, buf, len);
 }
 
-/* The turn to the room; in play (and when placing the indicator) the hand to the player; and
- * the redeal a weak four-card hand may ask for. */
+/* The suit the seat cannot follow when every card it may play would go face down (a closed
+ * game), else -1. */
+static int facedown_suit(const game304_state *g, int seat)
+{
+    g304_action legal[G304_MAX_LEGAL];
+    const g304_trick *t = &g->st.tricks[g->st.trick_no];
+    int n = g->st.phase == G304_PHASE_PLAY && t->n > 0 ? g304_legal(&g->st, seat, legal) : 0, down = 0;
+    for (int i = 0; i < n; i++) down += legal[i].kind == G304_DO_PLAY && is_facedown_play(g, seat, &legal[i]);
+    return down > 0 ? CARD_SUIT(t->card[0]) : -1;
+}
+
+/* The turn to a player whose move was not on the room's last line: the room hears it (with a
+ * mention). Privately, in play and when placing the indicator, the player gets the hand if he
+ * wants turn notices (!notify), and always when the move must be sent privately: the
+ * indicator, or a card that would go face down — said in the room it would show the card.
+ * The redeal a weak four-card hand may ask for is said to him alone, always. */
 static void prompt(const void *gs, const game_host *h, int s)
 {
     const game304_state *g = gs;
-    char text[RENDER_MAX + 32], hand[RENDER_MAX];
+    char text[2 * RENDER_MAX], hand[RENDER_MAX], why[RENDER_MAX] = "";
     const char *user = h->t->seat[s].user;
     seat_names n;
-    names_of(h, &n);
-    if (render_turn(&g->st, n.names, text, sizeof text)) h->say(h, user, "%s", text);
-    if (g->st.phase == G304_PHASE_PLAY || g->st.phase == G304_PHASE_TRUMP) {
+    if (g->turn_said != h->t->seq) {
+        names_of(h, &n);
+        if (render_turn(&g->st, n.names, text, sizeof text)) h->say(h, user, "%s", text);
+    }
+    int suit = facedown_suit(g, s);
+    if (g->st.phase == G304_PHASE_TRUMP)
+        snprintf(why, sizeof why, " Choose the indicator: send %strump CARD privately (%s).", h->prefix,
+                 h->private_how);
+    else if (suit >= 0)
+        snprintf(why, sizeof why, " You cannot follow %s, so your card goes face down: send %splay CARD privately "
+                 "(%s).", suit_symbol(suit), h->prefix, h->private_how);
+    if ((g->st.phase == G304_PHASE_PLAY || g->st.phase == G304_PHASE_TRUMP) && (why[0] || h->notify(h, user))) {
         render_hand(&g->st, s, hand, sizeof hand);
-        snprintf(text, sizeof text, "Your turn. Your hand: %s", hand);
+        snprintf(text, sizeof text, "Your turn.%s Your hand: %s", why, hand);
         h->tell(h, user, text);
     }
     g304_action legal[G304_MAX_LEGAL];
@@ -579,8 +617,9 @@ static size_t match_text(const void *gs, const game_host *h, char *buf, size_t l
         return (size_t)snprintf(buf, len, "Table %" PRId64 " has not started.", h->t->id);
     int16_t tok[2] = {g->tokens[0], g->tokens[1]};
     if (g->st.phase == G304_PHASE_DONE) tok[0] = g->st.tokens[0], tok[1] = g->st.tokens[1];
-    return (size_t)snprintf(buf, len, "Match at table %" PRId64 ", hand %d: %s & %s %d tokens, %s & %s %d tokens.",
-                            h->t->id, g->hand_no, n.names[0], n.names[2], tok[0], n.names[1], n.names[3], tok[1]);
+    return (size_t)snprintf(buf, len, "Match at table %" PRId64 ", hand %d: %s & %s %d token%s, %s & %s %d token%s.",
+                            h->t->id, g->hand_no, n.names[0], n.names[2], tok[0], tok[0] == 1 ? "" : "s", n.names[1],
+                            n.names[3], tok[1], tok[1] == 1 ? "" : "s");
 }
 
 /* ---- the computer player (ai304) ---- */

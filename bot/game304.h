@@ -24,6 +24,8 @@ typedef struct {
     int16_t tokens[2];                /* tokens at the start of the current hand */
     uint8_t dealer;
     uint8_t seed[STORE_SEED_BYTES];   /* the current hand's seed */
+    int64_t turn_said;                /* the journal position whose turn the room heard at the end
+                                         of a move's line (live only: not rebuilt) */
 } game304_state;
 
 extern const table_game game304;

@@ -6,7 +6,9 @@
  * entry. Secrets: only the cards. A hand goes to its player privately (the engine's DEALT event
  * has one seat's visibility); a refusal that names cards (must follow, do not hold) goes
  * privately too; the left-out card of the 25-card deck is said only when the engine reports it
- * at the end of the hand. Grids, bids, exclusions and tricks are public. */
+ * at the end of the hand. Grids, bids, exclusions and tricks are public. As in 304, the room
+ * hears each move as one line that ends with whose turn it is (say_events; turn_said keeps the
+ * prompt from saying it again). */
 #include "gamegrid.h"
 
 #include <inttypes.h>
@@ -22,6 +24,7 @@
 _Static_assert(sizeof(gamegrid_state) <= TABLE_GAME_STATE_MAX, "a ContractGrid table's state must fit the table");
 
 #define NAME_MAX_LEN 320
+#define DASH " \xE2\x80\x94 " /* " — " between the pieces of a line */
 #define WORDS_MAX 24 /* words read from a grid or mark command (more is an error anyway) */
 
 typedef struct {
@@ -155,9 +158,9 @@ static int option(const void *gs, const char *name, const char *value, char *can
     return 0;
 }
 
-static size_t rules_text(const void *gs, char *buf, size_t len)
+static size_t rules_text(const void *gs, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
-    return render_grid_rules(&((const gamegrid_state *)gs)->rules, buf, len);
+    return render_grid_rules(&((const gamegrid_state *)gs)->rules, prefix, rules_url, buf, len);
 }
 
 /* A new player at a seat arranges a new grid. */
@@ -169,36 +172,42 @@ static void seat_changed(void *gs, int seat)
 
 /* ---- what the room and the players hear ---- */
 
-/* Public events to the room, the others to each person who may see them. */
-static void say_events(const gamegrid_state *g, const game_host *h, const grid_events *ev)
+/* Renders a move's (or a deal's) events: what the room hears on one line — head (the deal's
+ * words, or NULL), then the move (render_grid_move), then whose turn it is when the hand goes
+ * on, mentioning that player when a person plays the seat — and the private events to each
+ * person who may see them. Returns 1 when the room heard the turn. */
+static int say_events(const gamegrid_state *g, const game_host *h, const char *head, const grid_events *ev)
 {
     grid_names n;
-    char text[RENDER_MAX];
-    if (!h->talk) return;
+    char text[RENDER_MAX * 2], turn[RENDER_MAX];
+    if (!h->talk) return 0;
     names_of(h, &n);
+    render_grid_move(&g->st, ev, n.names, text, sizeof text);
+    int turned = in_hand(g) && g->st.to_act < GRID_SEATS &&
+                 render_grid_turn(&g->st, n.names, h->prefix, turn, sizeof turn) > 0;
+    const char *pieces[] = {head, text, turned ? turn : NULL};
+    h->say_line(h, turned ? g->st.to_act : -1, pieces, 3);
     for (int i = 0; i < ev->n; i++) {
         const grid_event *e = &ev->ev[i];
-        if (e->vis == GRID_VIS_ALL) {
-            if (render_grid_event(&g->st, e, -1, n.names, text, sizeof text)) h->say(h, NULL, "%s", text);
-            continue;
-        }
-        for (int s = 0; s < GRID_SEATS; s++) {
-            const char *user = h->t->seat[s].user;
-            if (!user[0] || !grid_event_visible(e, s)) continue;
-            if (render_grid_event(&g->st, e, s, n.names, text, sizeof text)) h->tell(h, user, text);
+        if (e->vis == GRID_VIS_ALL) continue;
+        for (int k = 0; k < GRID_SEATS; k++) {
+            const char *user = h->t->seat[k].user;
+            if (!user[0] || !grid_event_visible(e, k)) continue;
+            if (render_grid_event(&g->st, e, k, n.names, text, sizeof text)) h->tell(h, user, text);
         }
     }
+    return turned;
 }
 
-/* After the last trick: the seed, standings, and the end of the game (G-END). */
-static void hand_over(const gamegrid_state *g, const game_host *h)
+/* After the last trick: the seed, standings, and the end of the game (G-END) with its ranking
+ * (the GRID_EV_GAME_OVER of ev). */
+static void hand_over(const gamegrid_state *g, const game_host *h, const grid_events *ev)
 {
     const grid_match *m = &g->st.match;
     char hex[SEED_HEX], chex[SEED_HEX];
     uint8_t commit[SEED_BYTES];
     seed_commitment(g->seed, commit);
-    h->say(h, NULL, "Seed of hand %d: %s (check it against the commitment: cardroom verify %s %s; cardroom replay "
-           "deals a ContractGrid hand again from its seed)", g->hand_no, seed_hex(g->seed, hex), hex,
+    h->say(h, NULL, "Seed of hand %d" DASH "check it: cardroom verify %s %s", g->hand_no, seed_hex(g->seed, hex),
            seed_hex(commit, chex));
     for (int s = 0; s < GRID_SEATS && h->talk; s++) {
         const table_seat *p = &h->t->seat[s];
@@ -213,11 +222,16 @@ static void hand_over(const gamegrid_state *g, const game_host *h)
         }
         h->add_score(h, &d);
     }
-    if (m->over) {
-        h->finish(h);
-        h->say(h, NULL, "Table %" PRId64 " is closed: the game is over. %snew grid opens a new one.", h->t->id,
-               h->prefix ? h->prefix : "!");
-    }
+    if (!m->over) return;
+    h->finish(h);
+    for (int i = 0; i < ev->n && h->talk; i++)
+        if (ev->ev[i].kind == GRID_EV_GAME_OVER) {
+            grid_names n;
+            char text[RENDER_MAX];
+            names_of(h, &n);
+            render_grid_event(&g->st, &ev->ev[i], -1, n.names, text, sizeof text);
+            h->say(h, NULL, "%s Table %" PRId64 " is closed; %snew grid opens a new one.", text, h->t->id, h->prefix);
+        }
 }
 
 /* ---- entries ---- */
@@ -235,8 +249,8 @@ static int entry_set(gamegrid_state *g, const game_host *h, const char *rest, ch
     int resized = grid_cells(&r) != grid_cells(&g->rules);
     g->rules = r;
     if (strcmp(name, "small") == 0)
-        h->say(h, NULL, "Option small is now %s: a %dx%d grid of %d contracts, %d bids a hand, cap %d.", value,
-               grid_side(&r), grid_side(&r), grid_contract_count(&r), r.bids, r.cap);
+        h->say(h, NULL, "Option small is now %s: a %dx%d grid of %d contracts, %d cell%s bid a hand, cap %d.", value,
+               grid_side(&r), grid_side(&r), grid_contract_count(&r), r.bids, r.bids == 1 ? "" : "s", r.cap);
     else
         h->say(h, NULL, "Option %s is now %s.", name, value);
     if (resized && g->has_grid) {
@@ -313,8 +327,9 @@ static int entry_start(const gamegrid_state *g, const game_host *h, char *err, s
         return -1;
     }
     h->begin(h);
-    h->say(h, NULL, "The game begins: it ends when someone reaches %d points or marks his whole grid; whoever "
-           "reaches %d without a complete grid ranks below everyone else. %d bids a hand.", r->cap, r->cap, r->bids);
+    h->say(h, NULL, "The game begins: it ends when someone reaches %d point%s or marks his whole grid, and whoever "
+           "reaches %d without a complete grid ranks below everyone else; %d cell%s bid a hand.", r->cap,
+           r->cap == 1 ? "" : "s", r->cap, r->bids, r->bids == 1 ? "" : "s");
     return 0;
 }
 
@@ -326,7 +341,7 @@ static int entry_deal(gamegrid_state *g, const game_host *h, const char *args, c
     grid_error e;
     grid_events ev;
     card_t deck[GRID_DECK_MAX];
-    char hex[SEED_HEX], label[NAME_MAX_LEN], first[NAME_MAX_LEN];
+    char hex[SEED_HEX], label[NAME_MAX_LEN], head[NAME_MAX_LEN + 2 * SEED_HEX];
     uint8_t commit[SEED_BYTES];
     if (sscanf(args, "%d %d %d %d", &dealer, &sc[0], &sc[1], &sc[2]) != 4 || dealer < 0 || dealer >= GRID_SEATS) {
         snprintf(err, errlen, "deal \"%.40s\" names no dealer and scores", args);
@@ -361,17 +376,10 @@ static int entry_deal(gamegrid_state *g, const game_host *h, const char *args, c
         return -1;
     }
     g->hand_no++;
-    if (h->talk) {
-        grid_names n;
-        char scores[RENDER_MAX];
-        names_of(h, &n);
-        render_grid_scores(&g->st.match, n.names, scores, sizeof scores);
-        seed_commitment(g->seed, commit);
-        h->say(h, NULL, "Hand %d " "\xE2\x80\x94" " dealer %s; %s excludes first. Scores: %s. Seed commitment: %s",
-               g->hand_no, h->seat_label(h, dealer, label, sizeof label),
-               h->seat_label(h, g->st.to_act, first, sizeof first), scores, seed_hex(commit, hex));
-    }
-    say_events(g, h, &ev);
+    seed_commitment(g->seed, commit);
+    snprintf(head, sizeof head, "Hand %d" DASH "dealer %s, seed commitment %s", g->hand_no,
+             h->seat_label(h, dealer, label, sizeof label), seed_hex(commit, hex));
+    if (say_events(g, h, head, &ev)) g->turn_said = h->t->seq + 1;
     return 0;
 }
 
@@ -389,8 +397,8 @@ static int entry_move(gamegrid_state *g, const game_host *h, int seat, const cha
         snprintf(err, errlen, "move \"%.40s\" by seat %d refused: %s", text, seat, e.msg);
         return -1;
     }
-    say_events(g, h, &ev);
-    if (g->st.phase == GRID_PHASE_DONE) hand_over(g, h);
+    if (say_events(g, h, NULL, &ev)) g->turn_said = h->t->seq + 1; /* the entry about to be counted */
+    if (g->st.phase == GRID_PHASE_DONE) hand_over(g, h, &ev);
     return 0;
 }
 
@@ -542,8 +550,8 @@ static int cmd_mark(const gamegrid_state *g, const game_host *h, const char *use
     a.card = CARD_NONE;
     int n = split_words(c->arg2, words, WORDS_MAX);
     if (n > GRID_MAX_CELLS) {
-        h->reply(h, user, is_private, "bid exactly %d cells of your grid, like %smark a1 b2 c3 d4.", r->bids,
-                 h->prefix);
+        h->reply(h, user, is_private, "bid exactly %d cell%s of your grid, like %smark a1 b2 c3 d4.", r->bids,
+                 r->bids == 1 ? "" : "s", h->prefix);
         return 0;
     }
     for (int i = 0; i < n; i++) {
@@ -676,19 +684,20 @@ static size_t turn_text(const void *gs, const game_host *h, char *buf, size_t le
     return render_grid_turn(&g->st, n.names, h->prefix, buf, len);
 }
 
-/* Whose turn it is, to the room, and the hand (and grid when bidding) to that player. */
+/* Whose turn it is, to the room unless the line of the move before said it; privately, to a
+ * player who wants turn notices (!notify), the hand (and the grid when bidding). */
 static void prompt(const void *gs, const game_host *h, int s)
 {
     const gamegrid_state *g = gs;
     char text[RENDER_MAX * 2 + 128], hand[RENDER_MAX], grid[RENDER_MAX];
     const char *user = h->t->seat[s].user;
-    if (turn_text(g, h, text, sizeof text)) h->say(h, user, "%s", text);
-    if (g->st.phase == GRID_PHASE_EXCLUDE) return; /* the hand was just dealt to him */
+    if (g->turn_said != h->t->seq && turn_text(g, h, text, sizeof text)) h->say(h, user, "%s", text);
+    if (g->st.phase == GRID_PHASE_EXCLUDE || !h->notify(h, user)) return; /* the hand was just dealt to him */
     render_grid_hand(&g->st, s, hand, sizeof hand);
     if (g->st.phase == GRID_PHASE_BID) {
         render_grid_grid(&g->st.match.rules, g->st.match.grid[s], g->st.match.marked[s], NULL, grid, sizeof grid);
-        snprintf(text, sizeof text, "Your turn to bid %d cells (%smark CELL...). Your hand: %s\n%s",
-                 g->st.match.rules.bids, h->prefix, hand, grid);
+        snprintf(text, sizeof text, "Your turn to bid %d cell%s (%smark CELL...). Your hand: %s\n%s",
+                 g->st.match.rules.bids, g->st.match.rules.bids == 1 ? "" : "s", h->prefix, hand, grid);
     } else {
         snprintf(text, sizeof text, "Your turn. Your hand: %s", hand);
     }

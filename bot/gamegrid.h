@@ -29,6 +29,8 @@ typedef struct {
                                                   match: grids, marks, scores, dealer */
     int hand_no;                               /* hands dealt so far */
     uint8_t seed[STORE_SEED_BYTES];            /* the current hand's seed */
+    int64_t turn_said;                         /* the journal position whose turn the room heard
+                                                  at the end of a move's line (live only) */
 } gamegrid_state;
 
 extern const table_game gamegrid;

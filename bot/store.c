@@ -104,6 +104,8 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     "  value TEXT NOT NULL,"
     "  PRIMARY KEY (ns, key)"
     ") WITHOUT ROWID;",
+    /* 2 -> 3: a private message only for reading (sent as an IRC NOTICE). */
+    "ALTER TABLE outbox ADD COLUMN notice INTEGER NOT NULL DEFAULT 0 CHECK (notice IN (0, 1));",
 };
 
 /* ---- Statements, prepared once at open ---- */
@@ -142,7 +144,7 @@ enum store_stmt_id {
     ST_COUNT
 };
 
-#define STORE_MSG_COLUMNS "id, net, room, user, mention, text"
+#define STORE_MSG_COLUMNS "id, net, room, user, mention, text, notice"
 #define STORE_STANDING_COLUMNS "user, matches, matches_won, made, failed, tokens, hands"
 
 static const char *const store_sql[ST_COUNT] = {
@@ -171,8 +173,8 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_JOURNAL_EACH] = "SELECT seq, entry FROM journal WHERE table_id = ?1 ORDER BY seq",
     [ST_HAND_ADD] = "INSERT INTO hands(table_id, hand_no, seed) VALUES (?1, ?2, ?3)",
     [ST_HAND_SEED] = "SELECT seed FROM hands WHERE table_id = ?1 AND hand_no = ?2",
-    [ST_OUTBOX_ADD] = "INSERT INTO outbox(net, room, user, mention, text) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_OUTBOX_ADD] = "INSERT INTO outbox(net, room, user, mention, text, notice) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OUTBOX_PENDING] = "SELECT " STORE_MSG_COLUMNS " FROM outbox "
                           "WHERE net = ?1 AND sent = 0 ORDER BY id LIMIT ?2",
     [ST_OUTBOX_DONE] = "UPDATE outbox SET sent = 1 WHERE id = ?1",
@@ -835,14 +837,14 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
 /* ---- Outbox ---- */
 
 int store_outbox_add(store *s, const char *net, const char *room, const char *user,
-                     const char *mention, const char *text, int64_t *id)
+                     const char *mention, int notice, const char *text, int64_t *id)
 {
     sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_ADD, "outbox add");
     if (!st) return -1;
     if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
         store_bind_text(st, 3, user ? user : "") ||
         store_bind_text(st, 4, mention ? mention : "") || store_bind_text(st, 5, text) ||
-        store_step_done(st))
+        sqlite3_bind_int(st, 6, notice != 0) || store_step_done(st))
         return store_fail(s, st, "outbox add");
     store_reset(st);
     if (id) *id = sqlite3_last_insert_rowid(s->db);
@@ -866,6 +868,7 @@ static int store_msg_row(sqlite3_stmt *st, void *call)
     const unsigned char *text = sqlite3_column_text(st, 5);
     /* The struct's text is not const; SQLite's buffer is only lent for the callback. */
     m.text = text ? (char *)text : (char *)"";
+    m.notice = sqlite3_column_int(st, 6);
     return c->fn(c->ctx, &m);
 }
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_SEED_BYTES 32
 
 typedef struct store store;
@@ -107,18 +107,21 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
 /* ---- Outbox: messages to send, in id order; a message is queued once and sent until done ----
  * dest_user empty = to the room; else privately to that user (the room names the table the
  * message belongs to). mention: a user the message mentions ("" none), for networks that
- * notify. The txn id is fixed when queued ("cr<id>"), so a retry cannot post twice. */
+ * notify. notice: a private message that is only for reading, which a network with a kind
+ * of message for that sends so (IRC: NOTICE, never answered automatically). The txn id is
+ * fixed when queued ("cr<id>"), so a retry cannot post twice. */
 typedef struct {
     int64_t id;
     char net[16];
     char room[256];
     char user[256];
     char mention[256];
+    int notice;
     char *text;          /* owned by the store until the callback returns */
 } store_msg;
 
 int store_outbox_add(store *s, const char *net, const char *room, const char *user,
-                     const char *mention, const char *text, int64_t *id);
+                     const char *mention, int notice, const char *text, int64_t *id);
 /* Calls fn for each unsent message of net in id order (at most limit; 0 = all). */
 int store_outbox_pending(store *s, const char *net, int limit,
                          int (*fn)(void *ctx, const store_msg *m), void *ctx);

@@ -62,8 +62,9 @@ static void out_entry(table_out *o, int64_t seq, const char *entry)
 }
 
 /* Adds text for user ("" = the room). Messages to one destination in one batch are joined
- * into one message, line after line: fewer messages, same order for each reader. */
-static void out_text(table_out *o, const char *user, const char *mention, const char *text)
+ * into one message, line after line: fewer messages, same order for each reader. head starts
+ * a new message (NULL: none); a joined line goes without it. */
+static void out_text(table_out *o, const char *user, const char *mention, const char *head, const char *text)
 {
     if (!o || !text || !*text) return;
     for (int i = 0; i < o->nmsgs; i++) {
@@ -82,8 +83,11 @@ static void out_text(table_out *o, const char *user, const char *mention, const 
     table_msg *m = &o->msgs[o->nmsgs++];
     snprintf(m->user, sizeof m->user, "%s", user);
     snprintf(m->mention, sizeof m->mention, "%s", mention ? mention : "");
-    m->text = strdup(text);
+    size_t a = head ? strlen(head) : 0, b = strlen(text);
+    m->text = malloc(a + b + 1);
     if (!m->text) abort();
+    memcpy(m->text, head ? head : "", a);
+    memcpy(m->text + a, text, b + 1);
 }
 
 static void out_vroom(table_out *o, const char *mention, const char *fmt, va_list ap)
@@ -91,7 +95,7 @@ static void out_vroom(table_out *o, const char *mention, const char *fmt, va_lis
     char line[TABLE_TEXT_MAX];
     if (!o) return;
     vsnprintf(line, sizeof line, fmt, ap);
-    out_text(o, "", mention, line);
+    out_text(o, "", mention, NULL, line);
 }
 
 static void out_room(table_out *o, const char *mention, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -103,15 +107,15 @@ static void out_room(table_out *o, const char *mention, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A private message names the room and table it belongs to. */
+/* A private message names the room and table it belongs to, once at its start. */
 static void out_private(table_out *o, const table_env *env, const table *t, const char *user, const char *text)
 {
-    char line[2 * TABLE_TEXT_MAX + TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
+    char head[TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
     const char *label = t->room;
     if (!o || !user[0]) return;
     if (env && env->room_name && env->room_name(env->ctx, t->room, room, sizeof room)) label = room;
-    snprintf(line, sizeof line, "[%s · table %" PRId64 "] %s", label, t->id, text);
-    out_text(o, user, NULL, line);
+    snprintf(head, sizeof head, "[%s · table %" PRId64 "] ", label, t->id);
+    out_text(o, user, NULL, head, text);
 }
 
 static void out_score(table_out *o, const store_standing *d)
@@ -135,7 +139,8 @@ static int nseats(const table *t) { return t->game ? t->game->seats(t->game_stat
 
 static const char *seat_word(const table *t, int s) { return t->game->seat_name(t->game_state.bytes, s); }
 
-/* "alice (South)", "computer (East)", "alice (South, away)"; "alice (seat 1)" at ContractGrid. */
+/* "alice (South)", "computer East", "alice (South, away)"; "alice (seat 1)" and "computer seat 2"
+ * at ContractGrid: the computer players are told apart by their seats. */
 static const char *seat_label(const table *t, const table_env *env, int s, char *buf, size_t len)
 {
     char who[TABLE_USER_MAX];
@@ -144,7 +149,7 @@ static const char *seat_label(const table *t, const table_env *env, int s, char 
         snprintf(buf, len, "%s (%s%s)", user_name(env, t, p->user, who, sizeof who), seat_word(t, s),
                  p->away ? ", away" : "");
     else if (p->bot)
-        snprintf(buf, len, "computer (%s)", seat_word(t, s));
+        snprintf(buf, len, "computer %s", seat_word(t, s));
     else
         snprintf(buf, len, "%s", seat_word(t, s));
     return buf;
@@ -209,6 +214,24 @@ static void host_say(const game_host *h, const char *mention, const char *fmt, .
     va_end(ap);
 }
 
+static void host_say_line(const game_host *h, int to_act, const char *const *pieces, int n)
+{
+    static const char dash[] = " \xE2\x80\x94 ";
+    const host *x = (const host *)h;
+    size_t len = 0, used = 0;
+    if (!x->out) return;
+    for (int i = 0; i < n; i++) len += pieces[i] ? strlen(pieces[i]) + sizeof dash : 0;
+    char *line = malloc(len + 1);
+    if (!line) abort();
+    line[0] = 0;
+    for (int i = 0; i < n; i++)
+        if (pieces[i] && pieces[i][0])
+            used += (size_t)snprintf(line + used, len + 1 - used, "%s%s", used ? dash : "", pieces[i]);
+    const table_seat *p = to_act >= 0 && to_act < nseats(x->t) ? &x->t->seat[to_act] : NULL;
+    out_text(x->out, "", p && !table_seat_computer(p) ? p->user : NULL, NULL, line);
+    free(line);
+}
+
 static void host_tell(const game_host *h, const char *user, const char *text)
 {
     const host *x = (const host *)h;
@@ -237,6 +260,12 @@ static const char *host_seat_label(const game_host *h, int s, char *buf, size_t 
 {
     const host *x = (const host *)h;
     return seat_label(x->t, x->env, s, buf, len);
+}
+
+static int host_notify(const game_host *h, const char *user)
+{
+    const host *x = (const host *)h;
+    return !x->env->notify || x->env->notify(x->env->ctx, user);
 }
 
 static int host_seed(const game_host *h, int hand_no, uint8_t seed[STORE_SEED_BYTES])
@@ -271,9 +300,10 @@ static void host_finish(const game_host *h)
 static void host_of(host *x, table *t, const table_env *env, table_out *out)
 {
     x->h = (game_host){.t = t, .prefix = env->prefix, .private_how = env->private_how, .judge = env->judge,
-                       .talk = out != NULL, .say = host_say, .tell = host_tell, .reply = host_reply,
-                       .refuse = host_refuse, .seat_label = host_seat_label, .seed = host_seed, .exec = host_exec,
-                       .add_score = host_add_score, .begin = host_begin, .finish = host_finish};
+                       .talk = out != NULL, .say = host_say, .say_line = host_say_line, .tell = host_tell,
+                       .reply = host_reply, .refuse = host_refuse, .seat_label = host_seat_label,
+                       .notify = host_notify, .seed = host_seed, .exec = host_exec, .add_score = host_add_score,
+                       .begin = host_begin, .finish = host_finish};
     x->t = t;
     x->env = env;
     x->out = out;
@@ -325,7 +355,7 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
         p->user[0] = 0;
         p->bot = 1;
         p->away = 0;
-        if (out) out_room(out, NULL, "A computer player sits down as %s.", seat_word(t, seat));
+        if (out) out_room(out, NULL, "%s sits down.", seat_label(t, env, seat, label, sizeof label));
     } else if (strcmp(word, "leave") == 0) {
         if (out) seat_label(t, env, seat, label, sizeof label);
         p->user[0] = 0;
@@ -568,8 +598,8 @@ static int cmd_start(table *t, const table_env *env, const char *user, int moder
     int n = 0, seats = nseats(t), applied = 0;
     for (int s = 0; s < seats; s++) n += table_seat_taken(&t->seat[s]);
     if (n < seats) {
-        reply(out, t, env, user, is_private, "%d of %d seats are taken: %sjoin or add computer players with %sbot.", n,
-              seats, env->prefix, env->prefix);
+        reply(out, t, env, user, is_private, "%d of %d seats %s taken: %sjoin or add computer players with %sbot.", n,
+              seats, n == 1 ? "is" : "are", env->prefix, env->prefix);
         return 0;
     }
     if (t->game->start) {
@@ -758,7 +788,7 @@ size_t table_match_text(const table *t, const table_env *env, char *buf, size_t 
     return t->game->match_text(t->game_state.bytes, &x.h, buf, len);
 }
 
-size_t table_rules_text(const table *t, char *buf, size_t len)
+size_t table_rules_text(const table *t, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
-    return t->game->rules_text(t->game_state.bytes, buf, len);
+    return t->game->rules_text(t->game_state.bytes, prefix, rules_url, buf, len);
 }

@@ -56,13 +56,17 @@ typedef struct {
     /* A room's name for people, for the head of private messages; writes into buf (may be
      * NULL, or return NULL: the room id is used). */
     const char *(*room_name)(void *ctx, const char *room, char *buf, size_t len);
+    /* Whether a user wants a private notice with his hand on each turn (`notify`; may be
+     * NULL: everybody does). */
+    int (*notify)(void *ctx, const char *user);
     void *ctx;
     const char *prefix;        /* the command prefix, for hints */
     const char *private_how;   /* "in your direct chat with me" */
 } table_env;
 
 /* One message a table wants sent. user "" = to the room; else privately to that user (the text
- * then starts by naming the room and table). mention: a user to notify ("" none). */
+ * then starts by naming the room and table, once: the lines a batch has for one user are one
+ * message). mention: a user to notify ("" none). */
 typedef struct {
     char user[TABLE_USER_MAX];
     char mention[TABLE_USER_MAX];
@@ -195,7 +199,8 @@ int table_seat_of(const table *t, const char *user);
  * ContractGrid: the scores, marks and who risks the cap). */
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len);
 
-/* The rules of the table's game and its options, for `rules`. */
-size_t table_rules_text(const table *t, char *buf, size_t len);
+/* The table's options and where its game's rules are in full (rules_url and the game's file
+ * name), for `rules`. */
+size_t table_rules_text(const table *t, const char *prefix, const char *rules_url, char *buf, size_t len);
 
 #endif

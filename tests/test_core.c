@@ -5,8 +5,11 @@
  * Covers: the timers (reminder once after remind_after, a computer taking an idle player's
  * seat, `!back`, closing an untouched table, timers switched off), one batch being one store
  * transaction (all or nothing), core_restore() rebuilding a table mid-hand that then goes on,
- * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), and players leaving the
- * room (a free seat before the start, an away seat during a match). */
+ * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), players leaving the
+ * room (a free seat before the start, an away seat during a match), and what the core says
+ * itself: help in a room (one line there, the list privately as a notice), and `notify` (the
+ * network's default, a player's choice kept in the store across restarts, the face-down warning
+ * sent whatever the choice). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sqlite3.h>
@@ -39,6 +42,7 @@ typedef struct {
     int64_t id;
     char room[256], user[256], mention[256];
     char *text;
+    int notice;
     int code; /* what send() answered */
 } offer;
 
@@ -65,6 +69,7 @@ static int mem_send(void *ctx, const store_msg *m)
     snprintf(o->room, sizeof o->room, "%s", m->room);
     snprintf(o->user, sizeof o->user, "%s", m->user);
     snprintf(o->mention, sizeof o->mention, "%s", m->mention);
+    o->notice = m->notice;
     o->text = strdup(m->text);
     cr_assert_not_null(o->text);
     o->code = code;
@@ -89,6 +94,7 @@ typedef struct {
     mem_net net;
     int64_t now;
     caps_solver *judge;
+    int notify_off;        /* the adapter's default: no private turn notices (as Matrix) */
     int problems;          /* warnings and errors the core logged */
     char first_problem[512];
 } rig;
@@ -109,7 +115,8 @@ static void rig_core(rig *r)
                       .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
     r->core = core_new(&o, err, sizeof err);
     cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message"};
+    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
+                 .notify_off = r->notify_off};
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
 
@@ -977,5 +984,142 @@ Test(core, names_too_long_for_a_table_are_ignored)
     cr_assert_eq(core_table_of(r.core, NET, ROOM), 1, "bob's table is the first one");
     cr_assert_eq(offers_with(&r, 0, "is open for 304"), 1);
     r.problems = 0;
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (f) What the core says itself: help, notify                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Offers to user (NULL: the room) since from containing needle. */
+static int offers_to(const rig *r, int from, const char *user, const char *needle)
+{
+    int k = 0;
+    for (int i = from; i < r->net.n; i++)
+        k += strcmp(r->net.o[i].user, user ? user : "") == 0 && strstr(r->net.o[i].text, needle) != NULL;
+    return k;
+}
+
+Test(core, help_in_a_room_is_one_line_and_the_list_a_private_notice)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    int mark = r.net.n;
+    say(&r, "alice", "!help");
+    cr_assert_eq(r.net.n, mark + 2, "one message in the room, one to alice");
+    const offer *room = &r.net.o[mark], *list = &r.net.o[mark + 1];
+    cr_assert_str_eq(room->user, "");
+    cr_assert_null(strchr(room->text, '\n'), "one line in the room: %s", room->text);
+    cr_assert(strstr(room->text, "I sent you the list privately."), "%s", room->text);
+    cr_assert_eq(room->notice, 0);
+    cr_assert_str_eq(list->user, "alice");
+    cr_assert(strstr(list->text, "\n!bid N|pcc \xE2\x80\x94 "), "%s", list->text);
+    cr_assert_eq(list->notice, 1, "the list is only for reading (an IRC NOTICE)");
+    mark = r.net.n;
+    whisper(&r, "alice", "help");
+    cr_assert_eq(r.net.n, mark + 1, "asked privately: only the list");
+    cr_assert_eq(r.net.o[mark].notice, 1);
+    mark = r.net.n;
+    say(&r, "alice", "!help bid");
+    cr_assert_eq(r.net.n, mark + 1);
+    cr_assert_str_eq(r.net.o[mark].user, "", "help on one command answers where it was asked");
+    cr_assert_eq(r.net.o[mark].notice, 0);
+    rig_stop(&r);
+}
+
+/* Plays alice's turns (at least one; the computers' in between) until pred holds for her next
+ * turn; returns the index of the first offer of the moves that gave her that turn. */
+static int alice_until(rig *r, int (*pred)(const g304_state *st))
+{
+    for (int guard = 0; guard < 600; guard++) {
+        int mark = r->net.n;
+        play_one(r, "alice", 0);
+        settle(r, 1000);
+        table t;
+        table_of(r, 1, &t);
+        cr_assert(!t.over, "the match ended first");
+        if (st_of(&t)->to_act == 0 && pred(st_of(&t))) return mark;
+    }
+    cr_assert_fail("alice never got that turn");
+    return -1;
+}
+
+/* alice is to play and every card she may play goes face down (a closed game, a suit she lacks). */
+static int must_play_face_down(const g304_state *st)
+{
+    g304_action legal[G304_MAX_LEGAL];
+    if (st->phase != G304_PHASE_PLAY || st->tricks[st->trick_no].n == 0) return 0;
+    int n = g304_legal(st, 0, legal);
+    for (int i = 0; i < n; i++)
+        if (legal[i].kind == G304_DO_PLAY && is_facedown(st, 0, &legal[i])) return 1;
+    return 0;
+}
+
+static int plays_face_up(const g304_state *st) { return st->phase == G304_PHASE_PLAY && !must_play_face_down(st); }
+
+Test(core, notify_is_the_networks_default_then_the_players_choice)
+{
+    char *dir = temp_dir("core"), path[512];
+    snprintf(path, sizeof path, "%s/notify.db", dir);
+    rig r;
+    rig_start(&r, 0, 0, 0, path);
+    alice_and_computers(&r);
+    int mark = alice_until(&r, plays_face_up);
+    cr_assert_eq(offers_to(&r, mark, "alice", "Your turn. Your hand: "), 1, "on by default here");
+    mark = r.net.n;
+    whisper(&r, "alice", "notify off");
+    cr_assert_eq(offers_to(&r, mark, "alice", "your turn notices are off"), 1);
+    mark = alice_until(&r, plays_face_up);
+    cr_assert_eq(offers_to(&r, mark, "alice", "Your turn."), 0, "a turn notice after !notify off");
+    cr_assert_gt(offers_to(&r, mark, NULL, "alice (South) to "), 0, "the room still names her");
+
+    /* kept in the store: a restart, and the choice stands */
+    core_free(r.core);
+    store_close(r.db);
+    char err[256];
+    cr_assert_eq(store_open(&r.db, path, err, sizeof err), 0, "%s", err);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    mark = r.net.n;
+    say(&r, "alice", "!notify");
+    cr_assert_eq(offers_to(&r, mark, NULL, "alice: your turn notices are off"), 1);
+    say(&r, "alice", "!notify on");
+    cr_assert_eq(offers_to(&r, mark, NULL, "alice: your turn notices are on"), 1);
+
+    /* a network whose mention notifies (Matrix): off until the player asks */
+    core_free(r.core);
+    r.notify_off = 1;
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    mark = r.net.n;
+    whisper(&r, "bob", "notify");
+    cr_assert_eq(offers_to(&r, mark, "bob", "your turn notices are off"), 1, "the network's default");
+    whisper(&r, "alice", "notify");
+    cr_assert_eq(offers_to(&r, mark, "alice", "your turn notices are on"), 1, "alice's own choice stands");
+    rig_stop(&r);
+    temp_dir_remove(dir);
+}
+
+/* A player who cannot follow in a closed game is told privately to send the card privately
+ * (saying it in the room would show it), whether turn notices are on or off. */
+Test(core, the_face_down_warning_comes_with_notify_off)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.notify_off = 1; /* as on Matrix */
+    core_free(r.core);
+    rig_core(&r);
+    alice_and_computers(&r);
+    int mark = alice_until(&r, must_play_face_down);
+    table t;
+    table_of(&r, 1, &t);
+    const g304_trick *k = &st_of(&t)->tricks[st_of(&t)->trick_no];
+    char want[256];
+    snprintf(want, sizeof want, "Your turn. You cannot follow %s, so your card goes face down: send !play CARD "
+             "privately (in a private message). Your hand: ", suit_symbol(CARD_SUIT(k->card[0])));
+    cr_assert_eq(offers_to(&r, mark, "alice", want), 1, "no warning for a face-down card");
+    const offer *o = last_offer_with(&r, mark, want);
+    cr_assert(strncmp(o->text, "[" ROOM " \xC2\xB7 table 1] ", strlen("[" ROOM " \xC2\xB7 table 1] ")) == 0, "%s",
+              o->text);
     rig_stop(&r);
 }

@@ -298,11 +298,11 @@ Test(gridtable, seats_grids_and_start)
     /* a computer player replaces carol and arranges its own grid at the start */
     rig_say(g, "carol", 0, "!leave");
     rig_say(g, "alice", 0, "!bot 2");
-    expect_said(g, "", "A computer player sits down as seat 2.");
+    expect_said(g, "", "computer seat 2 sits down.");
     rig_say(g, "alice", 0, "!grid random");
     cr_assert_eq(gs_of(g)->has_grid, 5);
     rig_say(g, "alice", 0, "!start");
-    expect_said(g, "", "Grid of computer (seat 2):");
+    expect_said(g, "", "Grid of computer seat 2:");
     expect_said(g, "", "The game begins");
     expect_said(g, "", "Hand 1 \xE2\x80\x94 dealer");
     for (int s = 0; s < GRID_SEATS; s++)
@@ -326,7 +326,7 @@ Test(gridtable, options)
     rig_say(g, "erin", 0, "!set cap 70");
     expect_said(g, "", "erin: only players at the table");
     rig_say(g, "bob", 0, "!set small true");
-    expect_said(g, "", "Option small is now true: a 3x3 grid of 9 contracts, 3 bids a hand, cap 100.");
+    expect_said(g, "", "Option small is now true: a 3x3 grid of 9 contracts, 3 cells bid a hand, cap 100.");
     expect_said(g, "", "The grids are now 3x3: everyone arranges a new one");
     cr_assert_eq(gs_of(g)->has_grid, 0);
     rig_say(g, "bob", 0, "!set bids 12");
@@ -342,10 +342,11 @@ Test(gridtable, options)
 
     char text[4096];
     g = rig_new(1);
-    cr_assert_gt(table_rules_text(&g->t, text, sizeof text), 0);
+    cr_assert_gt(table_rules_text(&g->t, "!", "docs/", text, sizeof text), 0);
     rig_free(g);
-    cr_assert(strstr(text, "This table: cap=1000, bids=4, deck=33, unmarked_point=1, small=false"), "%s", text);
-    cr_assert(strstr(text, "ranks below everyone"), "%s", text);
+    cr_assert_str_eq(text, "ContractGrid for three players, each with a grid of contracts; this table's options: "
+                           "cap=1000, bids=4, deck=33, unmarked_point=1, small=false (!set OPTION VALUE changes one "
+                           "before the start).\nThe rules in full: docs/contractgrid.md");
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -369,7 +370,7 @@ Test(gridtable, exclusions_in_turn)
     int first = table_to_act(&g->t), second = (first + 1) % 3, third = (first + 2) % 3;
     cr_assert_eq(first, (gs_of(g)->st.dealer + 1) % 3, "the dealer's left excludes first");
     char want[256];
-    expect_said(g, "", "exclude a suit you do not want as trump");
+    expect_said(g, "", "to exclude a suit: !exclude \xE2\x99\xA0, \xE2\x99\xA5, \xE2\x99\xA6 or \xE2\x99\xA3");
     rig_say(g, user_at(g, second), 0, "!exclude hearts");
     snprintf(want, sizeof want, "%s: it is not your turn: %s (seat %d) is to act.", user_at(g, second),
              user_at(g, first), first + 1);
@@ -379,7 +380,10 @@ Test(gridtable, exclusions_in_turn)
     rig_say(g, user_at(g, first), 0, "!mark a1 b1 c1 d1");
     expect_said(g, "", "the bids come after the exclusions");
     rig_say(g, user_at(g, first), 0, "!exclude hearts");
-    expect_said(g, "", "excludes \xE2\x99\xA5 hearts.");
+    snprintf(want, sizeof want, "%s (seat %d) excludes \xE2\x99\xA5 hearts \xE2\x80\x94 %s (seat %d) to exclude a suit: "
+             "!exclude \xE2\x99\xA0, \xE2\x99\xA6 or \xE2\x99\xA3", user_at(g, first), first + 1, user_at(g, second),
+             second + 1);
+    expect_said(g, "", want);
     snprintf(want, sizeof want, "move %d exclude H", first);
     cr_assert_str_eq(g->entries[g->nentries - 1], want);
     rig_say(g, user_at(g, second), 0, "!exclude H");
@@ -388,10 +392,10 @@ Test(gridtable, exclusions_in_turn)
     expect_said(g, "", want);
     rig_say(g, user_at(g, second), 1, "exclude spades"); /* privately works too */
     rig_say(g, user_at(g, third), 0, "!exclude \xE2\x99\xA3");
-    expect_said(g, "", "Trump is \xE2\x99\xA6 diamonds");
+    expect_said(g, "", "excludes \xE2\x99\xA3 clubs \xE2\x80\x94 trump is \xE2\x99\xA6 diamonds, the suit nobody excluded");
     cr_assert_eq(gs_of(g)->st.trump, SUIT_D);
     cr_assert_eq(gs_of(g)->st.phase, GRID_PHASE_BID);
-    expect_said(g, "", "bid 4 cells of your grid");
+    expect_said(g, "", "to bid 4 cells of the grid: !mark CELL...");
     expect_said(g, user_at(g, first), "Your turn to bid 4 cells");
     expect_said(g, user_at(g, first), "Your grid:");
     rig_free(g);
@@ -423,8 +427,24 @@ Test(gridtable, bids_exactly_and_from_ones_own_grid)
     snprintf(want, sizeof want, "move %d bid a1 b2 c3 d4", s);
     cr_assert_str_eq(g->entries[g->nentries - 1], want);
     render_grid_cells(&gs_of(g)->st.match.rules, gs_of(g)->st.match.grid[s], 0x8421, cells, sizeof cells);
-    snprintf(want, sizeof want, "%s (seat %d) bids %s.", u, s + 1, cells);
+    snprintf(want, sizeof want, "%s (seat %d) bids %s \xE2\x80\x94 ", u, s + 1, cells);
     expect_said(g, "", want);
+    rig_free(g);
+}
+
+/* Counts in the words: one cell, one trick. */
+Test(gridtable, one_cell_is_singular)
+{
+    rig *g = rig_new(4);
+    three_people(g);
+    rig_say(g, "alice", 0, "!set bids 1");
+    rig_say(g, "alice", 0, "!start");
+    expect_said(g, "", "; 1 cell bid a hand.");
+    for (int i = 0; i < 3; i++) person_moves(g, (uint64_t)i);
+    expect_said(g, "", "to bid 1 cell of the grid: !mark CELL...");
+    int s = table_to_act(&g->t);
+    rig_say(g, user_at(g, s), 0, "!mark a1 b2");
+    expect_said(g, "", "bid exactly 1 cell of your grid (you gave 2)");
     rig_free(g);
 }
 
@@ -483,7 +503,7 @@ Test(gridtable, plays_refusals_and_bare_cards)
         int before = g->nentries;
         rig_say(g, u, 0, "%s", legal[0].card == GRID_JOKER ? "joker" : grid_card_str(legal[0].card));
         cr_assert_eq(g->nentries, before + 1, "the bare card was not played");
-        snprintf(want, sizeof want, "%s (seat %d) plays %s.", u, s + 1, grid_card_pretty(legal[0].card, one));
+        snprintf(want, sizeof want, "%s (seat %d) plays %s \xE2\x80\x94 ", u, s + 1, grid_card_pretty(legal[0].card, one));
         expect_said(g, "", want);
         rig_free(g);
         return;
@@ -533,25 +553,26 @@ Test(gridtable, hand_summary_adds_up)
     int total = 0;
     for (int s = 0; s < GRID_SEATS; s++) {
         char want[128];
-        snprintf(want, sizeof want, "%s (seat %d) took ", people[s], s + 1);
-        cr_assert_geq(said_find(g, 0, "", want), 0, "no values line for %s", people[s]);
-        snprintf(want, sizeof want, "%s (seat %d) scores ", people[s], s + 1);
+        snprintf(want, sizeof want, "%s (seat %d) took ", people[s], s + 1); /* tricks, contracts and score: one line */
         int at = said_find(g, 0, "", want);
-        cr_assert_geq(at, 0);
+        cr_assert_geq(at, 0, "no values line for %s", people[s]);
         int u, b, l, sum, tot;
-        const char *p = strstr(g->msgs[at].text, " scores ");
-        cr_assert_eq(sscanf(p, " scores %d for unmarked values + %d for bids + %d for lines = %d, total %d.", &u, &b, &l,
-                            &sum, &tot), 5, "%s", g->msgs[at].text);
+        const char *p = strstr(g->msgs[at].text, " \xE2\x80\x94 scores ");
+        cr_assert_not_null(p, "%s", g->msgs[at].text);
+        cr_assert_eq(sscanf(p, " \xE2\x80\x94 scores %d for unmarked values + %d for bids + %d for lines = %d, total %d;",
+                            &u, &b, &l, &sum, &tot), 5, "%s", g->msgs[at].text);
         cr_expect_eq(u + b + l, sum, "%s", g->msgs[at].text);
         cr_expect_eq(tot, m->scores[s], "%s", g->msgs[at].text);
         cr_expect_eq(sum, m->history[0][s]);
         cr_expect_eq(b % 5, 0);
         total += sum;
     }
-    cr_assert_geq(said_find(g, 0, "", "Marked cells (x):"), 0);
-    cr_assert_geq(said_find(g, 0, "", "Next dealer: "), 0);
-    cr_assert_geq(said_find(g, 0, "", "Seed of hand 1: "), 0);
-    cr_assert_geq(said_find(g, 0, "", "Hand 2 \xE2\x80\x94 dealer"), 0);
+    cr_assert_geq(said_find(g, 0, "", "Marked cells (x) of seat 1 alice, seat 2 bob and seat 3 carol:"), 0);
+    cr_assert_geq(said_find(g, 0, "", "Seed of hand 1 \xE2\x80\x94 check it: cardroom verify "), 0);
+    char head[128];
+    snprintf(head, sizeof head, "Hand 2 \xE2\x80\x94 dealer %s (seat %d), seed commitment ", people[m->dealer],
+             m->dealer + 1);
+    cr_assert_geq(said_find(g, 0, "", head), 0, "no '%s'", head);
     /* standings: one hand for each person */
     int hands = 0;
     for (int i = 0; i < g->nscores; i++) hands += g->scores[i].hands;
@@ -598,7 +619,7 @@ Test(gridtable, game_end_winner_and_standings)
         nwin += m->winners >> s & 1;
     }
     cr_expect(strstr(line, nwin > 1 ? "share the win!" : "wins the game!"), "%s", line);
-    cr_assert_geq(said_find(g, at, "", "Table 1 is closed: the game is over."), 0);
+    cr_expect(strstr(line, " Table 1 is closed; !new grid opens a new one."), "%s", line);
     /* standings: every person played every hand; one match; the winners won it */
     for (int s = 0; s < GRID_SEATS; s++) {
         int hands = 0, matches = 0, won = 0;
@@ -1026,14 +1047,14 @@ Test(gridtable, core_computers_timers_and_restart)
     core_settle(c);
     cr_assert_geq(net_find(net, 0, "The game begins"), 0);
     /* the computers moved until alice's turn */
-    int at = net_find(net, 0, "alice (seat 1): ");
+    int at = net_find(net, 0, "alice (seat 1) to ");
     cr_assert_geq(at, 0, "alice was never asked to act");
     /* a reminder after remind_after, then a computer takes her seat after idle_takeover */
     int before = net->n;
     net->now += 61 * 1000;
     cr_assert_geq(core_tick(c), 0);
     core_flush(c);
-    cr_assert_geq(net_find(net, before, "Reminder \xE2\x80\x94 alice (seat 1): "), 0, "no reminder");
+    cr_assert_geq(net_find(net, before, "Reminder \xE2\x80\x94 alice (seat 1) to "), 0, "no reminder");
     before = net->n;
     net->now += 300 * 1000;
     for (int i = 0; i < 4; i++) { /* a few moves only: with nobody else, the computers would play on to the end */
@@ -1061,7 +1082,7 @@ Test(gridtable, core_computers_timers_and_restart)
     core_say(c, "alice", "!standings");
     cr_assert_geq(net_find(net, before, "ContractGrid at table 1, hand "), 0);
     core_say(c, "alice", "!rules");
-    cr_assert_geq(net_find(net, before, "ContractGrid, three players"), 0);
+    cr_assert_geq(net_find(net, before, "ContractGrid for three players"), 0);
     /* everything else to the computers: alice leaves, the game runs to its end */
     core_say(c, "alice", "!leave");
     core_settle(c);

@@ -184,7 +184,7 @@ Test(store, memory_opens_at_current_schema)
 {
     store *s = open_ok(":memory:");
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     cr_expect_str_eq(store_error(s), "");
     store_close(s);
 }
@@ -207,12 +207,12 @@ Test(store_file, file_is_wal_and_versioned)
     char path[PATH_MAX], buf[64];
     tmp_path(path, sizeof path, "state.db");
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     store_close(s);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     cr_expect_str_eq(buf, "wal");
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
-    cr_expect_str_eq(buf, "2");
+    cr_expect_str_eq(buf, "3");
 }
 
 Test(store_file, reopen_keeps_data)
@@ -224,7 +224,7 @@ Test(store_file, reopen_keeps_data)
     OK(store_begin(s));
     OK(store_journal_add(s, t, 1, "seat alice 0"));
     OK(store_journal_add(s, t, 2, "seat bob 1"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "bob sits down", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "bob sits down", NULL));
     OK(store_position_set(s, "console", "17"));
     OK(store_commit(s));
     uint8_t seed[STORE_SEED_BYTES], back[STORE_SEED_BYTES];
@@ -235,7 +235,7 @@ Test(store_file, reopen_keeps_data)
     store_close(s);
 
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     journal_seen j = {0};
     OK(store_journal_each(s, t, collect_journal, &j));
     cr_assert_eq(j.n, 2);
@@ -266,7 +266,7 @@ Test(store_file, newer_schema_refused)
     cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
     cr_expect_null(s);
     snprintf(want, sizeof want,
-             "%s was written by a newer cardroom (schema 99; this one knows up to 2)", path);
+             "%s was written by a newer cardroom (schema 99; this one knows up to 3)", path);
     cr_expect_str_eq(err, want);
     char buf[16];
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
@@ -478,12 +478,12 @@ Test(store, outbox_pending_done_all)
 {
     store *s = open_ok(":memory:");
     int64_t id[6];
-    OK(store_outbox_add(s, "matrix", "!r:x", "", "@bob:x", "your turn, Bob", &id[0]));
-    OK(store_outbox_add(s, "irc", "#cards", "", "", "irc one", &id[1]));
-    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "your cards: JS 9S", &id[2]));
-    OK(store_outbox_add(s, "matrix", "!r:x", NULL, NULL, "third", &id[3]));
-    OK(store_outbox_add(s, "irc", "#cards", "carol", "", "irc two", &id[4]));
-    OK(store_outbox_add(s, "matrix", "!r:x", "", "", "fourth", &id[5]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "@bob:x", 0, "your turn, Bob", &id[0]));
+    OK(store_outbox_add(s, "irc", "#cards", "", "", 0, "irc one", &id[1]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "your cards: JS 9S", &id[2]));
+    OK(store_outbox_add(s, "matrix", "!r:x", NULL, NULL, 0, "third", &id[3]));
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", 0, "irc two", &id[4]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "", 0, "fourth", &id[5]));
     for (int i = 1; i < 6; i++) cr_expect_gt(id[i], id[i - 1]);
 
     msgs_seen m = {0};
@@ -540,7 +540,7 @@ Test(store, outbox_long_text_whole)
     char user[300];
     memset(user, 'u', sizeof user - 1);
     user[sizeof user - 1] = '\0';
-    OK(store_outbox_add(s, "irc", "#cards", user, "", text, NULL));
+    OK(store_outbox_add(s, "irc", "#cards", user, "", 0, text, NULL));
     msgs_seen m = {0};
     OK(store_outbox_all(s, collect_msg, &m));
     cr_assert_eq(m.n, 1);
@@ -559,7 +559,7 @@ Test(store, rollback_leaves_nothing_of_the_batch)
     char pos[16];
     OK(store_begin(s));
     OK(store_journal_add(s, t, 1, "bid 160"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "alice bids 160", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "alice bids 160", NULL));
     OK(store_position_set(s, "console", "1"));
     OK(store_rollback(s));
 
@@ -573,7 +573,7 @@ Test(store, rollback_leaves_nothing_of_the_batch)
 
     OK(store_begin(s));
     OK(store_journal_add(s, t, 1, "bid 160"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "alice bids 160", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "alice bids 160", NULL));
     OK(store_position_set(s, "console", "1"));
     OK(store_commit(s));
     OK(store_journal_each(s, t, collect_journal, &j));
@@ -677,8 +677,8 @@ Test(store, callbacks_stop_early_with_their_value)
     new_table(s, 2);
     OK(store_journal_add(s, t, 1, "a"));
     OK(store_journal_add(s, t, 2, "b"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "one", NULL));
-    OK(store_outbox_add(s, "console", "#room", "", "", "two", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "one", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "two", NULL));
     store_standing a = {.user = "a"}, b = {.user = "b"};
     OK(store_standing_add(s, "console", "#room", &a));
     OK(store_standing_add(s, "console", "#room", &b));
@@ -723,7 +723,7 @@ static int try_reenter(void *ctx, const store_msg *m)
 Test(store, callbacks_may_not_reenter)
 {
     store *s = open_ok(":memory:");
-    OK(store_outbox_add(s, "console", "#room", "", "", "one", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "one", NULL));
     reentry r = {.s = s};
     OK(store_outbox_pending(s, "console", 0, try_reenter, &r));
     cr_expect_eq(r.inner_rc, -1);
@@ -763,7 +763,7 @@ static void crash_child(const char *path, int64_t table, int ready_fd)
             n++;
             snprintf(entry, sizeof entry, "play %lld", (long long)n);
             if (store_journal_add(s, table, n, entry) ||
-                store_outbox_add(s, CRASH_NET, "#room", "", "", entry, NULL))
+                store_outbox_add(s, CRASH_NET, "#room", "", "", 0, entry, NULL))
                 _exit(5);
         }
         snprintf(pos, sizeof pos, "%lld", (long long)n);
@@ -902,13 +902,60 @@ Test(store_file, schema_1_migrates_to_2)
     store *s = open_ok(path);
     OK(store_position_set(s, "matrix", "s42_1"));
     store_close(s);
-    raw_exec(path, "DROP TABLE kv; PRAGMA user_version = 1"); /* what cardroom 0.1 left */
+    raw_exec(path, "DROP TABLE kv; ALTER TABLE outbox DROP COLUMN notice; PRAGMA user_version = 1"); /* schema 1 */
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
     cr_expect_str_eq(pos, "s42_1", "the data of schema 1 is kept");
     OK(store_kv_put(s, "olm", "account", "x"));
     store_close(s);
+}
+
+/* A database of schema 2, written by cardroom 0.1.0 (the migration fixture), gains the outbox's
+ * notice column: its messages stay, sent or not, as plain messages, and a notice round-trips. */
+Test(store_file, schema_2_migrates_to_3)
+{
+    char path[PATH_MAX], buf[16];
+    tmp_path(path, sizeof path, "v2.db");
+    FILE *f = fopen(SOURCE_DIR "/tests/data/journal-0.1.0/tables.sql", "r");
+    cr_assert_not_null(f);
+    char *sql = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&sql, &len);
+    for (int ch; (ch = fgetc(f)) != EOF;) fputc(ch, m);
+    fclose(f);
+    fclose(m);
+    raw_exec(path, sql);
+    free(sql);
+    raw_text(path, "PRAGMA user_version", buf, sizeof buf);
+    cr_assert_str_eq(buf, "2");
+    raw_text(path, "SELECT count(*) FROM outbox WHERE sent = 0", buf, sizeof buf);
+    int pending = atoi(buf);
+    raw_text(path, "SELECT count(*) FROM outbox", buf, sizeof buf);
+    int all = atoi(buf);
+    cr_assert_gt(all, 16, "the fixture has an outbox");
+
+    store *s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), 3);
+    raw_text(path, "SELECT count(*) FROM outbox WHERE notice = 0", buf, sizeof buf);
+    cr_expect_eq(atoi(buf), all, "every old message is a plain one");
+    raw_text(path, "SELECT count(*) FROM outbox WHERE sent = 0", buf, sizeof buf);
+    cr_expect_eq(atoi(buf), pending, "unsent messages stay unsent");
+    int64_t id;
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", 1, "Commands: …", &id));
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", 0, "Your hand: …", NULL));
+    msgs_seen seen = {0};
+    OK(store_outbox_pending(s, "irc", 0, collect_msg, &seen));
+    cr_assert_eq(seen.n, 2);
+    cr_expect_eq(seen.msg[0].id, id);
+    cr_expect_eq(seen.msg[0].notice, 1);
+    cr_expect_eq(seen.msg[1].notice, 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_expect_eq(sqlite3_exec(db, "INSERT INTO outbox(net, room, text, notice) VALUES ('irc', '#x', 'x', 2)", NULL, NULL,
+                              NULL), SQLITE_CONSTRAINT, "a notice is 0 or 1");
+    sqlite3_close(db);
 }
 
 /* ---- Faults: which kind a failure is ---- */
@@ -1016,7 +1063,7 @@ Test(store_file, prune_drops_old_finished_journals_and_delivered_messages)
     store_standing row = {.user = "alice", .hands = 3, .matches = 1};
     OK(store_standing_add(s, "console", "#room", &row));
     int64_t msg[5];
-    for (int i = 0; i < 5; i++) OK(store_outbox_add(s, "console", "#room", "", "", "text", &msg[i]));
+    for (int i = 0; i < 5; i++) OK(store_outbox_add(s, "console", "#room", "", "", 0, "text", &msg[i]));
     OK(store_outbox_done(s, msg[0]));
     OK(store_outbox_done(s, msg[2]));
     OK(store_outbox_done(s, msg[3]));
@@ -1042,7 +1089,7 @@ Test(store_file, prune_drops_old_finished_journals_and_delivered_messages)
     OK(store_commit(s));
     cr_expect_eq(tables + messages, 0, "nothing left to prune");
     int64_t next = 0;
-    OK(store_outbox_add(s, "console", "#room", "", "", "after", &next));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "after", &next));
     cr_expect_gt(next, msg[4], "message ids are never used again");
     store_standing got;
     cr_expect_eq(store_standing_get(s, "console", "#room", "alice", &got), 0, "standings stay");

@@ -49,6 +49,7 @@ typedef struct qmsg {
     int64_t id;                  /* outbox id; 0 for the adapter's own hints */
     char room[256];
     char user[256];
+    int notice;                  /* a private message only for reading: sent as NOTICE */
     char *text;                  /* the text, red suits coloured */
     size_t budget;               /* bytes of text per line the lines are split for */
     char **lines;
@@ -687,6 +688,13 @@ static const char *channel_command(const irc *r)
     return strcmp(r->config->irc_channel_replies, "privmsg") == 0 ? "PRIVMSG" : "NOTICE";
 }
 
+/* The command a message goes out with: to a player PRIVMSG, or NOTICE for one only for reading. */
+static const char *command_of(const irc *r, const qmsg *q)
+{
+    if (private_dest(q)) return q->notice ? "NOTICE" : "PRIVMSG";
+    return channel_command(r);
+}
+
 /* Where q's lines go now: the channel's name or the player's nick; NULL when out of reach. */
 static const char *target_of(const irc *r, const qmsg *q)
 {
@@ -697,17 +705,19 @@ static const char *target_of(const irc *r, const qmsg *q)
  * server shows it, less what a shorter [irc] line_bytes takes away. */
 static size_t line_budget(const irc *r, const qmsg *q, const char *target)
 {
-    size_t max = irc_proto_budget(r->p, private_dest(q) ? "PRIVMSG" : channel_command(r), target);
+    size_t max = irc_proto_budget(r->p, command_of(r, q), target);
     size_t cut = IRC_MAX_MSG_BYTES - (size_t)r->config->irc_line_bytes;
     return max > cut + LINE_MIN ? max - cut : LINE_MIN;
 }
 
-/* Queues text for room (user "") or privately for user. Returns 0, or -1 out of memory. */
-static int enqueue(irc *r, int64_t id, const char *room, const char *user, const char *text)
+/* Queues text for room (user "") or privately for user (notice: only for reading). Returns 0, or
+ * -1 out of memory. */
+static int enqueue(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
 {
     qmsg *q = calloc(1, sizeof *q);
     if (!q) return -1;
     q->id = id;
+    q->notice = notice;
     snprintf(q->room, sizeof q->room, "%s", room ? room : "");
     snprintf(q->user, sizeof q->user, "%s", user ? user : "");
     size_t need = irc_colour_suits(text, NULL, 0);
@@ -769,7 +779,7 @@ static int irc_send(void *ctx, const store_msg *m)
         return ADAPTER_LATER; /* joining */
     }
     if (behind_earlier(r, m)) return ADAPTER_LATER;
-    if (enqueue(r, m->id, m->room, m->user, m->text) != 0) return ADAPTER_LATER;
+    if (enqueue(r, m->id, m->room, m->user, m->notice, m->text) != 0) return ADAPTER_LATER;
     return ADAPTER_QUEUED;
 }
 
@@ -886,8 +896,7 @@ static void pump(irc *r)
         }
         if (!q) break;
         char line[IRC_MAX_MSG_BYTES + 64];
-        const char *cmd = private_dest(q) ? "PRIVMSG" : channel_command(r);
-        snprintf(line, sizeof line, "%s %s :%s", cmd, target, q->lines[q->next]);
+        snprintf(line, sizeof line, "%s %s :%s", command_of(r, q), target, q->lines[q->next]);
         wbuf_add(r, line);
         if (r->state != C_UP) return;
         if (private_dest(q)) remember_private(r, target, q->room);
@@ -942,7 +951,7 @@ static void on_refused(void *ctx, const char *nick, int why)
                  "%s: I cannot send you your cards: you take private messages only from users logged in "
                  "to services. Allow mine (for example /mode %s -R), then send me %shand.",
                  nick, nick, r->config->prefix);
-    enqueue(r, 0, x->room, "", text);
+    enqueue(r, 0, x->room, "", 0, text);
 }
 
 /* The core's word outside the outbox: queued once like the adapter's own hints, if the bot
@@ -950,7 +959,7 @@ static void on_refused(void *ctx, const char *nick, int why)
 static void irc_notice(void *ctx, const char *room, const char *text)
 {
     irc *r = ctx;
-    if (r->state == C_UP && irc_proto_in_channel(r->p, room)) enqueue(r, 0, room, "", text);
+    if (r->state == C_UP && irc_proto_in_channel(r->p, room)) enqueue(r, 0, room, "", 1, text);
 }
 
 static void on_fatal(void *ctx, int status, const char *why)

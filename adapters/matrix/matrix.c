@@ -1178,7 +1178,8 @@ int matrix_run(const cfg *config, const matrix_options *o)
                        .seed = o->seed};
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
-                 .private_how = "in your direct chat with me", .notice = mx_notice};
+                 .private_how = "in your direct chat with me", .notify_off = 1,
+                 .notice = mx_notice};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
         goto done;

@@ -133,7 +133,7 @@ static double commit_ms(const char *dir)
     if (store_open(&s, path, err, sizeof err) != 0) die(path, err);
     int64_t t0 = now_ns(), id;
     for (int i = 0; i < 200; i++) {
-        if (store_begin(s) != 0 || store_outbox_add(s, "bench", "r0", "", "", "calibration", &id) != 0 ||
+        if (store_begin(s) != 0 || store_outbox_add(s, "bench", "r0", "", "", 0, "calibration", &id) != 0 ||
             store_commit(s) != 0)
             die("calibration", store_error(s));
     }

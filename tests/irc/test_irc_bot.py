@@ -15,6 +15,7 @@ clients play people:
     lines ([irc] line_bytes) a four-card hand is one line and no word is cut, on both servers;
   * wrong TLS settings (TLS to a plain port, a self-signed certificate without tls_ca, plain text
     to a TLS port) are logged as errors that name the setting, with a growing pause;
+  * !help in the channel: one line there, the list of commands to the asker as private NOTICEs;
   * flood control: with inspircd set to kill a client that sends too fast ("Excess Flood"), the
     bot paced by its token bucket survives a burst of output, and the same bot without pacing
     is killed (so the test can fail);
@@ -72,7 +73,7 @@ def console_order(lines):
     order = []
     for line in out.splitlines():
         m = re.match(r"^\[(#room|@[^\]]+)\] (.*)$", line)
-        order.append(("#", m.group(2)) if m.group(1) == "#room" else (m.group(1), mh.normalize_head(m.group(2))))
+        order.append(("#", m.group(2)) if m.group(1) == "#room" else (m.group(1), mh.normalize_private(m.group(2))))
     return order
 
 
@@ -92,7 +93,7 @@ def bot_lines(client, bot_nick="cardroom"):
         if m.params[0].lower() == CHANNEL:
             got.append(("#", plain(m.params[1])))
         elif not m.params[0].startswith("#"):
-            got.append(("@" + client.name, mh.normalize_head(plain(m.params[1]))))
+            got.append(("@" + client.name, mh.normalize_private(plain(m.params[1]))))
     return got
 
 
@@ -149,8 +150,10 @@ def check_tls_errors(test, plain_port, untrusted, tls_port):
 
 def squash(lines):
     """The words of a list of lines, without any whitespace: equal for a text and the same text
-    split into shorter lines at spaces."""
-    return "".join("".join(line.split()) for line in lines)
+    split into shorter lines at spaces.  A hint to write privately is normalized here too, as
+    mh.normalize_private does for a whole line: a split line may cut it in two."""
+    text = "".join("".join(line.split()) for line in lines)
+    return re.sub(r"privately\((?:with/msg[^)]*|inyourdirectchatwithme)\)", "privately(HOW)", text)
 
 
 class Bot:
@@ -303,7 +306,7 @@ class MatchOnNgircd(IrcTestCase):
                 and m.params[0].lower() == CHANNEL]
         private = {}
         for name, c in people.items():
-            private[name] = [mh.normalize_head(plain(m.params[1])) for m in c.received
+            private[name] = [mh.normalize_private(plain(m.params[1])) for m in c.received
                              if m.command == "PRIVMSG" and m.nick == "cardroom" and len(m.params) == 2
                              and not m.params[0].startswith("#")]
         return room, private
@@ -401,6 +404,27 @@ class MatchOnNgircd(IrcTestCase):
         log = bot.log_text()
         self.assertRegex(log, r"connecting again in \d+\.\d s")
         self.assertGreaterEqual(log.count("irc: registered as cardroom"), 2)
+
+    def test_help_list_goes_as_private_notices(self):
+        """!help in the channel: one line there, and the list of commands to the asker by private
+        NOTICE (only for reading, never answered automatically), exactly the console's words."""
+        ref = mh.console_reference(mh.parse_script("alice> !help\n"))
+        self.assertEqual(len(ref.room), 1)
+        self.assertGreater(len(ref.private["alice"]), 20)
+        self.bot(self.settings())
+        alice = self.client("alice")
+        alice.join(CHANNEL)
+        self.wait_bot_in(alice)
+        self.say(alice, CHANNEL, "!help")
+        alice.wait_privmsg(sender="cardroom", target="alice", command="NOTICE",
+                           text=ref.private["alice"][-1], timeout=BOT_TIMEOUT)
+        mine = [m for m in alice.received if m.nick == "cardroom" and len(m.params) == 2
+                and m.params[0].lower() == "alice"]
+        self.assertEqual([m.command for m in mine], ["NOTICE"] * len(mine), "the list went as PRIVMSG")
+        self.assertEqual([mh.normalize_private(plain(m.params[1])) for m in mine], ref.private["alice"])
+        room = [plain(m.params[1]) for m in alice.received if m.nick == "cardroom" and m.command == "NOTICE"
+                and len(m.params) == 2 and m.params[0].lower() == CHANNEL]
+        self.assertEqual(room, ref.room)
 
     def test_long_multibyte_output_is_split_whole(self):
         # The bot's longest lines (~270 bytes) fit IRC's 512; a network that relays only 200-byte
@@ -594,7 +618,8 @@ class OnInspircd(IrcTestCase):
         watcher = self.client("w" + nick[-6:])
         watcher.join(CHANNEL)
         self.wait_bot_in(watcher, nick=nick)
-        # One command that makes a lot of output: help for every command, privately, 3 times.
+        # One command that makes a lot of output: help for every command, privately (as
+        # NOTICEs), 3 times.
         t0 = time.monotonic()
         for _ in range(3):
             self.say(watcher, nick, "!help")
@@ -606,7 +631,7 @@ class OnInspircd(IrcTestCase):
         got = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            got = [m for m in watcher.received if m.nick == "cardflood" and m.command == "PRIVMSG"]
+            got = [m for m in watcher.received if m.nick == "cardflood" and m.command in ("PRIVMSG", "NOTICE")]
             if len(got) >= 30 and time.monotonic() - t0 > 8:
                 break
             time.sleep(0.5)

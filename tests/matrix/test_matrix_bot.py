@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE,  # noqa: E402
                      PLAYERS, ROOM_NAME, SYNC_REGEX, V3, Harness, Killer, Transcript, bot_binary,
-                     console_reference, parse_script, q, read_script, uid)
+                     console_reference, matrix_reference, parse_script, q, read_script, uid)
 
 KILL_SEED = 304
 SERVER_RESTART_SEED = 11
@@ -129,7 +129,7 @@ class MatrixBotTest(unittest.TestCase):
         naming the room, and turn prompts mentioning the seated player."""
         h = Harness(self)
         lines = read_script()
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         h.play(lines, room)
         actual = h.assert_transcript(room, expected)
@@ -178,7 +178,7 @@ class MatrixBotTest(unittest.TestCase):
         h = Harness(self)
         h.clear_log_allowed = False        # only the killer clears it, while the bot is down
         lines = read_script()
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         killer = Killer(h)
         killer.start()
@@ -229,7 +229,7 @@ class MatrixBotTest(unittest.TestCase):
             104: [dict(send, action="429", count=6, retry_after_ms=100),
                   dict(sync, action="500", count=1)],
         }
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room, added = self.match_with_faults(h, lines, schedule)
         h.assert_transcript(room, expected)
         self.assert_clean_events(h, [room] + self.all_dms(h))
@@ -254,7 +254,7 @@ class MatrixBotTest(unittest.TestCase):
         rng = random.Random(SERVER_RESTART_SEED)
         h = Harness(self, use_state=True)
         lines = read_script(limit=200)
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         plan = {i: (rng.random() < 0.5, round(rng.uniform(0.2, 1.0), 3))
                 for i in sorted(rng.sample(range(5, len(lines) - 5), 4))}
@@ -305,7 +305,7 @@ class MatrixBotTest(unittest.TestCase):
                       count=2)],
             84: [dict(send, action="huge", count=1)],
         }
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         marks = {}                 # schedule index -> stderr lines before its faults
 
@@ -359,7 +359,7 @@ class MatrixBotTest(unittest.TestCase):
         self.assertEqual([e["content"].get("body") for e in h.bot_events(room)], [],
                          "the bot answered a command from before its first start")
         h.say_and_wait("alice", room, "!new 304")
-        expected = Transcript(room=console_reference(parse_script("alice> !new 304\n")).room)
+        expected = Transcript(room=matrix_reference(parse_script("alice> !new 304\n")).room)
         h.assert_transcript(room, expected)
 
     # ---- 7 ---------------------------------------------------------------------------------------
@@ -386,7 +386,7 @@ class MatrixBotTest(unittest.TestCase):
         self.assertEqual(joins, [], "the bot joined mallory's room")
 
         h.say_and_wait("alice", dm, "!help")
-        ref = console_reference(parse_script("alice>> !help\n"))
+        ref = matrix_reference(parse_script("alice>> !help\n"))
         self.assertTrue(ref.private["alice"])
 
         def answered():
@@ -413,7 +413,7 @@ class MatrixBotTest(unittest.TestCase):
         self.assertEqual(levels["users"].get(uid("alice")), 100)
         self.assertLess(levels["users"].get(uid("bob"), levels.get("users_default", 0)),
                         levels.get("kick", 50))
-        ref = console_reference(parse_script(
+        ref = matrix_reference(parse_script(
             "carol> !new 304\nbob> !abort\nbob> !table\ncarol> !abort\n")).room
         # ref: table open / bob refused / table still there / closed (by its creator there)
         h.say_and_wait("carol", room, "!new 304")
@@ -436,7 +436,7 @@ class MatrixBotTest(unittest.TestCase):
                                "m.relates_to": {"rel_type": "m.replace", "event_id": hello}})
         h.say("bob", room, "!new 304", msgtype="m.notice")
         h.say_and_wait("carol", room, "!new 304")
-        ref = console_reference(parse_script("carol> !new 304\n")).room
+        ref = matrix_reference(parse_script("carol> !new 304\n")).room
         h.assert_transcript(room, Transcript(room=ref))
 
     # ---- 10 --------------------------------------------------------------------------------------
@@ -532,6 +532,25 @@ class MatrixBotTest(unittest.TestCase):
         self.assertTrue(any("cardroom: error:" in line and (
             uid("alice") in line or BOT_ID in line or "whoami" in line)
             for line in err.splitlines()), f"no error naming the mismatch:\n{err[-2000:]}")
+
+    # ---- 13 --------------------------------------------------------------------------------------
+
+    def test_13_notify_on(self):
+        """On Matrix a player gets no private turn notice until he asks (the mention in the room
+        notifies him): after `!notify on` from everyone, the first hands post exactly what the
+        console prints, where the notices are on, hand and all; without it, none but the
+        warnings for a card that must be sent privately."""
+        h = Harness(self)
+        lines = parse_script("".join(f"{p}> !notify on\n" for p in PLAYERS)) + read_script(limit=70)
+        expected = console_reference(lines)
+        room = self.start_game(h)
+        h.play(lines, room)
+        h.assert_transcript(room, expected)
+        notices = [line for user in PLAYERS for line in expected.private[user] if "Your turn. Your hand: " in line]
+        self.assertTrue(notices, "the script reaches no plain turn notice: the test has nothing to compare")
+        off = matrix_reference(read_script(limit=70))
+        self.assertFalse([line for user in PLAYERS for line in off.private[user]
+                          if "Your turn. Your hand: " in line])
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (BOT_ID, BOT_LOCALPART, BOT_PASSWORD, HEAD_RE, ROOM_NAME,  # noqa: E402
-                     Harness, Transcript, bot_binary, console_reference, normalize_head,
+                     Harness, Transcript, bot_binary, matrix_reference, normalize_private,
                      parse_script, q)
 
 try:
@@ -405,8 +405,8 @@ class MatrixE2EETest(E2EETestBase):
         self.start_bot(h)
         h.wait_bot_membership(room)
         lines = parse_script(SETUP)
-        ref = console_reference(parse_script(SETUP + "alice>> !hand\n"))
-        before_hand = console_reference(lines).private["alice"]
+        ref = matrix_reference(parse_script(SETUP + "alice>> !hand\n"))
+        before_hand = matrix_reference(lines).private["alice"]
         self.assertTrue(before_hand and len(ref.private["alice"]) > len(before_hand))
         for line in lines:
             h.say_and_wait(line.user, room, line.text)
@@ -423,7 +423,7 @@ class MatrixE2EETest(E2EETestBase):
                         "m.room.encryption is not in the DM's initial state")
 
         def dm_lines(pairs):
-            return [normalize_head(line) for b in self.bodies(pairs) for line in b.split("\n")]
+            return [normalize_private(line) for b in self.bodies(pairs) for line in b.split("\n")]
 
         self.decrypted(h, alice, dm, 1, what="the first DM lines")
         h.wait_for(lambda: len(dm_lines(self.decrypted(h, alice, dm, 1))) >= len(before_hand),
@@ -459,7 +459,7 @@ class MatrixE2EETest(E2EETestBase):
         self.start_bot(h)
         room = self.encrypted_room(h, alice)
         self.say(h, alice, "alice", room, "!new 304")
-        ref = console_reference(parse_script("alice> !new 304\n")).room
+        ref = matrix_reference(parse_script("alice> !new 304\n")).room
         self.decrypted(h, alice, room, 1, what="the answer to !new 304")
         time.sleep(0.5)
         pairs = self.decrypted(h, alice, room, 1)
@@ -488,7 +488,7 @@ class MatrixE2EETest(E2EETestBase):
         alice2.upload_keys()
         h.wait_handled(h.stream_position(), "alice's second device (a device-list change)")
         self.say(h, alice, "alice", room, "!join")
-        ref = console_reference(parse_script("alice> !new 304\nalice> !join\n")).room
+        ref = matrix_reference(parse_script("alice> !new 304\nalice> !join\n")).room
         deadline = time.monotonic() + 30
         while True:
             alice2.sync()
@@ -605,7 +605,7 @@ class MatrixE2EETest(E2EETestBase):
         h.bot.start()
         self.say(h, alice, "alice", room, "!join")
         pairs = self.decrypted(h, alice, room, 2, what="the answer to !join after the restart")
-        ref = console_reference(parse_script("alice> !new 304\nalice> !join\n")).room
+        ref = matrix_reference(parse_script("alice> !new 304\nalice> !join\n")).room
         self.assertEqual(self.bodies(pairs), ref)
         after = h.bot_devices()
         self.assertEqual(list(after), [device])

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """make.py — makes this directory's fixture: journals written by cardroom 0.1.0, and what that
-release says next from them.
+release does next from them.
 
     tests/data/journal-0.1.0/make.py CARDROOM
+    tests/data/journal-0.1.0/make.py --words CARDROOM
 
 CARDROOM is the `cardroom` binary of release 0.1.0 (the tables as they were before every game
 sat behind one table interface). Everything is played through `cardroom console --script
@@ -25,6 +26,11 @@ schema version); then for every table still open, ROOM.in holds a few commands t
 from there (found the same way) and ROOM.out what CARDROOM printed for them, run on a
 database made from tables.sql. tests/test_migration.c checks that a newer cardroom rebuilds
 every table of tables.sql and prints exactly ROOM.out for ROOM.in.
+
+When the bot's words change, --words CARDROOM (a build with the new words) rewrites only the
+ROOM.out files, with what CARDROOM prints for ROOM.in; it first checks that CARDROOM makes the
+same moves and deals as the ROOM.out it replaces (who plays, bids, passes, excludes, cuts or
+calls what, and who deals each hand), so the files keep 0.1.0's game in today's words.
 
 The console skips as many script lines as the database says it has handled (its position), so
 every run's input starts with that many comment lines; test_migration.c does the same.
@@ -272,9 +278,63 @@ def dump(db, path):
         f.write(text)
 
 
+MOVE_RE = re.compile(r"(?:\b(\w+) \((South|East|North|West|seat \d)(?:, away)?\)|\bcomputer \(?(South|East|North|"
+                     r"West|seat \d)\)?) (plays|bids|passes|excludes|cuts|does not cut|calls)([^.!\u2014;\n]*)")
+DEAL_RE = re.compile(r"^Hand (\d+) \u2014 dealer (?:\w+ \(|computer \(?)(South|East|North|West|seat \d)")
+
+
+def moves(text):
+    """The moves and deals a console transcript says in its rooms, in the words of any release:
+    [(seat, verb, what)] and [("deal", hand, dealer)]."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\[#[^\]]*\] (.*)$", line)
+        if not m:
+            continue
+        body = m.group(1)
+        d = DEAL_RE.match(body)
+        if d:
+            out.append(("deal", d.group(1), d.group(2)))
+            continue  # the rest of a deal's line says who is to act, not a move
+        for mv in MOVE_RE.finditer(body):
+            out.append((mv.group(2) or mv.group(3), mv.group(4), mv.group(5).strip()))
+    return out
+
+
+def rewrite_words(cardroom):
+    """--words: ROOM.out in CARDROOM's words, after checking it makes the same moves."""
+    work = tempfile.mkdtemp(prefix="cardroom-fixture-")
+    runner = Runner(os.path.abspath(cardroom), work)
+    base = os.path.join(work, "base.db")
+    con = sqlite3.connect(base)
+    with open(os.path.join(HERE, "tables.sql")) as f:
+        con.executescript(f.read())
+    con.close()
+    for name in sorted(os.listdir(HERE)):
+        if not name.endswith(".in"):
+            continue
+        room = name[:-3]
+        with open(os.path.join(HERE, name)) as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(HERE, room + ".out")) as f:
+            before = f.read()
+        db = os.path.join(work, "words.db")
+        shutil.copy(base, db)
+        said = runner.run(db, room, lines)
+        if moves(said) != moves(before) or not moves(said):
+            sys.exit("%s: %s does not make the moves of %s.out:\n%s\n%s" % (room, cardroom, room, moves(before),
+                                                                            moves(said)))
+        with open(os.path.join(HERE, room + ".out"), "w") as f:
+            f.write(said)
+    shutil.rmtree(work)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--words":
+        rewrite_words(sys.argv[2])
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: make.py CARDROOM")
+        sys.exit("usage: make.py CARDROOM | make.py --words CARDROOM")
     work = tempfile.mkdtemp(prefix="cardroom-fixture-")
     runner = Runner(os.path.abspath(sys.argv[1]), work)
     db = os.path.join(work, "tables.db")
