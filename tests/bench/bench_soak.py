@@ -14,8 +14,8 @@ What it does:
      computer players: a scripted client (tests/matrix/olm_client.py on python3-olm) with its
      own device keys, which joins the encrypted direct chat the bot makes, decrypts its cards
      there and plays when the bot's turn prompt in the room mentions it: "!pass" in the bidding,
-     and in the play its cards as bare cards, one encrypted private message each (the first
-     legal one is taken, the others are ignored). The other rooms hold four computer players,
+     and in the play the cards it still holds as bare cards, one encrypted private message each
+     (the first legal one is taken, the others are ignored). The other rooms hold four computer players,
      opened by a croupier. Every match is --tokens tokens a team; when one ends, the room's
      owner opens the next.
   3. Runs until --hands hands are finished. Hands are counted from the bot's database (read
@@ -61,13 +61,18 @@ from olm_client import OlmClient  # noqa: E402
 
 SUITS = {"♠": "S", "♥": "H", "♦": "D", "♣": "C"}
 CARD_GROUP_RE = re.compile(r"([♠♥♦♣])((?:\s+(?:10|[7-9JQKA]))+)")
+PLAYED_RE = re.compile(r"plays (10|[7-9JQKA])([♠♥♦♣])")
+TO_PLAY_RE = re.compile(r"\bto (lead|play)\b")
 ALL_CARDS = [r + s for s in "SHDC" for r in ("7", "8", "9", "10", "J", "Q", "K", "A")]
 STALL_S = 120
 SANITIZER_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:")
 
 
 def cards_of(text):
-    """The cards a private message shows ("♠ J 9 · ♥ A 10 · ..."), in its order."""
+    """The cards of the hand a private message shows ("... your hand: ♠ J 9 · ♥ A 10 · ..."; the
+    whole text when it names no hand), in its order."""
+    hand = text.lower().rfind("hand:")
+    text = text[hand:] if hand >= 0 else text
     return [rank + SUITS[m.group(1)] for m in CARD_GROUP_RE.finditer(text) for rank in m.group(2).split()]
 
 
@@ -129,8 +134,13 @@ class Person(threading.Thread):
                 if e.get("sender") != BOT_ID:
                     continue
                 if room_id == self.room and e.get("type") == "m.room.message":
+                    body = e["content"].get("body", "")
+                    for line in body.splitlines():     # its own plays leave its hand
+                        played = PLAYED_RE.search(line) if uid(self.name) in line else None
+                        if played and played.group(1) + SUITS[played.group(2)] in self.hand:
+                            self.hand.remove(played.group(1) + SUITS[played.group(2)])
                     mentions = (e["content"].get("m.mentions") or {}).get("user_ids") or []
-                    turn = e["content"].get("body", "") if uid(self.name) in mentions else None
+                    turn = body if uid(self.name) in mentions else None
                 elif e.get("type") == "m.room.encrypted":
                     self.dm = self.dm or room_id
                     d = c.try_decrypt(e, room_id)
@@ -142,7 +152,7 @@ class Person(threading.Thread):
 
     def play(self, prompt):
         c = self.client
-        if " to lead " not in prompt and " to play " not in prompt:
+        if not TO_PLAY_RE.search(prompt):
             self.bench.say(self.name, self.room, "!pass", self.http)
         elif self.dm:
             for card in self.hand or ALL_CARDS:
