@@ -14,8 +14,8 @@ What it does:
      computer players: a scripted client (tests/matrix/olm_client.py on python3-olm) with its
      own device keys, which joins the encrypted direct chat the bot makes, decrypts its cards
      there and plays when the bot's turn prompt in the room mentions it: "!pass" in the bidding,
-     and in the play the cards it still holds as bare cards, one encrypted private message each
-     (the first legal one is taken, the others are ignored). The other rooms hold four computer players,
+     and in the play a card it holds as a bare card in an encrypted private message (of the suit
+     led if it has one; after a refusal the next, or one the refusal names). The other rooms hold four computer players,
      opened by a croupier. Every match is --tokens tokens a team; when one ends, the room's
      owner opens the next.
   3. Runs until --hands hands are finished. Hands are counted from the bot's database (read
@@ -61,8 +61,11 @@ from olm_client import OlmClient  # noqa: E402
 
 SUITS = {"♠": "S", "♥": "H", "♦": "D", "♣": "C"}
 CARD_GROUP_RE = re.compile(r"([♠♥♦♣])((?:\s+(?:10|[7-9JQKA]))+)")
+CARD_RE = re.compile(r"(10|[7-9JQKA])([♠♥♦♣])")
 PLAYED_RE = re.compile(r"plays (10|[7-9JQKA])([♠♥♦♣])")
+FACE_DOWN_RE = re.compile(r"play (10|[7-9JQKA])([♠♥♦♣]) face down")
 TO_PLAY_RE = re.compile(r"\bto (lead|play)\b")
+LED_RE = re.compile(r"([♠♥♦♣]) led")
 ALL_CARDS = [r + s for s in "SHDC" for r in ("7", "8", "9", "10", "J", "Q", "K", "A")]
 STALL_S = 120
 SANITIZER_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:")
@@ -85,8 +88,11 @@ def rss_kib(pid):
 
 
 class Person(threading.Thread):
-    """A person at one table: syncs, joins the bot's direct chat, decrypts its cards there and
-    plays when the turn prompt in the room mentions it."""
+    """A person at one table: syncs, joins the bot's direct chat and decrypts its cards there, and
+    when the turn prompt in the room mentions it, passes in the bidding or plays one card: of the
+    suit led if it holds one, else any. A refusal (which says which cards would do, when it
+    can) makes it try the next; its own play in the room, or a card going face down, ends the
+    turn."""
 
     def __init__(self, bench, name, room_id):
         super().__init__(daemon=True)
@@ -94,7 +100,11 @@ class Person(threading.Thread):
         self.client = None
         self.http = Client(bench.port)
         self.dm = None
-        self.hand = []
+        self.hand = []           # the cards it holds, as far as it knows
+        self.hint = []           # the cards a refusal named
+        self.led = None          # the suit led in the trick it must play to
+        self.turn = False        # a play of its own is due
+        self.tried = set()
         self.error = None
         self.moves = 0
         self.ready = threading.Event()
@@ -125,9 +135,14 @@ class Person(threading.Thread):
             self.error = exc
             self.ready.set()
 
+    def played(self, card):
+        if card in self.hand:
+            self.hand.remove(card)
+        self.turn = False
+
     def read(self):
         c = self.client
-        turn = None
+        prompt, refused = None, False
         for room_id in list(c.timeline):
             events, c.timeline[room_id] = c.timeline[room_id], []
             for e in events:
@@ -135,29 +150,47 @@ class Person(threading.Thread):
                     continue
                 if room_id == self.room and e.get("type") == "m.room.message":
                     body = e["content"].get("body", "")
-                    for line in body.splitlines():     # its own plays leave its hand
-                        played = PLAYED_RE.search(line) if uid(self.name) in line else None
-                        if played and played.group(1) + SUITS[played.group(2)] in self.hand:
-                            self.hand.remove(played.group(1) + SUITS[played.group(2)])
+                    for line in body.splitlines():
+                        mine = PLAYED_RE.search(line) if uid(self.name) in line.split(" plays ")[0] else None
+                        if mine:
+                            self.played(mine.group(1) + SUITS[mine.group(2)])
                     mentions = (e["content"].get("m.mentions") or {}).get("user_ids") or []
-                    turn = body if uid(self.name) in mentions else None
+                    prompt = body.splitlines()[-1] if uid(self.name) in mentions else None
                 elif e.get("type") == "m.room.encrypted":
                     self.dm = self.dm or room_id
                     d = c.try_decrypt(e, room_id)
-                    shown = cards_of(d.content.get("body", "")) if d else []
-                    if shown:
-                        self.hand = shown
-        if turn is not None:
-            self.play(turn.splitlines()[-1])
+                    text = d.content.get("body", "") if d else ""
+                    down = FACE_DOWN_RE.search(text)
+                    if "hand:" in text.lower():
+                        self.hand = cards_of(text)
+                    elif down:
+                        self.played(down.group(1) + SUITS[down.group(2)])
+                    elif self.turn:
+                        refused = True
+                        held = text.split("you hold", 1)
+                        self.hint = [r + SUITS[s] for r, s in CARD_RE.findall(held[1])] if len(held) == 2 else []
+        if prompt is not None:
+            self.start_turn(prompt)
+        elif self.turn and refused:
+            self.try_card()
 
-    def play(self, prompt):
-        c = self.client
+    def start_turn(self, prompt):
+        self.moves += 1
         if not TO_PLAY_RE.search(prompt):
             self.bench.say(self.name, self.room, "!pass", self.http)
-        elif self.dm:
-            for card in self.hand or ALL_CARDS:
-                c.send_encrypted(self.dm, card)
-        self.moves += 1
+            return
+        led = LED_RE.search(prompt)
+        self.led = SUITS[led.group(1)] if led else None
+        self.turn, self.tried, self.hint = True, set(), []
+        self.try_card()
+
+    def try_card(self):
+        following = [x for x in self.hand if self.led and x.endswith(self.led)]
+        for card in self.hint + following + self.hand + ALL_CARDS:
+            if card not in self.tried and self.dm:
+                self.tried.add(card)
+                self.client.send_encrypted(self.dm, card)
+                return
 
 
 class Soak:
