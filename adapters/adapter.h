@@ -9,6 +9,7 @@
 #define CARDROOM_ADAPTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -59,6 +60,14 @@ typedef struct {
      * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
      * 0: they get it until they say !notify off (console, IRC). */
     int notify_off;
+    /* The network's pace (may be NULL: it has none, as the console): the milliseconds m takes
+     * to send at the rate the network allows now, not counting what is queued before it (IRC:
+     * the lines it splits into at the flood interval; Matrix: what is left of a rate limit).
+     * The core asks once per message, when it is written, and adds the answers up per room
+     * until the messages are delivered: while a room's sum, or the network's, is more than a
+     * few seconds, that room's computer players wait, so the queue stays short and a person's
+     * command is never answered behind it. */
+    int64_t (*pace_ms)(void *ctx, const store_msg *m);
     /* Says text in room at once, outside the outbox: one attempt, never retried. The core's word
      * that its store fails (the outbox cannot be written then) and that it works again. May be
      * NULL: the network hears nothing of it. */

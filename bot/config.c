@@ -86,6 +86,7 @@ static const cfg_key cfg_keys[] = {
             "a number of seconds from 0 to 315360000 (ten years; 0 keeps everything)"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
+    CFG_INT(CFG_SEC_TIMERS, "leave_grace", leave_grace, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "table_idle_close", table_idle_close, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "bot_delay_ms", bot_delay_ms, 0, 60000, "a number of milliseconds from 0 to 60000"),
     CFG_TEXT(CFG_SEC_MATRIX, "homeserver", matrix_homeserver, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
@@ -153,6 +154,7 @@ void cfg_defaults(cfg *c)
     c->keep_finished = 2592000;
     c->remind_after = 120;
     c->idle_takeover = 600;
+    c->leave_grace = 120;
     c->table_idle_close = 86400;
     c->bot_delay_ms = 0;
     g304_rules_default(&c->rules);

@@ -29,6 +29,7 @@ typedef struct {
     /* [timers] — seconds; 0 turns that timer off */
     int remind_after;         /* remind the player to act, default 120 */
     int idle_takeover;        /* a computer player takes the seat, default 600 */
+    int leave_grace;          /* a player who left the room keeps the seat this long, default 120 */
     int table_idle_close;     /* close a table nobody touched, default 86400 */
     int bot_delay_ms;         /* pause before a computer player's move is shown, default 0 */
     /* [rules] — defaults for new 304 tables (any option of shared/rules/304.md) */

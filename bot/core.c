@@ -32,13 +32,32 @@
 #define RETRY_MAX_MS 60000       /* each failed try doubles the pause, up to this */
 #define PRUNE_EVERY_MAX_MS 3600000 /* pruning runs a quarter of keep_finished apart, at most this */
 #define PRUNE_TABLES 64          /* finished tables pruned per transaction */
+#define BACKLOG_ROOM_MS 3000   /* a room's unsent messages that make its computer players wait */
+#define BACKLOG_ROOM_MSGS 3    /* as many: a network may send a room one message at a time */
+#define BACKLOG_NET_MS 5000    /* what all the rooms of one network have unsent together */
 
 typedef struct {
     table t;
     int job_pending;
     int64_t job_seq;
     int dirty;
+    int held;                  /* a computer player waits for the backlog (schedule) */
 } slot;
+
+/* The undelivered messages of one room and what they take at its network's pace (see the
+ * backlog). */
+typedef struct {
+    int net;                   /* index in core.nets */
+    char room[TABLE_ROOM_MAX];
+    int n;
+    int64_t ms;
+} room_backlog;
+
+typedef struct {
+    int64_t id;                /* outbox id */
+    int64_t ms;
+    int room;                  /* index in core.rooms */
+} unsent_msg;
 
 struct core {
     core_options o;
@@ -65,6 +84,12 @@ struct core {
     char **told;              /* "net\nroom" of each room told of it, to tell again when it works */
     int ntold, ctold;
     core_stats stats;
+    room_backlog *rooms;       /* the backlog: rooms with messages that cost time to send */
+    int nrooms, crooms;
+    unsent_msg *unsent;        /* those messages, by id */
+    int nunsent, cunsent;
+    int64_t net_ms[CORE_MAX_NETS];
+    int resume_next;           /* the slot backlog_done() looks at first */
 };
 
 /* ---- small helpers ---- */
@@ -221,6 +246,8 @@ void core_free(core *c)
     }
     free(c->delivered);
     free(c->inflight);
+    free(c->rooms);
+    free(c->unsent);
     free(c);
 }
 
@@ -277,12 +304,12 @@ static slot *slot_of_id(core *c, int64_t id)
 
 /* The table a private message is about: where the sender sits, preferring one where it is his
  * turn, else the most recently created. */
-static slot *slot_of_player(core *c, const char *net, const char *user)
+static slot *slot_of_player(core *c, const char *net, const char *user, const char *origin)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        int seat = table_seat_of(&s->t, user);
+        int seat = table_seat_of(&s->t, user, origin);
         if (s->t.over || seat < 0 || strcmp(s->t.net, net) != 0) continue;
         if (table_to_act(&s->t) == seat && s->t.started) return s;
         best = s;
@@ -309,6 +336,105 @@ static void slots_sweep(core *c)
     c->nslots = k;
 }
 
+/* ---- the backlog: messages written but not yet delivered, at their network's pace ----
+ * A message costs what the adapter's pace_ms says when it is written; the cost counts for its
+ * room and network until the adapter reports it delivered. Computer players wait while either
+ * sum is over its limit, or their room has a few messages waiting (schedule); each delivery
+ * lets one waiting table go on, and since every move says something, its move is delivered in
+ * turn and wakes the next. Messages that cost nothing (the console) are not kept, so a network
+ * without a pace plays exactly as fast as before. */
+
+static int schedule(core *c, slot *s);
+
+static void backlog_add(core *c, const char *net, const store_msg *m)
+{
+    const adapter *a = net_of(c, net);
+    int64_t ms = a && a->pace_ms ? a->pace_ms(a->ctx, m) : 0;
+    if (ms <= 0) return;
+    int n = (int)(a - c->nets), k = 0;
+    while (k < c->nrooms && (c->rooms[k].net != n || strcmp(c->rooms[k].room, m->room) != 0)) k++;
+    if (k == c->nrooms) {
+        c->rooms = grow(c->rooms, &c->crooms, c->nrooms + 1, sizeof *c->rooms);
+        c->rooms[k] = (room_backlog){.net = n};
+        snprintf(c->rooms[k].room, sizeof c->rooms[k].room, "%s", m->room);
+        c->nrooms++;
+    }
+    c->rooms[k].n++;
+    c->rooms[k].ms += ms;
+    c->net_ms[n] += ms;
+    c->unsent = grow(c->unsent, &c->cunsent, c->nunsent + 1, sizeof *c->unsent);
+    c->unsent[c->nunsent++] = (unsent_msg){m->id, ms, k};
+}
+
+/* Message id is delivered: its cost leaves the backlog, and one waiting table goes on (a
+ * message out, a move in; the tables in turn). Waking them all at once would let every one of
+ * them add its move before the first of those is counted. */
+static void backlog_done(core *c, int64_t id)
+{
+    int lo = 0, hi = c->nunsent; /* ids only grow, so the list is in order */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c->unsent[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == c->nunsent || c->unsent[lo].id != id) return;
+    room_backlog *r = &c->rooms[c->unsent[lo].room];
+    r->n--;
+    r->ms -= c->unsent[lo].ms;
+    c->net_ms[r->net] -= c->unsent[lo].ms;
+    memmove(&c->unsent[lo], &c->unsent[lo + 1], (size_t)(c->nunsent - lo - 1) * sizeof *c->unsent);
+    c->nunsent--;
+    for (int k = 0; k < c->nslots; k++) {
+        int i = (c->resume_next + k) % c->nslots;
+        if (c->slots[i]->held && schedule(c, c->slots[i])) {
+            c->resume_next = i + 1;
+            break;
+        }
+    }
+}
+
+/* Whether the room's computer players wait: its backlog, or its network's, is too long. */
+static int backlog_full(core *c, const char *net, const char *room)
+{
+    const adapter *a = net_of(c, net);
+    int n = a ? (int)(a - c->nets) : -1;
+    if (n < 0 || c->net_ms[n] == 0) return 0;
+    if (c->net_ms[n] >= BACKLOG_NET_MS) return 1;
+    for (int k = 0; k < c->nrooms; k++)
+        if (c->rooms[k].net == n && strcmp(c->rooms[k].room, room) == 0)
+            return c->rooms[k].ms >= BACKLOG_ROOM_MS || c->rooms[k].n >= BACKLOG_ROOM_MSGS;
+    return 0;
+}
+
+/* A message say() just wrote. */
+static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
+                            const char *mention, const char *text)
+{
+    const adapter *a = net_of(c, net);
+    if (!a || !a->pace_ms) return;
+    store_msg m = {.id = id, .text = (char *)text}; /* the adapter only reads it */
+    snprintf(m.net, sizeof m.net, "%s", net);
+    snprintf(m.room, sizeof m.room, "%s", room ? room : "");
+    snprintf(m.user, sizeof m.user, "%s", user ? user : "");
+    snprintf(m.mention, sizeof m.mention, "%s", mention ? mention : "");
+    backlog_add(c, net, &m);
+}
+
+static int backlog_restore_one(void *ctx, const store_msg *m)
+{
+    backlog_add(ctx, m->net, m);
+    return 0;
+}
+
+/* At the start: the messages a restart left undelivered. */
+static int backlog_restore(core *c)
+{
+    for (int i = 0; i < c->nnets; i++)
+        if (c->nets[i].pace_ms && store_outbox_pending(c->o.db, c->nets[i].net, 0, backlog_restore_one, c) != 0)
+            return -1;
+    return 0;
+}
+
 /* ---- writing what happened ---- */
 
 /* notice: a private message only for reading (store_msg). */
@@ -320,6 +446,7 @@ static int say(core *c, const char *net, const char *room, const char *user, con
                          &id) != 0)
         return -1;
     c->stats.messages++;
+    backlog_written(c, net, id, room, user, mention, text);
     return 0;
 }
 
@@ -361,11 +488,18 @@ static int settle(core *c, slot *s)
     return write_and_clear(c, s, &o);
 }
 
-static void schedule(core *c, slot *s)
+/* Asks a computer player to move when one is to act, unless the room's messages are still
+ * queued too long (then it waits for backlog_done). Returns 1 if it asked. */
+static int schedule(core *c, slot *s)
 {
     table *t = &s->t;
-    int seat = table_computer_to_act(t);
-    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return;
+    int seat = table_computer_to_act(t), asked = 0;
+    s->held = 0;
+    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return 0;
+    if (backlog_full(c, t->net, t->room)) {
+        s->held = 1;
+        return 0;
+    }
     work_job *j = calloc(1, sizeof *j);
     if (!j) abort();
     j->table = t->id;
@@ -377,8 +511,10 @@ static void schedule(core *c, slot *s)
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
+        asked = 1;
     }
     free(j);
+    return asked;
 }
 
 /* ---- commands the core answers itself ---- */
@@ -548,7 +684,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
     cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
     if (m.kind == CMD_NONE) return 0;
-    slot *s = q.is_private ? slot_of_player(c, net, e->sender) : slot_of_room(c, net, e->room);
+    slot *s = q.is_private ? slot_of_player(c, net, e->sender, e->origin) : slot_of_room(c, net, e->room);
     switch (m.kind) {
     case CMD_BAD: return answer(&q, "%s", m.err);
     case CMD_NEW: return do_new(c, &q, &m);
@@ -566,21 +702,48 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
     table_out o = {0};
-    table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o);
+    table_command(&s->t, env_for(c, net), e->sender, e->origin, e->moderator, q.is_private, &m, &o);
     return write_and_clear(c, s, &o);
 }
 
-/* A player who leaves the room leaves an unstarted table, and is away from a running one. */
+/* A player who leaves the room keeps his seat for [timers] leave_grace: coming back or speaking
+ * ends the wait (handle_seen), else he then leaves an unstarted table and is away from a
+ * running one. The slot is marked so that after_commit() counts the new timer. */
 static int handle_leave(core *c, const char *net, const adapter_event *e)
 {
     slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
-    int seat = s ? table_seat_of(&s->t, e->sender) : -1;
-    if (seat < 0) return 0;
+    if (!s) return 0;
     table_out o = {0};
-    char entry[32], err[256];
-    snprintf(entry, sizeof entry, s->t.started ? "away %d" : "leave %d", seat);
-    if (!(s->t.started && s->t.seat[seat].away)) table_exec(&s->t, env_for(c, net), entry, &o, err, sizeof err);
+    int64_t grace = (int64_t)c->o.config->leave_grace * 1000;
+    if (table_player_left(&s->t, env_for(c, net), e->sender, e->origin, now_ms(c), grace, &o) >= 0) s->dirty = 1;
     return write_and_clear(c, s, &o);
+}
+
+/* Somebody joined a room or spoke (in a room, or privately: then at all his tables): he has not
+ * left, whatever left event came before. */
+static void handle_seen(core *c, const char *net, const adapter_event *e)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        table *t = &c->slots[i]->t;
+        if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
+            table_player_seen(t, e->sender, e->origin);
+    }
+}
+
+/* A player seen changing his nick (one event per room the bot shares with him): his seats on
+ * that network follow him, wherever he sits; the later events of the same change find nothing
+ * left to rename. */
+static int handle_rename(core *c, const char *net, const adapter_event *e)
+{
+    if (!e->renamed_to || strlen(e->renamed_to) >= TABLE_USER_MAX) return 0;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        if (strcmp(s->t.net, net) != 0) continue;
+        table_out o = {0};
+        table_player_renamed(&s->t, env_for(c, net), e->sender, e->origin, e->renamed_to, &o);
+        if (write_and_clear(c, s, &o) != 0) return -1;
+    }
+    return 0;
 }
 
 /* ---- when the store fails ----
@@ -658,10 +821,13 @@ static int recover(core *c)
     store_rollback(c->o.db);
     if (store_probe(c->o.db, now / 1000) != 0) return fail_store(c, "a retry");
     for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
-    c->nslots = 0;
+    c->nslots = c->resume_next = 0;
     c->nheld = 0; /* the tables ask again; an answer still on its way finds its table or nothing */
+    c->nrooms = c->nunsent = 0; /* the backlog too: it counted messages that did not commit */
+    memset(c->net_ms, 0, sizeof c->net_ms);
     int n = restore_tables(c);
     if (n < 0) return fail_store(c, "rebuilding the tables");
+    for (int i = 0; i < c->ndelivered; i++) backlog_done(c, c->delivered[i]); /* delivered, not yet marked */
     logf_(c, CORE_LOG_WARN, "the store works again after %.1f s; %d open table%s rebuilt from it",
           (double)(now - c->suspended_at) / 1000, n, n == 1 ? "" : "s");
     c->suspended = 0;
@@ -745,12 +911,15 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     for (int i = 0; i < n; i++) {
         int rc = 0;
-        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
-            logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
+        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX) ||
+            (ev[i].origin && strlen(ev[i].origin) >= TABLE_ORIGIN_MAX)) {
+            logf_(c, CORE_LOG_WARN, "an event with a user, room or origin too long for a table was ignored");
             continue;
         }
+        if (ev[i].kind == ADAPTER_MESSAGE || ev[i].kind == ADAPTER_JOIN) handle_seen(c, net, &ev[i]);
         if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text) rc = handle_message(c, net, &ev[i]);
         else if (ev[i].kind == ADAPTER_LEAVE) rc = handle_leave(c, net, &ev[i]);
+        else if (ev[i].kind == ADAPTER_RENAME) rc = handle_rename(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
@@ -893,6 +1062,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
         if (rc == 0) rc = store_commit(c->o.db);
         if (rc == 0) c->ndelivered = 0;
     }
+    for (int i = 0; i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
     for (int i = 0; i < l.n; i++) free(l.m[i].text);
@@ -919,9 +1089,11 @@ int core_flush(core *c)
 int core_sent_many(core *c, const int64_t *ids, int n)
 {
     if (n <= 0) return 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
         for (int i = 0; i < c->ninflight; i++)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
+        backlog_done(c, ids[k]);
+    }
     remember_delivered(c, ids, n);
     if (c->suspended) return 0; /* marked once the store works again */
     if (store_begin(c->o.db) != 0 || write_delivered(c) != 0 || store_commit(c->o.db) != 0)
@@ -937,6 +1109,7 @@ int core_delivered(core *c, int64_t id)
     for (int i = 0; i < c->ninflight; i++)
         if (c->inflight[i] == id) c->inflight[i] = c->inflight[--c->ninflight];
     remember_delivered(c, &id, 1);
+    backlog_done(c, id);
     return 0;
 }
 
@@ -1005,7 +1178,8 @@ static int restore_one(core *c, const store_table *row)
 static int restore_tables(core *c)
 {
     table_list l = {0};
-    int rc = store_tables_open(c->o.db, collect_table, &l);
+    int rc = backlog_restore(c);
+    if (rc == 0) rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
     if (rc != 0) return -1;

@@ -115,6 +115,7 @@ Test(config, defaults)
     cr_expect_eq(c.keep_finished, 2592000);
     cr_expect_eq(c.remind_after, 120);
     cr_expect_eq(c.idle_takeover, 600);
+    cr_expect_eq(c.leave_grace, 120);
     cr_expect_eq(c.table_idle_close, 86400);
     cr_expect_eq(c.bot_delay_ms, 0);
     cr_expect_str_eq(c.console_user, "you");
@@ -154,7 +155,8 @@ Test(config, example_file_names_every_key)
     fclose(f);
     text[n] = '\0';
     static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "rules_url = ",
-                                       "keep_finished = ", "[timers]", "remind_after = ", "idle_takeover = ", "table_idle_close = ",
+                                       "keep_finished = ", "[timers]", "remind_after = ", "idle_takeover = ",
+                                       "leave_grace = ", "table_idle_close = ",
                                        "bot_delay_ms = ", "[rules]", "[console]", "user = ", "room = "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         cr_expect_not_null(strstr(text, keys[i]), "example lacks %s", keys[i]);
@@ -179,6 +181,7 @@ Test(config, every_key)
                                   "[timers]\n"
                                   "remind_after = 0\n"
                                   "idle_takeover = 2592000\n"
+                                  "leave_grace = 30\n"
                                   "table_idle_close = 3600\n"
                                   "bot_delay_ms = 60000\n"
                                   "[rules]\n"
@@ -203,6 +206,7 @@ Test(config, every_key)
     cr_expect_eq(c.keep_finished, 0);
     cr_expect_eq(c.remind_after, 0);
     cr_expect_eq(c.idle_takeover, 2592000);
+    cr_expect_eq(c.leave_grace, 30);
     cr_expect_eq(c.table_idle_close, 3600);
     cr_expect_eq(c.bot_delay_ms, 60000);
     cr_expect_eq(c.rules.cut, 1);
@@ -341,7 +345,8 @@ Test(config, blanks_inside_heading)
 Test(config, unknown_key)
 {
     load_fails("[timers]\nremind = 5\n",
-               "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, table_idle_close, bot_delay_ms)");
+               "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, leave_grace, table_idle_close, "
+               "bot_delay_ms)");
     load_fails("[bot]\nPrefix = !\n",
                "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url, keep_finished)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");

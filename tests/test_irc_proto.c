@@ -590,6 +590,19 @@ Test(irc_proto, nick_changes_seen_in_shared_channels)
     irc_proto_free(p);
 }
 
+Test(irc_proto, nick_from_a_prefix_without_a_nick_names_nobody)
+{
+    irc_proto *p = registered("");
+    feed(p, ":irc.test 353 cardroom = #cards :cardroom c");
+    feed(p, ":@ NICK c");
+    feed(p, ":@!u@h NICK :d");
+    cr_assert_eq(R.nev, 0, "no rename from a sender that is no nick");
+    feed(p, ":c!c@h NICK :e");
+    cr_assert_eq(R.nev, 1);
+    cr_assert_str_eq(R.ev[0].sender, "c");
+    irc_proto_free(p);
+}
+
 Test(irc_proto, own_prefix_sets_the_budget)
 {
     irc_proto *p = make("", IRC_LOGIN_AUTO, "");

@@ -107,17 +107,11 @@ static int parse_script_line(char *line, adapter_event *e, const char *room)
     for (char *p = line; *p; p++)
         if (*p == ' ' || *p == '\t') return -1;
     char *text = gt + 1;
-    e->is_private = 0;
-    if (*text == '>') {
-        e->is_private = 1;
-        text++;
-    }
+    int is_private = *text == '>';
+    text += is_private;
     if (*text == ' ') text++;
-    e->kind = ADAPTER_MESSAGE;
-    e->sender = line;
-    e->text = text;
-    e->room = e->is_private ? NULL : room;
-    e->moderator = 0;
+    *e = (adapter_event){.kind = ADAPTER_MESSAGE, .room = is_private ? NULL : room, .sender = line, .text = text,
+                         .is_private = is_private};
     return 0;
 }
 

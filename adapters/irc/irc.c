@@ -710,12 +710,12 @@ static size_t line_budget(const irc *r, const qmsg *q, const char *target)
     return max > cut + LINE_MIN ? max - cut : LINE_MIN;
 }
 
-/* Queues text for room (user "") or privately for user (notice: only for reading). Returns 0, or
- * -1 out of memory. */
-static int enqueue(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
+/* Text for room (user "") or privately for user (notice: only for reading), coloured and split
+ * for where it goes now (not queued). Returns NULL out of memory. */
+static qmsg *qmsg_split(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
 {
     qmsg *q = calloc(1, sizeof *q);
-    if (!q) return -1;
+    if (!q) return NULL;
     q->id = id;
     q->notice = notice;
     snprintf(q->room, sizeof q->room, "%s", room ? room : "");
@@ -724,7 +724,7 @@ static int enqueue(irc *r, int64_t id, const char *room, const char *user, int n
     q->text = malloc(need + 1);
     if (!q->text) {
         free(q);
-        return -1;
+        return NULL;
     }
     irc_colour_suits(text, q->text, need + 1);
     /* Split for the target and prefix as they are now; pump() splits the rest again if either
@@ -732,8 +732,17 @@ static int enqueue(irc *r, int64_t id, const char *room, const char *user, int n
     const char *target = target_of(r, q);
     if (split_rest(q, line_budget(r, q, target ? target : (private_dest(q) ? q->user : q->room))) != 0) {
         qmsg_free(q);
-        return -1;
+        return NULL;
     }
+    return q;
+}
+
+/* Queues text for room (user "") or privately for user (notice: only for reading). Returns 0, or
+ * -1 out of memory. */
+static int enqueue(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
+{
+    qmsg *q = qmsg_split(r, id, room, user, notice, text);
+    if (!q) return -1;
     if (r->qtail) r->qtail->link = q;
     else r->qhead = q;
     r->qtail = q;
@@ -1152,6 +1161,17 @@ static int setup_tls(irc *r)
     return 0;
 }
 
+/* The network's pace (adapter.h): the lines m splits into, one per flood interval. */
+static int64_t irc_pace(void *ctx, const store_msg *m)
+{
+    irc *r = ctx;
+    if (r->config->irc_flood_interval_ms <= 0) return 0;
+    qmsg *q = qmsg_split(r, m->id, m->room, m->user, m->notice, m->text);
+    int64_t lines = q ? q->n : 1;
+    if (q) qmsg_free(q);
+    return lines * r->config->irc_flood_interval_ms;
+}
+
 static const char *irc_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
 {
     (void)room;
@@ -1221,7 +1241,7 @@ int irc_run(const cfg *config, const irc_options *o)
     char how[200];
     snprintf(how, sizeof how, "with /msg %s", config->irc_nick);
     adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name, .notice = irc_notice,
-                 .room_name = irc_room_name, .private_how = how};
+                 .room_name = irc_room_name, .private_how = how, .pace_ms = irc_pace};
     if (!r.core || core_add_adapter(r.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", r.core ? "cannot add the IRC adapter" : err);
         goto done;

@@ -864,7 +864,7 @@ static void on_quit(irc_proto *p, const irc_msg *m)
 static void on_nick(irc_proto *p, const irc_msg *m)
 {
     const char *old = m->nick, *new = m->params[0];
-    if (!nick_ok(new)) return;
+    if (!nick_ok(old) || !nick_ok(new)) return; /* a prefix without a nick names nobody */
     if (same(old, p->nick)) {
         snprintf(p->nick, sizeof p->nick, "%s", new);
         plog(p, 2, "irc: now known as %s", new);

@@ -62,6 +62,7 @@ typedef struct {
     int64_t sync_not_before;
     int64_t sync_arrived_us; /* a sync answer was just handled (latency measurement) */
     int sends_started;
+    int64_t limited_until;   /* ms: the homeserver rate-limits sends until then (429) */
     int notices;             /* the core's notices sent (their txn ids) */
     send_job *jobs;
     json_t *creating;        /* user → retry time: direct chats being made */
@@ -635,6 +636,7 @@ static void job_done(void *ctx, const mx_response *r)
     }
     if (r->status == 200 || retryable(r)) {
         int64_t wait = backoff_ms(r->status == 200 ? NULL : r, j->attempts);
+        if (r->status == 429) m->limited_until = netrun_mono_ms() + wait;
         mlog(m, r->status == 200 ? CORE_LOG_ERROR : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
              "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
              j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
@@ -699,6 +701,16 @@ static void start_job(mx *m, send_job *j)
         j->running = 1;
         m->sends_started++;
     }
+}
+
+/* The network's pace (adapter.h): while the homeserver rate-limits the bot's sends, a message
+ * costs what is left of the wait it asked for; otherwise nothing. */
+static int64_t mx_pace(void *ctx, const store_msg *msg)
+{
+    const mx *m = ctx;
+    (void)msg;
+    int64_t left = m->limited_until - netrun_mono_ms();
+    return left > 0 ? left : 0;
 }
 
 static const char *mx_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
@@ -1179,7 +1191,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
                  .private_how = "in your direct chat with me", .notify_off = 1,
-                 .notice = mx_notice};
+                 .pace_ms = mx_pace, .notice = mx_notice};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
         goto done;
