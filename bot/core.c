@@ -238,7 +238,7 @@ void core_free(core *c)
     free(c->held);
     for (int i = 0; i < c->ntold; i++) free(c->told[i]);
     free(c->told);
-    if (c->ndelivered && !c->suspended && store_begin(c->o.db) == 0) {
+    if (c->ndelivered && store_begin(c->o.db) == 0) { /* tried even while the store fails: it may work now */
         int rc = 0;
         for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
         if (rc == 0) store_commit(c->o.db);
