@@ -19,6 +19,7 @@ typedef enum {
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
     ADAPTER_RENAME,      /* sender is now known as renamed_to: a nick change seen in room (one
                           * event per room the bot shares with him) */
+    ADAPTER_GONE,        /* the bot itself left room, or was kicked or banned from it (sender: the bot) */
 } adapter_event_kind;
 
 typedef struct {
@@ -72,6 +73,10 @@ typedef struct {
      * that its store fails (the outbox cannot be written then) and that it works again. May be
      * NULL: the network hears nothing of it. */
     void (*notice)(void *ctx, const char *room, const char *text);
+    /* Makes the bot leave room (a bot admin's "!admin leave"); the network reports it back as
+     * ADAPTER_GONE. Returns 0 when asked, -1 when it cannot. May be NULL: the network has no
+     * rooms to leave. */
+    int (*leave)(void *ctx, const char *room);
 } adapter;
 
 #endif

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { CFG_SEC_BOT, CFG_SEC_TIMERS, CFG_SEC_RULES, CFG_SEC_MATRIX, CFG_SEC_IRC, CFG_SEC_CONSOLE, CFG_SEC_COUNT };
 
@@ -82,6 +83,12 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_BOT, "threads", threads, 1, 64, "a whole number from 1 to 64"),
     CFG_TEXT(CFG_SEC_BOT, "rules_url", rules_url, 1, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
              "1 to 255 characters without blanks: where the rules are published, like https://example.org/cardroom/"),
+    CFG_TEXT(CFG_SEC_BOT, "admins", admins, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "user ids separated by commas or blanks, up to 255 characters"),
+    CFG_INT(CFG_SEC_BOT, "rate_commands", rate_commands, 0, 10000, "a whole number from 0 to 10000 (0: no limit)"),
+    CFG_INT(CFG_SEC_BOT, "rate_seconds", rate_seconds, 1, 86400, "a number of seconds from 1 to 86400"),
+    CFG_INT(CFG_SEC_BOT, "rate_pause", rate_pause, 1, 86400, "a number of seconds from 1 to 86400"),
+    CFG_INT(CFG_SEC_BOT, "tables_per_user", tables_per_user, 0, 1000, "a whole number from 0 to 1000 (0: no cap)"),
     CFG_INT(CFG_SEC_BOT, "keep_finished", keep_finished, 0, 315360000,
             "a number of seconds from 0 to 315360000 (ten years; 0 keeps everything)"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
@@ -143,6 +150,18 @@ int cfg_log_rank(const cfg *c)
     return 2;
 }
 
+int cfg_is_admin(const cfg *c, const char *user)
+{
+    size_t n = strlen(user);
+    for (const char *p = c->admins; *p;) {
+        size_t k = strcspn(p, ", \t");
+        if (k == n && k > 0 && (p[0] == '@' ? strncmp(p, user, n) == 0 : strncasecmp(p, user, n) == 0)) return 1;
+        p += k;
+        p += strspn(p, ", \t");
+    }
+    return 0;
+}
+
 void cfg_defaults(cfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -151,6 +170,10 @@ void cfg_defaults(cfg *c)
     strcpy(c->log_level, "info");
     c->threads = 2;
     strcpy(c->rules_url, "docs/");
+    c->rate_commands = 20;
+    c->rate_seconds = 60;
+    c->rate_pause = 120;
+    c->tables_per_user = 3;
     c->keep_finished = 2592000;
     c->remind_after = 120;
     c->idle_takeover = 600;

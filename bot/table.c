@@ -202,6 +202,7 @@ typedef struct {
     table *t;
     const table_env *env;
     table_out *out;
+    int rebuilding; /* searches run at once */
 } host;
 
 static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
@@ -269,6 +270,14 @@ static const char *host_seat_label(const game_host *h, int s, char *buf, size_t 
     return seat_label(x->t, x->env, s, buf, len);
 }
 
+static int host_search(const game_host *h, table_question *q, table_search fn)
+{
+    const host *x = (const host *)h;
+    if (!x->rebuilding && x->env->search) return x->env->search(x->env->ctx, x->t, q, fn);
+    fn(q, x->env->judge);
+    return 1;
+}
+
 static int host_notify(const game_host *h, const char *user)
 {
     const host *x = (const host *)h;
@@ -309,11 +318,12 @@ static void host_of(host *x, table *t, const table_env *env, table_out *out)
     x->h = (game_host){.t = t, .prefix = env->prefix, .private_how = env->private_how, .judge = env->judge,
                        .talk = out != NULL, .say = host_say, .say_line = host_say_line, .tell = host_tell,
                        .reply = host_reply, .refuse = host_refuse, .seat_label = host_seat_label,
-                       .notify = host_notify, .seed = host_seed, .exec = host_exec, .add_score = host_add_score,
-                       .begin = host_begin, .finish = host_finish};
+                       .notify = host_notify, .search = host_search, .seed = host_seed, .exec = host_exec,
+                       .add_score = host_add_score, .begin = host_begin, .finish = host_finish};
     x->t = t;
     x->env = env;
     x->out = out;
+    x->rebuilding = 0;
 }
 
 /* ---- applying entries ---- */
@@ -429,8 +439,9 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int reb
     } else {
         host x;
         host_of(&x, t, env, out);
+        x.rebuilding = rebuilding;
         rc = t->game->entry(t->game_state.bytes, &x.h, word, seat, rest, rebuilding, err, errlen);
-        if (rc < 0) return -1;
+        if (rc < 0 || rc == TABLE_WAITS) return rc;
     }
     if (rc != 0) {
         snprintf(err, errlen, "entry \"%.60s\" does not apply", entry);
@@ -467,7 +478,8 @@ int table_replay(table *t, const table_env *env, char *const *entries, int n, ch
     return bad;
 }
 
-/* Executes an entry made live; a refusal here is a bug, reported to the room rather than lost. */
+/* Executes an entry made live; a refusal here is a bug, reported to the room rather than lost.
+ * An entry that waits for a search is not applied (the caller undoes the whole call). */
 static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
 {
     char entry[TABLE_ENTRY_MAX], err[256];
@@ -475,8 +487,9 @@ static int exec_live(table *t, const table_env *env, table_out *out, const char 
     va_start(ap, fmt);
     vsnprintf(entry, sizeof entry, fmt, ap);
     va_end(ap);
-    if (table_exec(t, env, entry, out, err, sizeof err) == 0) return 1;
-    out_room(out, NULL, "Internal error: %s", err);
+    int rc = table_exec(t, env, entry, out, err, sizeof err);
+    if (rc == 0) return 1;
+    if (rc != TABLE_WAITS) out_room(out, NULL, "Internal error: %s", err);
     return 0;
 }
 

@@ -11,7 +11,9 @@
  * feeds the stored entries back through table_replay() without collecting messages, which
  * rebuilds the table exactly. Computer players think elsewhere (on a worker, from the
  * question table_computer_question() gives) and their answer comes back through
- * table_computer_move(). */
+ * table_computer_move(). A long search a game needs to apply an entry (304's Caps judge) may
+ * go elsewhere too (table_env.search): the entry then waits (TABLE_WAITS) and the caller does
+ * its work again once the answer is in. */
 #ifndef CARDROOM_TABLE_H
 #define CARDROOM_TABLE_H
 
@@ -51,9 +53,27 @@ static inline int table_seat_computer(const table_seat *p) { return p->bot || p-
 /* Whether the seat is taken, by a person or a computer. */
 static inline int table_seat_taken(const table_seat *p) { return p->user[0] || p->bot; }
 
+typedef struct table table;
+typedef union table_question table_question;
+
+/* A long search a game hands off the event loop (the Caps judge): a pure function of the
+ * question, which it turns into the answer in place, run on a worker thread with that thread's
+ * solver. */
+typedef void (*table_search)(table_question *q, caps_solver *solver);
+
+/* table_exec() and a game's entry: the entry waits for a search (table_env.search). */
+#define TABLE_WAITS 2
+
 /* What a table needs from the process around it. */
 typedef struct {
     caps_solver *judge;        /* the Caps judge's search (one per thread), for games that judge Caps */
+    /* A search of table t's game, off the loop: returns 1 with the answer in q (run at once,
+     * or answered before: asked again in the same order when the caller does its work again),
+     * or 0 when it has gone to a worker. The entry that asked then waits (TABLE_WAITS) and the caller puts
+     * the table back as it was before the call that led to it, holds what it was doing and
+     * does it again once the answer is in. NULL: every search runs at once, on this thread
+     * (a rebuild always searches at once). */
+    int (*search)(void *ctx, const table *t, table_question *q, table_search fn);
     /* The seed of hand hand_no of table id: read from the store, or made and stored the first
      * time. Returns 0, or -1 (the table cannot deal). */
     int (*seed)(void *ctx, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
@@ -100,19 +120,18 @@ typedef struct {
 void table_out_clear(table_out *o);
 
 /* A computer player's question: what one seat may know, in the game's own layout, and room
- * for the answer. Plain bytes, so it travels to a worker thread by copy. */
-typedef struct {
-    union {
-        max_align_t align;
-        unsigned char bytes[TABLE_QUESTION_MAX];
-    };
-} table_question;
+ * for the answer; or a search's question (table_search). Plain bytes, so it travels to a worker
+ * thread by copy. */
+union table_question {
+    max_align_t align;
+    unsigned char bytes[TABLE_QUESTION_MAX];
+};
 
 /* Thinks about a question (on a worker thread: a pure function of the question and seed).
  * Returns 1 when a move was chosen (kept in the question), 0 when there is none. */
 typedef int (*table_think)(table_question *q, uint64_t seed);
 
-typedef struct table {
+struct table {
     int64_t id;
     char net[16];
     char room[TABLE_ROOM_MAX];
@@ -139,7 +158,7 @@ typedef struct table {
     int64_t turn_seq;           /* journal position when the turn clock started */
     uint8_t reminded;
     uint8_t turn_seat;
-} table;
+};
 
 /* A new, empty table without a game (its creation is not a journal entry: the store's table
  * row is). */
@@ -151,8 +170,9 @@ void table_init(table *t, int64_t id, const char *net, const char *room, const c
 int table_set_game(table *t, const char *game, const cfg *config);
 
 /* Applies one journal entry. out may be NULL (replay: nothing is said). With out, the entry is
- * also recorded in out->entries. Returns 0, or -1 with a message in err if the entry does not
- * apply (a damaged journal). */
+ * also recorded in out->entries. Returns 0, -1 with a message in err if the entry does not
+ * apply (a damaged journal), or TABLE_WAITS when it waits for a search (env->search), having
+ * changed nothing. */
 int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen);
 
 /* Rebuilds a table from all its journal entries. Entries whose effect a later entry states

@@ -432,9 +432,34 @@ Test(irc_proto, leaving)
     cr_assert(irc_proto_in_channel(p, "#cards"));
     feed(p, ":Owner!o@h KICK #Cards cardroom :go away");
     cr_assert(!irc_proto_in_channel(p, "#cards"));
+    cr_assert_eq(R.nev, 4);
+    cr_assert_eq(R.ev[3].kind, ADAPTER_GONE, "the core hears that the bot is no longer there");
+    cr_assert_str_eq(R.ev[3].room, "#cards");
     int wanted = 0;
     irc_proto_each_channel(p, count_channel, &wanted);
     cr_assert_eq(wanted, 0, "kicked: not rejoined after a reconnect");
+    irc_proto_free(p);
+}
+
+Test(irc_proto, parting_for_good)
+{
+    irc_proto *p = registered("");
+    int from = R.nsent;
+    cr_assert_eq(irc_proto_part(p, "#nochannel-here"), 0, "a channel the bot is not in is only forgotten");
+    cr_assert_eq(irc_proto_part(p, "cards"), -1, "not a channel name");
+    cr_assert_eq(irc_proto_part(p, "#cards"), 0, "the room id");
+    static const char *const part[] = {"PART #Cards", NULL};
+    expect_sent(from, part);
+    int wanted = 0;
+    irc_proto_each_channel(p, count_channel, &wanted);
+    cr_assert_eq(wanted, 0, "not rejoined after a reconnect");
+    cr_assert(irc_proto_in_channel(p, "#cards"), "in it until the server says so");
+    feed(p, ":cardroom!cr@host PART #Cards :bye");
+    cr_assert(!irc_proto_in_channel(p, "#cards"));
+    cr_assert_eq(R.nev, 1);
+    cr_assert_eq(R.ev[0].kind, ADAPTER_GONE);
+    cr_assert_str_eq(R.ev[0].room, "#cards");
+    cr_assert_str_eq(R.ev[0].sender, "cardroom");
     irc_proto_free(p);
 }
 

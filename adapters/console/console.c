@@ -221,7 +221,9 @@ int console_run(const cfg *config, const console_options *o)
         fprintf(o->err, "cardroom: %s\n", err);
         return held > 0 ? 3 : 1;
     }
-    core_options co = {.config = config, .db = k.db, .log = console_log, .log_ctx = &k,
+    cfg unlimited = *config; /* whoever types here runs the bot: no rate limit */
+    unlimited.rate_commands = 0;
+    core_options co = {.config = &unlimited, .db = k.db, .log = console_log, .log_ctx = &k,
                        .fixed_seed = o->fixed_seed, .seed = o->seed, .retry_ms = o->retry_ms};
     k.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &k, .send = console_send, .display_name = console_name, .private_how = "with /msg",
@@ -232,7 +234,10 @@ int console_run(const cfg *config, const console_options *o)
         goto done;
     }
     if (o->script && store_position_get(k.db, NET, pos, sizeof pos) == 0) k.skip = strtol(pos, NULL, 10);
+    /* The console is up at once: an empty batch has the core do what its tables held for the
+     * Caps judge before a restart. */
     if (core_restore(k.core) < 0) goto done;
+    offer(&k, NULL, 0, NULL);
     rc = o->script ? run_script(&k) : run_interactive(&k);
 done:
     core_free(k.core);

@@ -42,6 +42,7 @@
 #define ACK_EVERY_MS 2000           /* while lines keep leaving, one acknowledging PING this often */
 #define LINE_MIN 16                 /* bytes of text per line, however short [irc] line_bytes is */
 #define KEPT_EVENTS_MAX 100000      /* events kept while the store fails; later ones are dropped */
+#define UP_WAIT_MS 10000            /* the network counts as up this long after registering, joined or not */
 
 enum { C_DOWN = 0, C_CONNECTING, C_TLS, C_UP };
 
@@ -82,6 +83,7 @@ typedef struct {
     int64_t state_since, reconnect_at, last_rx;
     int ping_out;                /* a PING of ours waits for any line from the server */
     int attempts;
+    int up_told;                 /* the core heard that the network is up (once a start) */
     char rbuf[LINE_MAX_IN + READ_MAX];
     size_t rlen;
     int discarding;
@@ -1013,6 +1015,32 @@ static void want_list(irc *r, const char *list)
 
 /* ---- the loop ---- */
 
+typedef struct {
+    irc *r;
+    int missing;
+} joined_count;
+
+static void count_missing(void *ctx, const char *channel)
+{
+    joined_count *j = ctx;
+    char id[IRC_NAME_MAX];
+    j->missing += !irc_proto_in_channel(j->r->p, irc_proto_room_id(j->r->p, channel, id, sizeof id));
+}
+
+/* Once registered and in the wanted channels (or UP_WAIT_MS after registering), the core hears
+ * that the network is up with an empty batch: what its tables held for the Caps judge before a
+ * restart is done then, with the players' names known again. While the store fails the core
+ * refuses it, and does it itself once the store works again. */
+static void tell_up(irc *r)
+{
+    if (r->up_told || r->state != C_UP || !irc_proto_registered(r->p)) return;
+    joined_count j = {r, 0};
+    irc_proto_each_channel(r->p, count_missing, &j);
+    if (j.missing && netrun_mono_ms() - r->state_since < UP_WAIT_MS) return;
+    r->up_told = 1;
+    core_batch(r->core, NET, NULL, 0, NULL);
+}
+
 static void keepalive(irc *r)
 {
     int64_t now = netrun_mono_ms();
@@ -1078,6 +1106,7 @@ static int loop(irc *r)
         pump(r);
         flush_out(r);
         keepalive(r);
+        tell_up(r);
         if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
         int64_t wait = next_wake(r) - netrun_mono_ms();
         if (wait < 0) wait = 0;
@@ -1179,6 +1208,8 @@ static const char *irc_display_name(void *ctx, const char *room, const char *use
     return irc_proto_display(r->p, user, buf, len);
 }
 
+static int irc_leave(void *ctx, const char *room) { return irc_proto_part(((irc *)ctx)->p, room); }
+
 static const char *irc_room_name(void *ctx, const char *room, char *buf, size_t len)
 {
     irc *r = ctx;
@@ -1241,7 +1272,7 @@ int irc_run(const cfg *config, const irc_options *o)
     char how[200];
     snprintf(how, sizeof how, "with /msg %s", config->irc_nick);
     adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name, .notice = irc_notice,
-                 .room_name = irc_room_name, .private_how = how, .pace_ms = irc_pace};
+                 .room_name = irc_room_name, .private_how = how, .pace_ms = irc_pace, .leave = irc_leave};
     if (!r.core || core_add_adapter(r.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", r.core ? "cannot add the IRC adapter" : err);
         goto done;

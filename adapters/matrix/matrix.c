@@ -788,6 +788,15 @@ static int mx_send(void *ctx, const store_msg *msg)
 
 /* ---- sync ---- */
 
+static void join_or_leave(mx *m, const char *room, int join);
+
+/* A bot admin's "!admin leave" (adapter.h). */
+static int mx_leave(void *ctx, const char *room)
+{
+    join_or_leave(ctx, room, 0);
+    return 0;
+}
+
 static void joined(void *ctx, const mx_response *r)
 {
     id_req *q = ctx;
@@ -810,7 +819,7 @@ static void join_or_leave(mx *m, const char *room, int join)
     else snprintf(path, sizeof path, API "/rooms/%s/leave", mx_http_escape(room, esc, sizeof esc));
     if (mx_http_request(m->http, "POST", path, "{}", SEND_TIMEOUT_MS, joined, copy) == 0) {
         json_object_set_new(m->joining, room, json_true());
-        mlog(m, CORE_LOG_INFO, "matrix: %s %s", join ? "joining" : "declining the invite to", room);
+        mlog(m, CORE_LOG_INFO, "matrix: %s %s", join ? "joining" : "leaving", room);
     } else {
         free(copy);
     }
@@ -1191,7 +1200,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
                  .private_how = "in your direct chat with me", .notify_off = 1,
-                 .pace_ms = mx_pace, .notice = mx_notice};
+                 .pace_ms = mx_pace, .notice = mx_notice, .leave = mx_leave};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
         goto done;

@@ -21,8 +21,9 @@ static void check(mx_state *st, const mx_sync_out *o)
             if (!e->text) abort();
             if (e->is_private && e->room) abort();
             if (!e->is_private && !e->room) abort();
-        } else if (e->kind == ADAPTER_JOIN || e->kind == ADAPTER_LEAVE) {
+        } else if (e->kind == ADAPTER_JOIN || e->kind == ADAPTER_LEAVE || e->kind == ADAPTER_GONE) {
             if (!e->room || e->is_private) abort();
+            if ((e->kind == ADAPTER_GONE) != !strcmp(e->sender, "@cardroom:example.org")) abort(); /* the bot's own */
         } else {
             abort();
         }

@@ -173,7 +173,7 @@ class Bot:
         self.env = dict(os.environ)
         self.env.update(env or {})
         with open(self.config, "w", encoding="utf-8") as f:
-            f.write("[bot]\nlog_level = debug\n" + mh.TIMERS + timers + "[irc]\n")
+            f.write("[bot]\nlog_level = debug\nrate_commands = 0\n" + mh.TIMERS + timers + "[irc]\n")  # scripts run faster than people
             for key, value in settings.items():
                 f.write(f"{key} = {value}\n")
         self.proc = None
@@ -449,20 +449,34 @@ class MatchOnNgircd(IrcTestCase):
             away = self.said(watcher, "%s (%s) is away" % (name, seat), start)
             self.assertGreaterEqual(away.time - left[name], grace - 0.5, "%s was away before the grace" % name)
         pause = self.said(watcher, "Table 1 pauses: all its players are away.", start)
-        # bob comes back: the table goes on up to his turn (the computers bid for the seats that
-        # were away before his, if any); he passes and the computers bid for the others.
+        # bob comes back: the table goes on up to his turn (the computers act for the seats that
+        # were away before his, if any); he acts and the computers act for the others. Which turn
+        # is his depends on how far the computers bid before all four were away (the seats go
+        # away one by one): his bid, or, when the others passed a bid made for him, the indicator.
         bob = self.client("bob")
         bob.join(CHANNEL)
         self.say(bob, CHANNEL, "!back")
         back = self.said(watcher, "bob (East) is back.", start)
         self.assertGreater(back.time, pause.time)
-        turn = self.said(watcher, "bob (East) to bid", watcher.received.index(back))
-        self.assertIn("pass", plain(turn.params[1]))
-        self.say(bob, CHANNEL, "!pass")
-        passed = self.said(watcher, "bob (East) passes", watcher.received.index(turn) + 1)
+        acted = self.said(watcher, "bob (East) to ", watcher.received.index(back))
+        while "bob (East) to " in plain(acted.params[1]):
+            said = plain(acted.params[1])
+            if "bob (East) to bid" in said:
+                self.assertIn("pass", said.split("bob (East) to bid", 1)[1])
+                self.say(bob, CHANNEL, "!pass")
+                acted = self.said(watcher, "bob (East) passes", watcher.received.index(acted) + 1)
+            else:
+                self.assertIn("bob (East) to choose the indicator", said)
+                ask = bob.read_until(lambda m: m.command in ("PRIVMSG", "NOTICE") and m.nick == "cardroom"
+                                     and m.params[0] == "bob" and "Choose the indicator" in plain(m.params[1]),
+                                     timeout=BOT_TIMEOUT)
+                # The hand is grouped by suit ("♠ A K · ♦ 9 7"): its first suit and that suit's first rank.
+                suit, rank = plain(ask.params[1]).split("Your hand: ", 1)[1].split()[:2]
+                self.say(bob, "cardroom", "trump " + rank + {"♠": "S", "♥": "H", "♦": "D", "♣": "C"}[suit])
+                acted = self.said(watcher, "bob (East) places the indicator", watcher.received.index(acted) + 1)
         watcher.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
-                           and re.match(r"\w+ \(\w+, away\) (passes|bids)", plain(m.params[1])),
-                           timeout=BOT_TIMEOUT, start=watcher.received.index(passed) + 1)
+                           and re.match(r"\w+ \(\w+, away\) (passes|bids|plays|leads)", plain(m.params[1])),
+                           timeout=BOT_TIMEOUT, start=watcher.received.index(acted) + 1)
         notices = [plain(m.params[1]) for m in watcher.received[start:]
                    if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2]
         self.assertEqual(sum("pauses" in n for n in notices), 1, "\n".join(notices))
