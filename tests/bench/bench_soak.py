@@ -228,7 +228,8 @@ class Soak:
         self.db = os.path.join(self.tmp, "cardroom.db")
         config = os.path.join(self.tmp, "cardroom.ini")
         with open(config, "w") as f:
-            f.write(f"[bot]\nthreads = 2\nkeep_finished = {self.args.keep}\n"
+            # one croupier opens most tables, as fast as it can: no rate limit or table cap
+            f.write(f"[bot]\nthreads = 2\nkeep_finished = {self.args.keep}\nrate_commands = 0\ntables_per_user = 0\n"
                     "[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
                     f"bot_delay_ms = {self.args.delay}\n"
                     f"[matrix]\nhomeserver = http://127.0.0.1:{self.port}\nuser = {BOT_ID}\n"

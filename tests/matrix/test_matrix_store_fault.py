@@ -9,11 +9,15 @@ same /sync again from the last next_batch it stored, and answers what was sent m
 from the two notices, the room and the direct chats then hold exactly what `cardroom console
 --script --seed 1` prints for the same lines, and the log says it once each.
 
+One bot per database: a second `cardroom run` on the database of a running bot stops at once
+with exit status 3, naming the first one's process, which goes on.
+
 Run:  python3 -m unittest tests/matrix/test_matrix_store_fault.py -v
 """
 
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 import unittest
@@ -71,6 +75,22 @@ class StoreFaultTest(unittest.TestCase):
         log = h.bot.stderr()
         self.assertEqual(log.count("store failed during"), 1, log)
         self.assertEqual(log.count("the store works again"), 1, log)
+        h.stop_bot()
+
+    def test_a_second_bot_on_the_same_database_is_refused(self):
+        h = Harness(self)
+        h.make_people()
+        room = h.game_room()
+        config = h.write_config()
+        first = h.start_bot(config)
+        h.wait_bot_membership(room)              # it runs: the database is its own by now
+        second = subprocess.run([bot_binary(), "run", "--config", config, "--db", first.db, "--seed", "1"],
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True, env=h.bot_env(),
+                                cwd=h.dir, timeout=60)
+        self.assertEqual(second.returncode, 3, second.stderr)
+        self.assertIn(f"{first.db} is in use by another cardroom (process {first.proc.pid}): one bot per database",
+                      second.stderr)
+        self.assertTrue(first.alive(), "the first bot stopped")
         h.stop_bot()
 
 
