@@ -8,12 +8,16 @@
  * makes the Nth write fail, and the one after it too (so the first retry fails and the pause
  * grows), with SQLITE_FULL, SQLITE_IOERR or SQLITE_READONLY in turn. After each run the file
  * must hold exactly what the reference holds (tables, journal, hand seeds, outbox, standings,
- * the console's position), everything must be marked sent, and what the console printed must
- * be the reference's output with nothing but the bot's two notices added (once it cannot
- * write, once it can again): no message went out whose batch did not commit, and none twice.
- * A fault while the store is being opened ends the run with status 1; the run is then started
- * again on the same file, as a supervisor would. CARDROOM_FAULT_STEP=K tries every Kth fault
- * point only (default 1: all of them).
+ * the console's position, an empty inbox), everything must be marked sent, and what the
+ * console printed must be the reference's output with nothing but the bot's two notices added
+ * (once it cannot write, once it can again): no message went out whose batch did not commit,
+ * and none twice. A fault while the store is being opened ends the run with status 1; the run
+ * is then started again on the same file, as a supervisor would. The bot has its two worker
+ * threads, so moves wait for the Caps judge in the inbox: the writes of the transactions that
+ * hold events and follow-ups there, and of those that do them once a worker has answered, fail
+ * in turn too (a search may be out on a worker then), and the rebuild must take what waited
+ * from the inbox. CARDROOM_FAULT_STEP=K tries every Kth fault point only (default 1: all of
+ * them).
  *
  * A lock held by another process: `cardroom console` runs as a child; this process takes the
  * database's write lock (BEGIN IMMEDIATE) between two script lines; the child's next write
@@ -236,8 +240,8 @@ static void sql_rows(sqlite3 *db, const char *sql, FILE *out)
     sqlite3_finalize(st);
 }
 
-/* Tables (without times), journal, hand seeds, outbox, standings, the console's position and
- * the count of unsent messages, as text. */
+/* Tables (without times), journal, hand seeds, outbox, standings, the console's position, the
+ * count of unsent messages and of what tables still hold for the judge (the inbox), as text. */
 static char *contents(const char *path)
 {
     char *text = NULL;
@@ -253,6 +257,7 @@ static char *contents(const char *path)
         "SELECT net, room, user, matches, matches_won, made, failed, tokens, hands FROM standings ORDER BY 1, 2, 3",
         "SELECT adapter, position FROM positions ORDER BY adapter",
         "SELECT 'unsent', count(*) FROM outbox WHERE sent = 0",
+        "SELECT 'held', count(*) FROM inbox",
     };
     for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
         fprintf(f, "-- %s\n", queries[i]);
@@ -261,6 +266,20 @@ static char *contents(const char *path)
     sqlite3_close(db);
     fclose(f);
     return text;
+}
+
+/* How many events and follow-ups tables ever held for the Caps judge in the file at path (the
+ * inbox's ids are never used twice). */
+static int held_ever(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, real_vfs ? real_vfs->zName : NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT seq FROM sqlite_sequence WHERE name = 'inbox'", -1, &st, NULL), SQLITE_OK);
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
 }
 
 /* out without the lines that hold one of the bot's notices; *down and *up count them. */
@@ -326,6 +345,8 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
     cr_assert(strstr(want, "|alice|1|"), "alice has no standings row:\n%s", want);
     cr_assert(strstr(want, "unsent|0"));
     cr_assert_geq(total, 200, "only %d writes: the game is too short to be interesting", total);
+    int held = held_ever(db);
+    cr_assert_gt(held, 0, "no move waited for the Caps judge on a worker: the inbox is not put to the test");
 
     static const int codes[] = {SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY};
     int agreed = 0, at_start = 0, recovered = 0, by_code[3] = {0}, step = 1;
@@ -388,8 +409,8 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
     }
     cr_log_info("%d fault points (every write, sync and truncate of the game), all agreeing with the reference: "
                 "%d recovered in the run, %d at start-up (store not opened, run again); SQLITE_FULL %d, "
-                "SQLITE_IOERR %d, SQLITE_READONLY %d",
-                agreed, recovered, at_start, by_code[0], by_code[1], by_code[2]);
+                "SQLITE_IOERR %d, SQLITE_READONLY %d; the game held %d events and follow-ups for the judge",
+                agreed, recovered, at_start, by_code[0], by_code[1], by_code[2], held);
     cr_assert_eq(agreed, (total + step - 1) / step);
     cr_assert_gt(recovered, agreed / 2, "only %d of %d faults were met and mended within a run", recovered, agreed);
     memset(&fault, 0, sizeof fault);
