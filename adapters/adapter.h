@@ -69,6 +69,10 @@ typedef struct {
      * few seconds, that room's computer players wait, so the queue stays short and a person's
      * command is never answered behind it. */
     int64_t (*pace_ms)(void *ctx, const store_msg *m);
+    /* Says text in room at once, outside the outbox: one attempt, never retried. The core's word
+     * that its store fails (the outbox cannot be written then) and that it works again. May be
+     * NULL: the network hears nothing of it. */
+    void (*notice)(void *ctx, const char *room, const char *text);
     /* Makes the bot leave room (a bot admin's "!admin leave"); the network reports it back as
      * ADAPTER_GONE. Returns 0 when asked, -1 when it cannot. May be NULL: the network has no
      * rooms to leave. */

@@ -91,6 +91,8 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_BOT, "rate_pause", rate_pause, 1, 86400, "a number of seconds from 1 to 86400"),
     CFG_INT(CFG_SEC_BOT, "tables_per_user", tables_per_user, 0, 1000, "a whole number from 0 to 1000 (0: no cap)"),
     CFG_WORD(CFG_SEC_BOT, "level", level, cfg_levels, "one of easy, normal, expert"),
+    CFG_INT(CFG_SEC_BOT, "keep_finished", keep_finished, 0, 315360000,
+            "a number of seconds from 0 to 315360000 (ten years; 0 keeps everything)"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "leave_grace", leave_grace, 0, 2592000, CFG_SECONDS),
@@ -175,6 +177,7 @@ void cfg_defaults(cfg *c)
     c->rate_pause = 120;
     c->tables_per_user = 3;
     strcpy(c->level, "easy");
+    c->keep_finished = 2592000;
     c->remind_after = 120;
     c->idle_takeover = 600;
     c->leave_grace = 120;

@@ -3,8 +3,9 @@
  * Tables live in memory as a flat array of slots; the journal in the store is their truth.
  * Everything that changes a table happens inside a store transaction opened by core_batch()
  * or core_tick(), and what a table says (table_out) is written in that same transaction. If
- * the store fails, the core marks itself broken and refuses further work: memory may then be
- * ahead of the store, and only a restart (which rebuilds from the journal) is safe. The room
+ * the store fails, the core suspends itself (see "when the store fails" below): memory may then
+ * be ahead of the store, so it does nothing until the store takes a write again, and then
+ * rebuilds every table from the journal as a restart would. The room
  * search is linear: a bot hosts hundreds of tables, not millions, and a strcmp per table per
  * event costs far less than the fsync of the transaction around it.
  *
@@ -36,6 +37,10 @@
 #define TICK_BUDGET_NS 2000000 /* a tick applies answers for this long (ms 2), then commits: what is
                                   left goes in the next tick, so the loop is never held long */
 #define LEADERBOARD_ROWS 10
+#define RETRY_FIRST_MS 1000      /* the first pause before a failing store is tried again */
+#define RETRY_MAX_MS 60000       /* each failed try doubles the pause, up to this */
+#define PRUNE_EVERY_MAX_MS 3600000 /* pruning runs a quarter of keep_finished apart, at most this */
+#define PRUNE_TABLES 64          /* finished tables pruned per transaction */
 #define BACKLOG_ROOM_MS 3000   /* a room's unsent messages that make its computer players wait */
 #define BACKLOG_ROOM_MSGS 3    /* as many: a network may send a room one message at a time */
 #define BACKLOG_NET_MS 5000    /* what all the rooms of one network have unsent together */
@@ -122,7 +127,13 @@ struct core {
     slot *unit;               /* the slot whose task is being done: its searches may wait */
     int asked;                /* searches that task asked so far */
     int missed;               /* one went to a worker: the task is undone */
-    int broken;
+    int up[CORE_MAX_NETS];    /* the network has handed the core a batch (see do_restored) */
+    int64_t next_prune;       /* when pruning runs next (ms) */
+    /* The store failed: nothing is taken until it takes a write again (see fail_store). */
+    int suspended;
+    int64_t suspended_at, retry_at, retry_pause; /* ms */
+    char **told;              /* "net\nroom" of each room told of it, to tell again when it works */
+    int ntold, ctold;
     core_stats stats;
     room_backlog *rooms;       /* the backlog: rooms with messages that cost time to send */
     int nrooms, crooms;
@@ -360,7 +371,9 @@ void core_free(core *c)
     free(c->answered);
     for (int i = 0; i < c->nrestored; i++) free((char *)c->restored[i].text);
     free(c->restored);
-    if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
+    for (int i = 0; i < c->ntold; i++) free(c->told[i]);
+    free(c->told);
+    if (c->ndelivered && store_begin(c->o.db) == 0) { /* tried even while the store fails: it may work now */
         int rc = 0;
         for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
         if (rc == 0) store_commit(c->o.db);
@@ -376,13 +389,23 @@ void core_free(core *c)
     free(c);
 }
 
-/* Marks the messages core_delivered() reported, inside the caller's transaction. */
+/* Marks the messages core_delivered() reported, inside the caller's transaction; the list is
+ * emptied once that transaction commits (a failed one leaves them for the next). */
 static int write_delivered(core *c)
 {
     for (int i = 0; i < c->ndelivered; i++)
         if (store_outbox_done(c->o.db, c->delivered[i]) != 0) return -1;
-    c->ndelivered = 0;
     return 0;
+}
+
+/* Messages that are delivered, for the store to learn with the next transaction. */
+static void remember_delivered(core *c, const int64_t *ids, int n)
+{
+    if (n <= 0) return;
+    if (c->ndelivered == 0) c->delivered_since = now_ms(c);
+    c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + n, sizeof *c->delivered);
+    memcpy(c->delivered + c->ndelivered, ids, (size_t)n * sizeof *ids);
+    c->ndelivered += n;
 }
 
 static int is_delivered(const core *c, int64_t id)
@@ -1181,16 +1204,146 @@ static int handle_rename(core *c, const char *net, const adapter_event *e)
     return 0;
 }
 
-/* ---- batches ---- */
+/* ---- when the store fails ----
+ * A transaction that fails is rolled back, and the core suspends itself: memory may be ahead
+ * of the store (a move applied whose batch did not commit), so until the store takes a write
+ * again it takes no batch (the adapter keeps it and offers it again), applies no answer, fires
+ * no timer and sends nothing. core_tick() tries the store after a pause that doubles with each
+ * failed try; once a probe commits, every table is rebuilt from the store, as a restart would
+ * rebuild it. The outbox cannot be written meanwhile, so the rooms of the open tables (and any
+ * room a command comes from) are told by the adapter's notice, best effort and once, and told
+ * again when the store works; the log says it once too (each failed try only at debug). */
+
+static void notice(core *c, const char *net, const char *room, const char *text)
+{
+    const adapter *a = net_of(c, net);
+    if (a && a->notice && room && *room) a->notice(a->ctx, room, text);
+}
+
+/* Tells room of the failure once. */
+static void tell_failure(core *c, const char *net, const char *room)
+{
+    char key[sizeof ((store_msg *)0)->net + TABLE_ROOM_MAX + 2], text[512];
+    if (!room || !*room) return;
+    snprintf(key, sizeof key, "%s\n%s", net, room);
+    for (int i = 0; i < c->ntold; i++)
+        if (strcmp(c->told[i], key) == 0) return;
+    c->told = grow(c->told, &c->ctold, c->ntold + 1, sizeof *c->told);
+    if (!(c->told[c->ntold] = strdup(key))) abort();
+    c->ntold++;
+    snprintf(text, sizeof text,
+             "I cannot write to my database (%s), so I take no commands for now. Nothing played so far is "
+             "lost; I keep trying, and say so here when I can go on.",
+             store_fault_text(store_fault_of(c->o.db)));
+    notice(c, net, room, text);
+}
+
+static void tell_recovery(core *c)
+{
+    for (int i = 0; i < c->ntold; i++) {
+        char *room = strchr(c->told[i], '\n');
+        *room++ = 0;
+        notice(c, c->told[i], room, "My database works again: I take commands again, and answer those sent meanwhile.");
+        free(c->told[i]);
+    }
+    c->ntold = 0;
+}
 
 static int do_restored(core *c, const char *net);
 
 static int fail_store(core *c, const char *what)
 {
-    logf_(c, CORE_LOG_ERROR, "store failed during %s: %s", what, store_error(c->o.db));
+    int64_t now = now_ms(c);
+    if (!c->suspended) {
+        c->suspended = 1;
+        c->suspended_at = now;
+        c->retry_pause = c->o.retry_ms > 0 ? c->o.retry_ms : RETRY_FIRST_MS;
+        logf_(c, CORE_LOG_ERROR, "store failed during %s: %s; no commands are taken until it works again", what,
+              store_error(c->o.db));
+        for (int i = 0; i < c->nslots; i++)
+            if (!c->slots[i]->t.over) tell_failure(c, c->slots[i]->t.net, c->slots[i]->t.room);
+    } else {
+        c->retry_pause = c->retry_pause * 2 < RETRY_MAX_MS ? c->retry_pause * 2 : RETRY_MAX_MS;
+        logf_(c, CORE_LOG_DEBUG, "store still fails (%s): %s; trying again in %.1f s", what, store_error(c->o.db),
+              (double)c->retry_pause / 1000);
+    }
     store_rollback(c->o.db);
-    c->broken = 1;
+    c->nleaving = 0; /* the closing of their tables did not commit */
+    c->retry_at = now + c->retry_pause;
     return -1;
+}
+
+static int restore_tables(core *c);
+
+static int batch(core *c, const char *net, const adapter_event *ev, int n, const char *position);
+
+/* A retry: a probe write, then everything rebuilt from the store as at a start: the tables,
+ * what they held for the judge (the inbox), the backlog and the ignored list. Memory of before
+ * is dropped: tables that waited, the answers waiting to be applied, and the workers' answers
+ * to what the old tables asked (the retry waits until the workers have none left, so no answer
+ * to an old question reaches a rebuilt table). What tables held on a network that is up is
+ * done at once, in an empty batch; on one that is not, with its first batch as after a start. */
+static int recover(core *c)
+{
+    int64_t now = now_ms(c);
+    store_rollback(c->o.db);
+    if (store_probe(c->o.db, now / 1000) != 0) return fail_store(c, "a retry");
+    for (int i = 0; i < c->nslots; i++) slot_free(c->slots[i]);
+    c->nslots = c->resume_next = 0;
+    c->nheld = c->nanswered = 0;
+    for (int i = 0; i < c->nrestored; i++) free((char *)c->restored[i].text);
+    c->nrestored = c->nignored = 0;
+    c->nrooms = c->nunsent = 0; /* the backlog too: it counted messages that did not commit */
+    memset(c->net_ms, 0, sizeof c->net_ms);
+    int n = store_ignored_each(c->o.db, collect_ignored, c) == 0 ? restore_tables(c) : -1;
+    if (n < 0) return fail_store(c, "rebuilding the tables");
+    for (int i = 0; i < c->ndelivered; i++) backlog_done(c, c->delivered[i]); /* delivered, not yet marked */
+    logf_(c, CORE_LOG_WARN, "the store works again after %.1f s; %d open table%s rebuilt from it",
+          (double)(now - c->suspended_at) / 1000, n, n == 1 ? "" : "s");
+    c->suspended = 0;
+    for (int i = 0; i < c->nnets; i++)
+        if (c->up[i] && batch(c, c->nets[i].net, NULL, 0, NULL) != 0) return -1;
+    tell_recovery(c);
+    return 0;
+}
+
+/* While suspended: the rooms commands come from are told, and the batch is refused. */
+static int refuse_batch(core *c, const char *net, const adapter_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cmd m;
+        const adapter_event *e = &ev[i];
+        if (e->kind != ADAPTER_MESSAGE || !e->text || e->is_private || !e->room) continue;
+        cmd_parse(e->text, strlen(e->text), c->o.config->prefix, 0, &m);
+        if (m.kind != CMD_NONE) tell_failure(c, net, e->room);
+    }
+    return -1;
+}
+
+int core_suspended(core *c) { return c->suspended; }
+
+/* ---- pruning ---- */
+
+/* Drops what finished tables and delivered messages leave behind once keep_finished has
+ * passed (store_prune), in a transaction of its own, a quarter of keep_finished apart (at
+ * most an hour); at once again while there is more than one transaction's worth. It is no
+ * deadline of its own: the adapters' loops call core_tick() at least every second. */
+static int prune(core *c, int64_t now)
+{
+    int64_t keep = (int64_t)c->o.config->keep_finished * 1000;
+    if (keep <= 0 || now < c->next_prune) return 0;
+    int tables = 0, messages = 0;
+    if (store_begin(c->o.db) != 0 || store_prune(c->o.db, (now - keep) / 1000, (now - keep) / 1000, PRUNE_TABLES,
+                                                 &tables, &messages) != 0 ||
+        store_commit(c->o.db) != 0)
+        return fail_store(c, "pruning");
+    int more = tables == PRUNE_TABLES || messages == PRUNE_TABLES * 64;
+    int64_t every = keep / 4 < PRUNE_EVERY_MAX_MS ? keep / 4 : PRUNE_EVERY_MAX_MS;
+    c->next_prune = more ? now : now + (every > 1000 ? every : 1000);
+    if (tables || messages)
+        logf_(c, CORE_LOG_DEBUG, "pruned the journals of %d finished table%s and %d delivered message%s", tables,
+              tables == 1 ? "" : "s", messages, messages == 1 ? "" : "s");
+    return 0;
 }
 
 /* ---- tables that wait for a search ----
@@ -1424,6 +1577,8 @@ static int take_search(core *c, const work_job *j)
     return run_queue(c, s);
 }
 
+/* ---- batches ---- */
+
 /* The follow-ups after a batch or tick, for every table that moved or held events in it. */
 static int settle_dirty(core *c)
 {
@@ -1465,7 +1620,9 @@ static void after_commit(core *c)
 
 static int batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
 {
-    if (c->broken) return -1;
+    const adapter *a = net_of(c, net);
+    if (a) c->up[a - c->nets] = 1;
+    if (c->suspended) return refuse_batch(c, net, ev, n);
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     if (c->nrestored && do_restored(c, net) != 0) return fail_store(c, "held work from before the restart");
@@ -1483,6 +1640,7 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
     if (position && store_position_set(c->o.db, net, position) != 0) return fail_store(c, "position");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
+    c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
     after_commit(c);
     return 0;
@@ -1526,9 +1684,13 @@ static int run_timers(core *c, int64_t now)
 
 static int tick(core *c)
 {
-    if (c->broken) return -1;
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
+    if (c->suspended) { /* the answers to what tables about to be rebuilt asked are dropped */
+        while (work_take(c->w, got, TAKE_CHUNK) > 0) {}
+        return now < c->retry_at || work_pending(c->w) ? 0 : recover(c);
+    }
+    if (prune(c, now) != 0) return -1;
     int due = 0;
     for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
     int n = due || c->nanswered ? 0 : work_take(c->w, got, TAKE_CHUNK); /* what the last tick left comes first */
@@ -1563,6 +1725,7 @@ static int tick(core *c)
         if (c->held[i].not_before < c->next_deadline) c->next_deadline = c->held[i].not_before;
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
+    c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
     after_commit(c);
     return done;
@@ -1628,12 +1791,13 @@ static int flush_net(core *c, const adapter *a, int *delivered)
         }
     }
     if (rc == 0 && ndone) {
+        remember_delivered(c, done, ndone); /* if this transaction fails, the next one marks them */
         rc = store_begin(c->o.db);
         if (rc == 0) rc = write_delivered(c);
-        for (int i = 0; rc == 0 && i < ndone; i++) rc = store_outbox_done(c->o.db, done[i]);
-        rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+        if (rc == 0) rc = store_commit(c->o.db);
+        if (rc == 0) c->ndelivered = 0;
     }
-    for (int i = 0; rc == 0 && i < ndone; i++) backlog_done(c, done[i]);
+    for (int i = 0; i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
     for (int i = 0; i < l.n; i++) free(l.m[i].text);
@@ -1646,16 +1810,12 @@ static int flush_net(core *c, const adapter *a, int *delivered)
 int core_flush(core *c)
 {
     int delivered = 0;
-    if (c->broken) return -1;
+    if (c->suspended) return 0;
     for (int i = 0; i < c->nnets; i++) {
         int more;
         do {
             more = flush_net(c, &c->nets[i], &delivered);
-            if (more < 0) {
-                logf_(c, CORE_LOG_ERROR, "store failed while sending: %s", store_error(c->o.db));
-                c->broken = 1;
-                return -1;
-            }
+            if (more < 0) return fail_store(c, "sending");
         } while (more);
     }
     return delivered;
@@ -1669,10 +1829,11 @@ int core_sent_many(core *c, const int64_t *ids, int n)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
         backlog_done(c, ids[k]);
     }
-    if (store_begin(c->o.db) != 0) return fail_store(c, "marking messages sent");
-    for (int k = 0; k < n; k++)
-        if (store_outbox_done(c->o.db, ids[k]) != 0) return fail_store(c, "marking messages sent");
-    if (store_commit(c->o.db) != 0) return fail_store(c, "marking messages sent");
+    remember_delivered(c, ids, n);
+    if (c->suspended) return 0; /* marked once the store works again */
+    if (store_begin(c->o.db) != 0 || write_delivered(c) != 0 || store_commit(c->o.db) != 0)
+        return fail_store(c, "marking messages sent");
+    c->ndelivered = 0;
     return 0;
 }
 
@@ -1680,12 +1841,9 @@ int core_sent(core *c, int64_t id) { return core_sent_many(c, &id, 1); }
 
 int core_delivered(core *c, int64_t id)
 {
-    if (c->broken) return -1;
     for (int i = 0; i < c->ninflight; i++)
         if (c->inflight[i] == id) c->inflight[i] = c->inflight[--c->ninflight];
-    if (c->ndelivered == 0) c->delivered_since = now_ms(c);
-    c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + 1, sizeof *c->delivered);
-    c->delivered[c->ndelivered++] = id;
+    remember_delivered(c, &id, 1);
     backlog_done(c, id);
     return 0;
 }
@@ -1778,30 +1936,34 @@ static int restore_task(core *c, const store_inbox *row)
     return 0;
 }
 
-/* The first batch from net after a restart: what net's tables held for the judge when the bot
- * stopped is done first, in order, now that the network is up (its names are known again). */
+/* The first batch from net after a restart or a store failure: what net's tables held for the
+ * judge then is done first, in order, now that the network is up (its names are known again).
+ * A row that fails is left in the inbox, for the rebuild that follows the failure. */
 static int do_restored(core *c, const char *net)
 {
-    int k = 0, done = 0;
+    int k = 0, done = 0, rc = 0;
     for (int i = 0; i < c->nrestored; i++) {
         store_inbox *row = &c->restored[i];
-        if (strcmp(row->net, net) != 0) {
+        if (rc != 0 || strcmp(row->net, net) != 0) {
             c->restored[k++] = *row;
             continue;
         }
-        if (restore_task(c, row) != 0 || store_inbox_done(c->o.db, row->id) != 0) return -1;
+        rc = restore_task(c, row);
+        if (rc == 0) rc = store_inbox_done(c->o.db, row->id);
         slot *s = slot_of_id(c, row->table);
-        if (s) s->restoring = 0, s->dirty = 1;
+        if (s && rc == 0) s->restoring = 0, s->dirty = 1;
         free((char *)row->text);
-        done++;
+        done += rc == 0;
     }
     c->nrestored = k;
-    if (done) logf_(c, CORE_LOG_INFO, "did the %d held event%s and follow-up%s from before the restart on %s", done,
+    if (done) logf_(c, CORE_LOG_INFO, "did the %d held event%s and follow-up%s the inbox kept on %s", done,
                     done == 1 ? "" : "s", done == 1 ? "" : "s", net);
-    return 0;
+    return rc;
 }
 
-int core_restore(core *c)
+/* Every open table rebuilt from its journal, and what they held for the judge read from the
+ * inbox (the core has no table yet). Returns how many, or -1. */
+static int restore_tables(core *c)
 {
     table_list l = {0};
     int rc = backlog_restore(c);
@@ -1809,10 +1971,7 @@ int core_restore(core *c)
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
     if (rc == 0) rc = store_inbox_each(c->o.db, collect_inbox, c);
-    if (rc != 0) {
-        logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
-        return -1;
-    }
+    if (rc != 0) return -1;
     caps_solver *fresh = c->o.config->threads > 0 ? caps_solver_new(0) : NULL;
     if (fresh) { /* the rebuild's searches are done: the workers search from now on, so the work
                     space the rebuild touched goes back (a fresh one costs nothing until used) */
@@ -1820,6 +1979,15 @@ int core_restore(core *c)
         c->judge = c->env.judge = fresh;
     }
     after_commit(c);
+    return c->nslots;
+}
+
+int core_restore(core *c)
+{
+    if (restore_tables(c) < 0) {
+        logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
+        return -1;
+    }
     logf_(c, CORE_LOG_INFO, "%d open table%s restored", c->nslots, c->nslots == 1 ? "" : "s");
     return c->nslots;
 }
@@ -1836,6 +2004,7 @@ int64_t core_next_deadline(core *c)
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < next) next = c->held[i].not_before;
     if (c->ndelivered && c->delivered_since + DELIVERED_DELAY_MS < next) next = c->delivered_since + DELIVERED_DELAY_MS;
+    if (c->suspended) return work_pending(c->w) ? INT64_MAX : c->retry_at; /* the workers' answers wake it */
     return next;
 }
 

@@ -6,7 +6,16 @@
  * and the position land together or not at all, so a crash neither loses nor repeats a move or
  * a message. Computer players think on worker threads; their answers come back through
  * core_tick(), which also runs the timers. core_flush() offers queued messages to the adapters
- * in order. At start core_restore() rebuilds every open table from its journal. */
+ * in order. At start core_restore() rebuilds every open table from its journal.
+ *
+ * When the store fails (a full disk, a read-only file, another process's lock, an I/O error)
+ * the core suspends itself: it takes no batch, applies no answer and sends nothing, tells the
+ * rooms of its open tables through the adapters' notice() once, and tries the store again
+ * after a pause that doubles (core_tick). When a write commits again it rebuilds every table
+ * from the store, as a restart would, says so in those rooms, and takes batches again: the
+ * adapters keep what was refused and offer it again. Nothing is lost that a batch's commit
+ * acknowledged, and no message goes out whose batch did not commit. Every few minutes
+ * core_tick() also prunes what finished tables leave behind ([bot] keep_finished). */
 #ifndef CARDROOM_CORE_H
 #define CARDROOM_CORE_H
 
@@ -33,6 +42,9 @@ typedef struct {
     /* Deals from `--seed N` (reproducible) when fixed_seed is set; else from the OS. */
     int fixed_seed;
     uint64_t seed;
+    /* The first pause (ms) before a failing store is tried again; each failed try doubles it,
+     * up to a minute. 0: one second. Tests make it short. */
+    int64_t retry_ms;
 } core_options;
 
 /* Returns NULL with a message in err on failure. The options are copied; config and db must
@@ -51,19 +63,25 @@ int core_add_adapter(core *c, const adapter *a);
 int core_restore(core *c);
 
 /* Handles a batch of events from adapter net in one transaction (n may be 0: see
- * core_restore()), storing position (may be NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
- * the caller should stop: a restart resumes from the last committed batch). */
+ * core_restore()), storing position (may be NULL: unchanged) with it. Returns 0, or -1 when
+ * the batch was not taken: the store failed now or earlier and the core is suspended. The
+ * batch then left no trace; the adapter keeps it and offers it again, after the batches it
+ * kept before it, once core_suspended() is 0. */
 int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position);
 
 /* Applies the Caps judge's answers (the moves that waited for them, and what their tables held
  * meanwhile) and computer players' answers, for a bounded time (what is left waits for the
- * next call, due at once), and fires due timers (one transaction). Returns the number of
- * answers applied, or -1 if the store failed. */
+ * next call, due at once), and fires due timers (one transaction); while suspended, applies
+ * nothing and tries the store again when the pause is over. Returns the number of answers
+ * applied, or -1 if the store failed (the core is suspended; not a reason to stop). */
 int core_tick(core *c);
 
-/* Offers queued messages to the adapters, in order per destination. Returns the number
- * delivered, or -1 if the store failed. */
+/* Offers queued messages to the adapters, in order per destination (nothing while suspended).
+ * Returns the number delivered, or -1 if the store failed (the core is suspended). */
 int core_flush(core *c);
+
+/* Nonzero while the store fails and the core takes no batch. */
+int core_suspended(core *c);
 
 /* An adapter reports that a message it took with ADAPTER_QUEUED is delivered. */
 int core_sent(core *c, int64_t id);
@@ -82,7 +100,7 @@ int core_busy(core *c);
 
 /* A descriptor that turns readable when computer players or the judge have answered (-1:
  * none), and the time (ms, the core's clock) at which core_tick() next has work to do: a timer
- * to fire, or answers a tick left over (INT64_MAX: none). */
+ * to fire, answers a tick left over, or the store to try again (INT64_MAX: none). */
 int core_wake_fd(core *c);
 int64_t core_next_deadline(core *c);
 

@@ -4,7 +4,8 @@
  * network of the configuration: adapters/matrix or adapters/irc), `replay FILE|-`
  * (bot/replay.c), `solve FILE|-` (bot/solve.c), `arena ...` (bot/arena.c), `verify SEED COMMITMENT
  * [DEALER] [--players 6]` (bot/seed.c), `help` and `--version`.
- * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
+ * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input, 3 the
+ * database is in use by another cardroom (one bot per database: see store_open_exclusive). */
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>

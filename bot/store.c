@@ -28,11 +28,15 @@
  * Text handed to a callback lives only until the callback returns. */
 #include "store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #define STORE_ERR_MAX 512
 #define STORE_BUSY_MS 5000 /* how long a write waits for another process's lock */
@@ -161,6 +165,10 @@ enum store_stmt_id {
     ST_IGNORE_ADD,
     ST_IGNORE_DEL,
     ST_IGNORED_EACH,
+    ST_PRUNE_PICK,
+    ST_PRUNE_JOURNAL,
+    ST_PRUNE_HANDS,
+    ST_PRUNE_OUTBOX,
     ST_COUNT
 };
 
@@ -223,12 +231,25 @@ static const char *const store_sql[ST_COUNT] = {
                       "ON CONFLICT(net, user) DO NOTHING",
     [ST_IGNORE_DEL] = "DELETE FROM ignored WHERE net = ?1 AND user = ?2",
     [ST_IGNORED_EACH] = "SELECT net, user FROM ignored ORDER BY net, user",
+    /* closed long enough ago and not pruned yet (its journal or seeds are still there) */
+    [ST_PRUNE_PICK] = "SELECT id FROM tables t WHERE closed IS NOT NULL AND closed < ?1 AND "
+                      "(EXISTS (SELECT 1 FROM journal WHERE table_id = t.id) OR "
+                      "EXISTS (SELECT 1 FROM hands WHERE table_id = t.id)) ORDER BY id LIMIT ?2",
+    [ST_PRUNE_JOURNAL] = "DELETE FROM journal WHERE table_id = ?1",
+    [ST_PRUNE_HANDS] = "DELETE FROM hands WHERE table_id = ?1",
+    /* ids grow with time: the messages queued before sent_before are those below the first one
+     * queued later, so the search stops there instead of reading the whole outbox */
+    [ST_PRUNE_OUTBOX] = "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE sent = 1 AND id < "
+                        "coalesce((SELECT id FROM outbox WHERE queued >= ?1 ORDER BY id LIMIT 1), "
+                        "(SELECT max(id) + 1 FROM outbox)) ORDER BY id LIMIT ?2)",
 };
 
 struct store {
     sqlite3 *db;
     sqlite3_stmt *stmt[ST_COUNT];
     int iterating; /* a callback is running: calls back into the store are refused */
+    int code;      /* SQLite's extended result code of the last failure; SQLITE_OK: our own refusal */
+    int lock_fd;   /* PATH.lock while store_open_exclusive() holds it, else -1 */
     char err[STORE_ERR_MAX];
 };
 
@@ -237,6 +258,7 @@ struct store {
 static int store_vsay(store *s, const char *fmt, va_list ap)
 {
     vsnprintf(s->err, sizeof s->err, fmt, ap);
+    s->code = SQLITE_OK;
     return -1;
 }
 
@@ -261,6 +283,7 @@ __attribute__((format(printf, 3, 4))) static int store_fail(store *s, sqlite3_st
     va_end(ap);
     size_t used = strlen(s->err);
     snprintf(s->err + used, sizeof s->err - used, ": %s", sqlite3_errmsg(s->db));
+    s->code = sqlite3_extended_errcode(s->db);
     if (st) {
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
@@ -271,6 +294,44 @@ __attribute__((format(printf, 3, 4))) static int store_fail(store *s, sqlite3_st
 const char *store_error(const store *s)
 {
     return s ? s->err : "no store (it failed to open or was never opened)";
+}
+
+store_fault store_fault_of(const store *s)
+{
+    if (!s) return STORE_FAULT_OTHER;
+    switch (s->code & 0xff) { /* the primary code of an extended one */
+    case SQLITE_OK:
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISUSE:
+    case SQLITE_RANGE:
+    case SQLITE_ERROR: return STORE_FAULT_NONE;
+    case SQLITE_FULL: return STORE_FAULT_FULL;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return STORE_FAULT_READONLY;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return STORE_FAULT_BUSY;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL: return STORE_FAULT_IO;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return STORE_FAULT_CORRUPT;
+    default: return STORE_FAULT_OTHER;
+    }
+}
+
+const char *store_fault_text(store_fault f)
+{
+    switch (f) {
+    case STORE_FAULT_NONE: return "the database refused a write";
+    case STORE_FAULT_FULL: return "the disk is full";
+    case STORE_FAULT_READONLY: return "the database file is read-only";
+    case STORE_FAULT_BUSY: return "another program holds the database";
+    case STORE_FAULT_IO: return "the disk fails to read or write";
+    case STORE_FAULT_CORRUPT: return "the database file is damaged";
+    case STORE_FAULT_OTHER: break;
+    }
+    return "the database fails";
 }
 
 /* ---- Statement helpers ---- */
@@ -402,14 +463,17 @@ static int store_prepare(store *s)
     return 0;
 }
 
-int store_open(store **out, const char *path, char *err, size_t errlen)
+/* Opens path into a new store that already holds lock_fd (-1: none). */
+static int store_open_with(store **out, const char *path, int lock_fd, char *err, size_t errlen)
 {
     *out = NULL;
     store *s = calloc(1, sizeof *s);
     if (!s) {
+        if (lock_fd >= 0) close(lock_fd);
         if (err && errlen) snprintf(err, errlen, "out of memory opening the store");
         return -1;
     }
+    s->lock_fd = lock_fd;
     if (!path) {
         store_say(s, "no database path given");
         goto fail;
@@ -435,11 +499,58 @@ fail:
     return -1;
 }
 
+int store_open(store **out, const char *path, char *err, size_t errlen)
+{
+    return store_open_with(out, path, -1, err, errlen);
+}
+
+/* The claim is flock() on a file beside the database, not a lock on the database itself:
+ * SQLite's own locks are POSIX record locks, which a process loses on the first close() of
+ * any descriptor of that file, so a second descriptor of ours must not touch it. An flock
+ * ends with the process, so a killed bot leaves no stale claim behind. */
+int store_open_exclusive(store **out, const char *path, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!path || strcmp(path, ":memory:") == 0) return store_open(out, path, err, errlen);
+    char lock[4096], pid[32] = "";
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock) {
+        snprintf(err, errlen, "%s: the path is too long", path);
+        return -1;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open %s: %s", path, lock, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        ssize_t n = e == EWOULDBLOCK ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+        close(fd);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        if (e != EWOULDBLOCK) {
+            snprintf(err, errlen, "%s: cannot lock %s: %s", path, lock, strerror(e));
+            return -1;
+        }
+        snprintf(err, errlen, "%s is in use by another cardroom%s%s%s: one bot per database (stop that one, or give "
+                 "this one another database)", path, pid[0] ? " (process " : "", pid, pid[0] ? ")" : "");
+        return 1;
+    }
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        snprintf(err, errlen, "%s: cannot write %s: %s", path, lock, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return store_open_with(out, path, fd, err, errlen);
+}
+
 void store_close(store *s)
 {
     if (!s) return;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->stmt[i]);
     sqlite3_close_v2(s->db); /* an open transaction is rolled back */
+    if (s->lock_fd >= 0) close(s->lock_fd); /* the claim ends with it */
     free(s);
 }
 
@@ -486,6 +597,23 @@ int store_rollback(store *s)
     if (sqlite3_get_autocommit(s->db)) return 0;
     if (store_step_done(st)) return store_fail(s, st, "rollback");
     store_reset(st);
+    return 0;
+}
+
+int store_probe(store *s, int64_t now)
+{
+    char value[32];
+    snprintf(value, sizeof value, "%lld", (long long)now);
+    if (store_begin(s) != 0) return -1;
+    if (store_kv_put(s, "store", "probe", value) != 0 || store_commit(s) != 0) {
+        char why[STORE_ERR_MAX];
+        int code = s->code;
+        snprintf(why, sizeof why, "%s", s->err);
+        store_rollback(s);
+        snprintf(s->err, sizeof s->err, "%s", why); /* the failure, not the rollback's word on it */
+        s->code = code;
+        return -1;
+    }
     return 0;
 }
 
@@ -812,6 +940,46 @@ int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *c
     if (!st) return -1;
     store_msg_call call = {fn, ctx};
     return store_each(s, st, store_msg_row, &call, "outbox all");
+}
+
+/* ---- Pruning ---- */
+
+#define PRUNE_PICK_MAX 256
+
+static int store_prune_id(sqlite3_stmt *st, void *call)
+{
+    int64_t *ids = call;
+    ids[++ids[0]] = sqlite3_column_int64(st, 0);
+    return 0;
+}
+
+int store_prune(store *s, int64_t closed_before, int64_t sent_before, int limit, int *tables, int *messages)
+{
+    int64_t ids[PRUNE_PICK_MAX + 1] = {0}; /* ids[0]: how many follow */
+    if (limit < 1) limit = 1;
+    if (limit > PRUNE_PICK_MAX) limit = PRUNE_PICK_MAX;
+    *tables = *messages = 0;
+    sqlite3_stmt *pick = store_stmt(s, ST_PRUNE_PICK, "prune");
+    if (!pick) return -1;
+    if (sqlite3_bind_int64(pick, 1, closed_before) || sqlite3_bind_int(pick, 2, limit))
+        return store_fail(s, pick, "prune");
+    if (store_each(s, pick, store_prune_id, ids, "prune: finding finished tables") < 0) return -1;
+    for (int64_t i = 1; i <= ids[0]; i++) {
+        sqlite3_stmt *j = s->stmt[ST_PRUNE_JOURNAL], *h = s->stmt[ST_PRUNE_HANDS];
+        if (sqlite3_bind_int64(j, 1, ids[i]) || store_step_done(j))
+            return store_fail(s, j, "prune: the journal of table %lld", (long long)ids[i]);
+        store_reset(j);
+        if (sqlite3_bind_int64(h, 1, ids[i]) || store_step_done(h))
+            return store_fail(s, h, "prune: the hand seeds of table %lld", (long long)ids[i]);
+        store_reset(h);
+    }
+    *tables = (int)ids[0];
+    sqlite3_stmt *o = s->stmt[ST_PRUNE_OUTBOX];
+    if (sqlite3_bind_int64(o, 1, sent_before) || sqlite3_bind_int(o, 2, limit * 64) || store_step_done(o))
+        return store_fail(s, o, "prune: delivered messages");
+    store_reset(o);
+    *messages = sqlite3_changes(s->db);
+    return 0;
 }
 
 /* ---- Standings ---- */

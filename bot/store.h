@@ -21,8 +21,32 @@ typedef struct store store;
 /* Opens (creating and migrating as needed) the database at path; ":memory:" works for tests.
  * A database from a newer schema version is refused with a clear message. */
 int store_open(store **out, const char *path, char *err, size_t errlen);
+/* The same for a bot: first claims the file for this process with an advisory lock on
+ * PATH.lock (which holds the owner's process id), so two bots never share one database.
+ * Returns 0, 1 when another process holds it (err names that process), or -1. The claim ends
+ * with store_close() or the process. */
+int store_open_exclusive(store **out, const char *path, char *err, size_t errlen);
 void store_close(store *s);
 const char *store_error(const store *s);
+
+/* What kind of failure the last error was: the words a person reads about it, and whether
+ * waiting may mend it (every fault but STORE_FAULT_NONE comes from the file or the disk). */
+typedef enum {
+    STORE_FAULT_NONE = 0, /* the store refused the call itself (a wrong call, a broken rule) */
+    STORE_FAULT_FULL,     /* the disk or the file's quota is full */
+    STORE_FAULT_READONLY, /* the file cannot be written (permissions, a read-only disk) */
+    STORE_FAULT_BUSY,     /* another process holds the database's write lock */
+    STORE_FAULT_IO,       /* the disk failed to read or write */
+    STORE_FAULT_CORRUPT,  /* the file is damaged */
+    STORE_FAULT_OTHER,    /* any other failure of SQLite (out of memory, ...) */
+} store_fault;
+store_fault store_fault_of(const store *s);
+/* "the disk is full", "the database file is read-only", ... */
+const char *store_fault_text(store_fault f);
+
+/* Writes and commits one small row (kv "store"/"probe"): whether the file takes writes again
+ * after a fault. Opens its own transaction; none may be open. */
+int store_probe(store *s, int64_t now);
 /* The schema version the open database is at. */
 int store_schema_version(store *s);
 
@@ -105,6 +129,14 @@ int store_outbox_pending(store *s, const char *net, int limit,
 int store_outbox_done(store *s, int64_t id);
 /* Every message ever queued, sent or not, in id order (tests and audits). */
 int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *ctx);
+
+/* ---- Pruning: what finished tables and delivered messages leave behind ----
+ * Drops the journal and hand seeds of at most limit tables closed before closed_before
+ * (seconds since the epoch), and at most limit * 64 delivered messages queued before
+ * sent_before; a table's row and the standings stay. Runs in the caller's transaction.
+ * Returns how many tables and messages it dropped (in *tables and *messages), -1 on error;
+ * a call that reached a limit leaves the rest for the next one. */
+int store_prune(store *s, int64_t closed_before, int64_t sent_before, int limit, int *tables, int *messages);
 
 /* ---- Standings per room (net + room) and player ---- */
 typedef struct {

@@ -118,6 +118,7 @@ Test(config, defaults)
     cr_expect_eq(c.rate_pause, 120);
     cr_expect_eq(c.tables_per_user, 3);
     cr_expect_str_eq(c.level, "easy");
+    cr_expect_eq(c.keep_finished, 2592000);
     cr_expect_eq(c.remind_after, 120);
     cr_expect_eq(c.idle_takeover, 600);
     cr_expect_eq(c.leave_grace, 120);
@@ -161,8 +162,8 @@ Test(config, example_file_names_every_key)
     text[n] = '\0';
     static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "rules_url = ",
                                        "\nadmins =\n", "rate_commands = ", "rate_seconds = ", "rate_pause = ",
-                                       "tables_per_user = ", "level = ", "[timers]", "remind_after = ", "idle_takeover = ", "leave_grace = ",
-                                       "table_idle_close = ",
+                                       "tables_per_user = ", "level = ", "keep_finished = ", "[timers]", "remind_after = ",
+                                       "idle_takeover = ", "leave_grace = ", "table_idle_close = ",
                                        "bot_delay_ms = ", "[rules]", "[console]", "user = ", "room = "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         cr_expect_not_null(strstr(text, keys[i]), "example lacks %s", keys[i]);
@@ -189,6 +190,7 @@ Test(config, every_key)
                                   "rate_pause = 1\n"
                                   "tables_per_user = 1000\n"
                                   "level = expert\n"
+                                  "keep_finished = 0\n"
                                   "[timers]\n"
                                   "remind_after = 0\n"
                                   "idle_takeover = 2592000\n"
@@ -220,6 +222,7 @@ Test(config, every_key)
     cr_expect_eq(c.rate_pause, 1);
     cr_expect_eq(c.tables_per_user, 1000);
     cr_expect_str_eq(c.level, "expert");
+    cr_expect_eq(c.keep_finished, 0);
     cr_expect_eq(c.remind_after, 0);
     cr_expect_eq(c.idle_takeover, 2592000);
     cr_expect_eq(c.leave_grace, 30);
@@ -308,6 +311,12 @@ Test(config, bad_numbers)
                "2: [bot] rate_pause: must be a number of seconds from 1 to 86400, not '86401'");
     load_fails("[bot]\ntables_per_user = many\n",
                "2: [bot] tables_per_user: must be a whole number from 0 to 1000 (0: no cap), not 'many'");
+    load_fails("[bot]\nkeep_finished = 315360001\n",
+               "2: [bot] keep_finished: must be a number of seconds from 0 to 315360000 (ten years; 0 keeps "
+               "everything), not '315360001'");
+    load_fails("[bot]\nkeep_finished = -1\n",
+               "2: [bot] keep_finished: must be a number of seconds from 0 to 315360000 (ten years; 0 keeps "
+               "everything), not '-1'");
 }
 
 Test(config, bad_texts)
@@ -366,7 +375,7 @@ Test(config, unknown_key)
                "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, leave_grace, table_idle_close, "
                "bot_delay_ms)");
     load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url, "
-               "admins, rate_commands, rate_seconds, rate_pause, tables_per_user, level)");
+               "admins, rate_commands, rate_seconds, rate_pause, tables_per_user, level, keep_finished)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "

@@ -1084,3 +1084,157 @@ Test(store_file, schema_2_migrates_to_3)
                               NULL), SQLITE_CONSTRAINT, "a notice is 0 or 1");
     sqlite3_close(db);
 }
+
+/* ---- Faults: which kind a failure is ---- */
+
+Test(store, faults_are_classified)
+{
+    store *s = open_ok(":memory:");
+    int64_t t = new_table(s, 100);
+    OK(store_journal_add(s, t, 1, "join 0"));
+    cr_expect_eq(store_journal_add(s, t, 1, "join 0"), -1);
+    cr_expect_eq(store_fault_of(s), STORE_FAULT_NONE, "a broken rule is no fault of the disk");
+    OK(store_begin(s));
+    cr_expect_eq(store_begin(s), -1);
+    cr_expect_eq(store_fault_of(s), STORE_FAULT_NONE, "a wrong call neither");
+    OK(store_rollback(s));
+    cr_expect_eq(store_fault_of(NULL), STORE_FAULT_OTHER);
+    cr_expect_str_eq(store_fault_text(STORE_FAULT_FULL), "the disk is full");
+    cr_expect_str_eq(store_fault_text(STORE_FAULT_READONLY), "the database file is read-only");
+    cr_expect_str_eq(store_fault_text(STORE_FAULT_BUSY), "another program holds the database");
+    cr_expect_str_eq(store_fault_text(STORE_FAULT_IO), "the disk fails to read or write");
+    cr_expect_str_eq(store_fault_text(STORE_FAULT_CORRUPT), "the database file is damaged");
+    store_close(s);
+}
+
+Test(store_file, a_write_lock_elsewhere_is_a_busy_fault)
+{
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "busy.db");
+    store *s = open_ok(path);
+    sqlite3 *other = NULL;
+    cr_assert_eq(sqlite3_open(path, &other), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    cr_expect_eq(store_probe(s, 1), -1, "written while another connection holds the write lock");
+    cr_expect_eq(store_fault_of(s), STORE_FAULT_BUSY, "%s", store_error(s));
+    cr_expect(strstr(store_error(s), "locked"), "%s", store_error(s));
+    cr_assert_eq(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(other);
+    OK(store_probe(s, 2));
+    char *v = NULL;
+    cr_expect_eq(store_kv_get(s, "store", "probe", &v), 0);
+    cr_expect_str_eq(v, "2", "the probe commits a row");
+    free(v);
+    store_close(s);
+}
+
+/* ---- One bot per database ---- */
+
+Test(store_file, exclusive_open_holds_the_file_until_closed)
+{
+    char path[PATH_MAX], lock[PATH_MAX + 8], err[512] = "", pid[32];
+    tmp_path(path, sizeof path, "owned.db");
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    store *a = NULL, *b = (store *)1;
+    cr_assert_eq(store_open_exclusive(&a, path, err, sizeof err), 0, "%s", err);
+    FILE *f = fopen(lock, "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(pid, sizeof pid, f));
+    fclose(f);
+    cr_expect_eq(strtol(pid, NULL, 10), (long)getpid(), "the lock file names its holder: %s", pid);
+
+    cr_expect_eq(store_open_exclusive(&b, path, err, sizeof err), 1);
+    cr_expect_null(b);
+    char want[PATH_MAX + 200];
+    snprintf(want, sizeof want, "%s is in use by another cardroom (process %ld): one bot per database (stop that "
+             "one, or give this one another database)", path, (long)getpid());
+    cr_expect_str_eq(err, want);
+    store *reader = open_ok(path); /* a plain open (a test, a tool) is not refused */
+    store_close(reader);
+
+    store_close(a);
+    cr_assert_eq(store_open_exclusive(&b, path, err, sizeof err), 0, "after the holder closed: %s", err);
+    store_close(b);
+    store *m1 = NULL, *m2 = NULL;
+    cr_expect_eq(store_open_exclusive(&m1, ":memory:", err, sizeof err), 0, "a database in memory is nobody else's");
+    cr_expect_eq(store_open_exclusive(&m2, ":memory:", err, sizeof err), 0);
+    store_close(m1);
+    store_close(m2);
+}
+
+/* ---- Pruning ---- */
+
+static int count_rows(const char *path, const char *sql)
+{
+    char buf[32];
+    raw_text(path, sql, buf, sizeof buf);
+    return atoi(buf);
+}
+
+Test(store_file, prune_drops_old_finished_journals_and_delivered_messages)
+{
+    char path[PATH_MAX];
+    uint8_t seed[STORE_SEED_BYTES] = {1};
+    tmp_path(path, sizeof path, "prune.db");
+    store *s = open_ok(path);
+    int64_t old1 = new_table(s, 100), old2 = new_table(s, 200), recent = new_table(s, 300), open = new_table(s, 400);
+    int64_t ids[4] = {old1, old2, recent, open};
+    for (int i = 0; i < 4; i++) {
+        OK(store_journal_add(s, ids[i], 1, "join 0"));
+        OK(store_journal_add(s, ids[i], 2, "start"));
+        OK(store_hand_add(s, ids[i], 1, seed));
+    }
+    OK(store_table_close(s, old1, "finished", 1000));
+    OK(store_table_close(s, old2, "aborted", 1500));
+    OK(store_table_close(s, recent, "finished", 5000));
+    store_standing row = {.user = "alice", .hands = 3, .matches = 1};
+    OK(store_standing_add(s, "console", "#room", &row));
+    int64_t msg[5];
+    for (int i = 0; i < 5; i++) OK(store_outbox_add(s, "console", "#room", "", "", 0, "text", &msg[i]));
+    OK(store_outbox_done(s, msg[0]));
+    OK(store_outbox_done(s, msg[2]));
+    OK(store_outbox_done(s, msg[3]));
+    store_close(s);
+    /* queued: 1000, 1000, 1000, 9000, 9000; msg[1] is not delivered */
+    raw_exec(path, "UPDATE outbox SET queued = 1000; UPDATE outbox SET queued = 9000 WHERE id >= (SELECT max(id) - 1 "
+                   "FROM outbox)");
+
+    s = open_ok(path);
+    int tables = -1, messages = -1;
+    OK(store_begin(s));
+    OK(store_prune(s, 2000, 2000, 1, &tables, &messages));
+    OK(store_commit(s));
+    cr_expect_eq(tables, 1, "a limit of 1 prunes one table");
+    cr_expect_eq(messages, 2, "the delivered messages queued before 2000, not the undelivered one: %d", messages);
+    OK(store_begin(s));
+    OK(store_prune(s, 2000, 2000, 64, &tables, &messages));
+    OK(store_commit(s));
+    cr_expect_eq(tables, 1, "the second old table, not the first again");
+    cr_expect_eq(messages, 0);
+    OK(store_begin(s));
+    OK(store_prune(s, 2000, 2000, 64, &tables, &messages));
+    OK(store_commit(s));
+    cr_expect_eq(tables + messages, 0, "nothing left to prune");
+    int64_t next = 0;
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "after", &next));
+    cr_expect_gt(next, msg[4], "message ids are never used again");
+    store_standing got;
+    cr_expect_eq(store_standing_get(s, "console", "#room", "alice", &got), 0, "standings stay");
+    cr_expect_eq(got.hands, 3);
+    store_close(s);
+
+    char sql[128];
+    for (int i = 0; i < 4; i++) {
+        int pruned = i < 2;
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM journal WHERE table_id = %lld", (long long)ids[i]);
+        cr_expect_eq(count_rows(path, sql), pruned ? 0 : 2, "table %d's journal", i);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM hands WHERE table_id = %lld", (long long)ids[i]);
+        cr_expect_eq(count_rows(path, sql), pruned ? 0 : 1, "table %d's hand seeds", i);
+    }
+    cr_expect_eq(count_rows(path, "SELECT count(*) FROM tables"), 4, "every table's row stays");
+    snprintf(sql, sizeof sql, "SELECT group_concat(x) FROM (SELECT id - %lld AS x FROM outbox ORDER BY id)",
+             (long long)msg[0]);
+    char left[64];
+    raw_text(path, sql, left, sizeof left);
+    cr_expect_str_eq(left, "1,3,4,5", "kept: the undelivered one, the delivered one queued later, the rest: %s", left);
+}

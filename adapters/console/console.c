@@ -3,7 +3,8 @@
  * One loop: poll standard input and the workers' wake-up descriptor, hand each input line to
  * the core as one batch (its line number is the adapter position), let the core apply computer
  * moves and timers, and print the outbox. In script mode a line is read only once the core is
- * idle, and lines up to the stored position are skipped after a restart. */
+ * idle, and lines up to the stored position are skipped after a restart. A line the core does
+ * not take (its store fails) is offered again until it does; the loop waits meanwhile. */
 #include "console.h"
 
 #include <errno.h>
@@ -43,6 +44,13 @@ static int console_send(void *ctx, const store_msg *m)
     return ADAPTER_SENT;
 }
 
+static void console_notice(void *ctx, const char *room, const char *text)
+{
+    console *k = ctx;
+    fprintf(k->o->out, "[#%s] %s\n", room, text);
+    fflush(k->o->out);
+}
+
 static void console_log(void *ctx, core_log_level level, const char *line)
 {
     console *k = ctx;
@@ -51,24 +59,42 @@ static void console_log(void *ctx, core_log_level level, const char *line)
         fprintf(k->o->err, "cardroom: %s: %s\n", names[level], line);
 }
 
-/* Runs the core until it has nothing more to do right now (script mode) or once (interactive). */
-static int settle(console *k, int wait_idle)
+/* Milliseconds until the core's next deadline, at most cap. */
+static int until_deadline(console *k, int cap)
+{
+    int64_t deadline = core_next_deadline(k->core);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return deadline == INT64_MAX ? cap : deadline <= now ? 0 : (int)(deadline - now > cap ? cap : deadline - now);
+}
+
+/* Runs the core until it has nothing more to do right now (script mode) or once (interactive);
+ * while its store fails, until the store works again. */
+static void settle(console *k, int wait_idle)
 {
     for (;;) {
-        if (core_tick(k->core) < 0 || core_flush(k->core) < 0) return -1;
-        if (!wait_idle || core_busy(k->core) == 0) return 0;
+        core_tick(k->core);
+        core_flush(k->core);
+        int suspended = core_suspended(k->core);
+        if (!suspended && (!wait_idle || core_busy(k->core) == 0)) return;
         struct pollfd p = {.fd = core_wake_fd(k->core), .events = POLLIN};
-        if (p.fd >= 0) poll(&p, 1, 50);
-        else if (core_busy(k->core)) continue;
+        poll(&p, p.fd >= 0, until_deadline(k, suspended ? 1000 : 50));
     }
 }
 
-static int handle(console *k, const adapter_event *e, int n)
+/* Hands one batch to the core; while the store fails it is kept and offered again. */
+static void offer(console *k, const adapter_event *e, int n, const char *pos)
+{
+    while (core_batch(k->core, NET, e, n, pos) != 0) settle(k, 0);
+}
+
+static void handle(console *k, const adapter_event *e, int n)
 {
     char pos[32];
     snprintf(pos, sizeof pos, "%ld", k->line_no);
-    if (core_batch(k->core, NET, e, n, pos) != 0) return -1;
-    return settle(k, k->o->script);
+    offer(k, e, n, pos);
+    settle(k, k->o->script);
 }
 
 /* "alice> text" (room) or "alice>> text" (private). Returns 0, 1 to skip, -1 malformed. */
@@ -98,7 +124,7 @@ static void chomp(char *s)
 static int run_script(console *k)
 {
     char line[LINE_MAX_BYTES];
-    if (settle(k, 1) != 0) return 1;
+    settle(k, 1);
     while (fgets(line, sizeof line, k->o->in)) {
         k->line_no++;
         if (k->line_no <= k->skip) continue;
@@ -109,15 +135,16 @@ static int run_script(console *k)
             fprintf(k->o->err, "cardroom console: line %ld: expected \"USER> TEXT\" or \"USER>> TEXT\"\n", k->line_no);
             return 2;
         }
-        if (handle(k, &e, rc == 0) != 0) return 1;
+        handle(k, &e, rc == 0);
     }
-    return settle(k, 1) == 0 ? 0 : 1;
+    settle(k, 1);
+    return 0;
 }
 
 /* With no open table, the terminal user gets one against three computer players (or, with
  * --players 6, with two of five against three); with one (a game from an earlier run), the
  * table and the user's hand are shown again. */
-static int open_default_table(console *k)
+static void open_default_table(console *k)
 {
     static const char *const fresh[] = {"new 304", "join 1", "bot", "bot", "bot", "start"};
     static const char *const fresh6[] = {"new 304 6", "join 1", "bot", "bot", "bot", "bot", "bot", "start"};
@@ -132,10 +159,10 @@ static int open_default_table(console *k)
         e[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .room = k->config->console_room,
                                .sender = k->config->console_user, .text = text[i], .moderator = 1};
     }
-    return core_batch(k->core, NET, e, n, NULL);
+    offer(k, e, n, NULL);
 }
 
-static int interactive_line(console *k, char *line)
+static void interactive_line(console *k, char *line)
 {
     char text[LINE_MAX_BYTES + 16];
     adapter_event e = {.kind = ADAPTER_MESSAGE, .room = k->config->console_room, .sender = k->config->console_user,
@@ -143,7 +170,7 @@ static int interactive_line(console *k, char *line)
     chomp(line);
     const char *p = line;
     while (*p == ' ' || *p == '\t') p++;
-    if (!*p) return 0;
+    if (!*p) return;
     if (strncmp(p, "/msg ", 5) == 0) {
         e.is_private = 1;
         e.room = NULL;
@@ -153,7 +180,7 @@ static int interactive_line(console *k, char *line)
     } else {
         snprintf(text, sizeof text, "%s%s", k->config->prefix, p);
     }
-    return core_batch(k->core, NET, &e, 1, NULL);
+    offer(k, &e, 1, NULL);
 }
 
 static int run_interactive(console *k)
@@ -161,23 +188,21 @@ static int run_interactive(console *k)
     char line[LINE_MAX_BYTES];
     fprintf(k->o->out, "cardroom console — you are %s in %s. Type help for the commands; secrets go with /msg "
             "(e.g. /msg trump 7H). Ctrl-D quits; the game is saved.\n", k->config->console_user, k->config->console_room);
-    if (settle(k, 1) != 0 || open_default_table(k) != 0 || settle(k, 1) != 0) return 1;
+    settle(k, 1);
+    open_default_table(k);
+    settle(k, 1);
     for (;;) {
         struct pollfd p[2] = {{.fd = fileno(k->o->in), .events = POLLIN}, {.fd = core_wake_fd(k->core), .events = POLLIN}};
-        int64_t deadline = core_next_deadline(k->core);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-        int timeout = deadline == INT64_MAX ? 1000 : deadline <= now ? 0 : (int)(deadline - now > 1000 ? 1000 : deadline - now);
-        if (poll(p, p[1].fd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) return 1;
+        if (poll(p, p[1].fd >= 0 ? 2 : 1, until_deadline(k, 1000)) < 0 && errno != EINTR) return 1;
         if (p[0].revents & (POLLIN | POLLHUP)) {
             if (!fgets(line, sizeof line, k->o->in)) break;
-            if (interactive_line(k, line) != 0) return 1;
-            if (settle(k, 1) != 0) return 1; /* the computer players answer before the next line */
+            interactive_line(k, line);
+            settle(k, 1); /* the computer players answer before the next line */
         }
-        if (settle(k, 0) != 0) return 1;
+        settle(k, 0);
     }
-    return settle(k, 1) == 0 ? 0 : 1;
+    settle(k, 1);
+    return 0;
 }
 
 static const char *console_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
@@ -193,16 +218,18 @@ int console_run(const cfg *config, const console_options *o)
     console k = {config, o, NULL, NULL, 0, 0};
     char err[512], pos[32];
     const char *path = o->db ? o->db : o->script ? ":memory:" : config->database;
-    if (store_open(&k.db, path, err, sizeof err) != 0) {
+    int held = store_open_exclusive(&k.db, path, err, sizeof err);
+    if (held != 0) {
         fprintf(o->err, "cardroom: %s\n", err);
-        return 1;
+        return held > 0 ? 3 : 1;
     }
     cfg unlimited = *config; /* whoever types here runs the bot: no rate limit */
     unlimited.rate_commands = 0;
     core_options co = {.config = &unlimited, .db = k.db, .log = console_log, .log_ctx = &k,
-                       .fixed_seed = o->fixed_seed, .seed = o->seed};
+                       .fixed_seed = o->fixed_seed, .seed = o->seed, .retry_ms = o->retry_ms};
     k.core = core_new(&co, err, sizeof err);
-    adapter a = {.net = NET, .ctx = &k, .send = console_send, .display_name = console_name, .private_how = "with /msg"};
+    adapter a = {.net = NET, .ctx = &k, .send = console_send, .display_name = console_name, .private_how = "with /msg",
+                 .notice = console_notice};
     int rc = 1;
     if (!k.core || core_add_adapter(k.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", k.core ? "cannot add the console" : err);
@@ -211,7 +238,8 @@ int console_run(const cfg *config, const console_options *o)
     if (o->script && store_position_get(k.db, NET, pos, sizeof pos) == 0) k.skip = strtol(pos, NULL, 10);
     /* The console is up at once: an empty batch has the core do what its tables held for the
      * Caps judge before a restart. */
-    if (core_restore(k.core) < 0 || core_batch(k.core, NET, NULL, 0, NULL) != 0) goto done;
+    if (core_restore(k.core) < 0) goto done;
+    offer(&k, NULL, 0, NULL);
     rc = o->script ? run_script(&k) : run_interactive(&k);
 done:
     core_free(k.core);

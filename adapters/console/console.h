@@ -9,7 +9,9 @@
  * input line is "USER> TEXT" (room) or "USER>> TEXT" (privately to the bot); blank lines and
  * lines starting with '#' are skipped; the bot finishes all computer moves before it reads the
  * next line, so a script always plays out the same way. The position (lines handled) is kept
- * with the state, so after a crash the same script resumes where it stopped. */
+ * with the state, so after a crash the same script resumes where it stopped. While the store
+ * fails, the line being handled is kept and offered again once it works; nothing is read
+ * meanwhile. */
 #ifndef CARDROOM_CONSOLE_H
 #define CARDROOM_CONSOLE_H
 
@@ -25,10 +27,12 @@ typedef struct {
     uint64_t seed;
     const char *db;     /* database path (NULL: the config's; scripts default to ":memory:") */
     FILE *in, *out, *err;
+    int64_t retry_ms;   /* the first pause before a failing store is tried again (0: the core's) */
 } console_options;
 
 /* Runs until the input ends (or, interactively, the match ends and the input ends). Returns
- * the process exit status: 0, 1 (store or setup failure), 2 (a malformed script line). */
+ * the process exit status: 0, 1 (store or setup failure), 2 (a malformed script line), 3 (the
+ * database is in use by another cardroom). */
 int console_run(const cfg *config, const console_options *o);
 
 #endif

@@ -41,6 +41,7 @@
 #define STOP_GRACE_MS 2000
 #define ACK_EVERY_MS 2000           /* while lines keep leaving, one acknowledging PING this often */
 #define LINE_MIN 16                 /* bytes of text per line, however short [irc] line_bytes is */
+#define KEPT_EVENTS_MAX 100000      /* events kept while the store fails; later ones are dropped */
 #define UP_WAIT_MS 10000            /* the network counts as up this long after registering, joined or not */
 
 enum { C_DOWN = 0, C_CONNECTING, C_TLS, C_UP };
@@ -98,15 +99,20 @@ typedef struct {
     /* game lines waiting */
     qmsg *qhead, *qtail;
     int qlines;
-    /* the batch being read */
+    /* the batches read and not yet taken by the core (while its store fails, more than one):
+     * line k's events end at ev[marks[k]]; the strings live until every batch is taken */
     adapter_event *ev;
     char **strs;
     int nev, cev, nstrs, cstrs;
+    int *marks, nmarks, cmarks;
+    int taken;                   /* events of ev the core has taken */
+    int dropped;                 /* events dropped since the store failed (too many kept) */
     /* private messages recently sent, for refusals */
     recent rec[RECENT_MAX];
     int nrec;
     char saved_channels[CFG_STR * 4];
     unsigned saved_version;      /* irc_proto_channels_version() when they were saved */
+    int channels_unsaved;        /* the store refused them: saved again with the next line */
     /* figures */
     int64_t lines_in, lines_out, msgs_out;
     int64_t conn_lines;          /* lines received on this connection */
@@ -461,6 +467,10 @@ static char *keep(irc *r, const char *s)
 static void on_event(void *ctx, const adapter_event *e)
 {
     irc *r = ctx;
+    if (r->nev >= KEPT_EVENTS_MAX) {
+        if (!r->dropped++) ilog(r, 0, "irc: %d events wait for the store to work again; later ones are dropped", r->nev);
+        return;
+    }
     adapter_event *b = grow(r->ev, &r->cev, r->nev + 1, sizeof *r->ev);
     if (!b) return;
     r->ev = b;
@@ -481,6 +491,8 @@ static void batch_clear(irc *r)
     for (int i = 0; i < r->nstrs; i++) free(r->strs[i]);
     r->nstrs = 0;
     r->nev = 0;
+    r->nmarks = 0;
+    r->taken = 0;
 }
 
 static void save_channels(irc *r);
@@ -491,16 +503,34 @@ static void note_lat(irc *r, double us)
     if (r->lat && r->nlat < LAT_MAX) r->lat[r->nlat++] = us;
 }
 
-/* Hands the events of one line to the core as one batch (one transaction). */
+/* Hands the kept batches to the core in order, each in one transaction, until it refuses one
+ * (its store fails: that one and those after it wait for the next call). */
+static void offer_kept(irc *r)
+{
+    int k = 0;
+    while (k < r->nmarks && core_batch(r->core, NET, r->ev + r->taken, r->marks[k] - r->taken, NULL) == 0)
+        r->taken = r->marks[k++];
+    if (k == r->nmarks) {
+        batch_clear(r);
+        r->dropped = 0;
+        return;
+    }
+    memmove(r->marks, r->marks + k, (size_t)(r->nmarks - k) * sizeof *r->marks);
+    r->nmarks -= k;
+}
+
+/* Hands the events of one line to the core as one batch (one transaction), after any kept. */
 static void batch_line(irc *r, int64_t started_us)
 {
-    if (r->nev == 0) return;
-    if (core_batch(r->core, NET, r->ev, r->nev, NULL) != 0) {
-        ilog(r, 0, "irc: the store failed; stopping");
-        r->fatal = 1;
-    }
+    int from = r->nmarks ? r->marks[r->nmarks - 1] : r->taken;
+    if (r->nev == from) return;
+    int *m = grow(r->marks, &r->cmarks, r->nmarks + 1, sizeof *r->marks);
+    if (!m) return;
+    r->marks = m;
+    r->marks[r->nmarks++] = r->nev;
+    if (core_suspended(r->core)) core_batch(r->core, NET, r->ev + from, r->nev - from, NULL); /* refused: its rooms hear why */
+    else offer_kept(r);
     note_lat(r, (double)(netrun_mono_us() - started_us));
-    batch_clear(r);
 }
 
 /* Handles every complete line in rbuf. Each line that carries commands is its own batch, as a
@@ -935,6 +965,14 @@ static void on_refused(void *ctx, const char *nick, int why)
     enqueue(r, 0, x->room, "", 0, text);
 }
 
+/* The core's word outside the outbox: queued once like the adapter's own hints, if the bot
+ * is in that channel now. */
+static void irc_notice(void *ctx, const char *room, const char *text)
+{
+    irc *r = ctx;
+    if (r->state == C_UP && irc_proto_in_channel(r->p, room)) enqueue(r, 0, room, "", 1, text);
+}
+
 static void on_fatal(void *ctx, int status, const char *why)
 {
     irc *r = ctx;
@@ -959,9 +997,13 @@ static void save_channels(irc *r)
     r->saved_version = irc_proto_channels_version(r->p);
     char now[CFG_STR * 4] = "";
     irc_proto_each_channel(r->p, add_saved, now);
-    if (!strcmp(now, r->saved_channels)) return;
+    if (!strcmp(now, r->saved_channels) && !r->channels_unsaved) return;
     snprintf(r->saved_channels, sizeof r->saved_channels, "%s", now);
-    if (store_kv_put(r->db, KV_NS, KV_CHANNELS, now) != 0) ilog(r, 1, "irc: could not store the channel list");
+    r->channels_unsaved = store_kv_put(r->db, KV_NS, KV_CHANNELS, now) != 0;
+    if (r->channels_unsaved) {
+        ilog(r, 1, "irc: could not store the channel list; trying again with the next line");
+        r->saved_version--; /* differs: the next call stores it again */
+    }
 }
 
 static void want_list(irc *r, const char *list)
@@ -987,15 +1029,16 @@ static void count_missing(void *ctx, const char *channel)
 
 /* Once registered and in the wanted channels (or UP_WAIT_MS after registering), the core hears
  * that the network is up with an empty batch: what its tables held for the Caps judge before a
- * restart is done then, with the players' names known again. */
-static int tell_up(irc *r)
+ * restart is done then, with the players' names known again. While the store fails the core
+ * refuses it, and does it itself once the store works again. */
+static void tell_up(irc *r)
 {
-    if (r->up_told || r->state != C_UP || !irc_proto_registered(r->p)) return 0;
+    if (r->up_told || r->state != C_UP || !irc_proto_registered(r->p)) return;
     joined_count j = {r, 0};
     irc_proto_each_channel(r->p, count_missing, &j);
-    if (j.missing && netrun_mono_ms() - r->state_since < UP_WAIT_MS) return 0;
+    if (j.missing && netrun_mono_ms() - r->state_since < UP_WAIT_MS) return;
     r->up_told = 1;
-    return core_batch(r->core, NET, NULL, 0, NULL);
+    core_batch(r->core, NET, NULL, 0, NULL);
 }
 
 static void keepalive(irc *r)
@@ -1057,11 +1100,13 @@ static int loop(irc *r)
     while (!netrun_stopping() && !r->fatal) {
         if (r->state == C_DOWN && r->fd < 0 && netrun_mono_ms() >= r->reconnect_at) start_connect(r);
         if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
-        if (core_tick(r->core) < 0 || core_flush(r->core) < 0) return 1;
+        core_tick(r->core); /* a failing store suspends the core, which tries it again itself */
+        core_flush(r->core);
+        if (r->nmarks && !core_suspended(r->core)) offer_kept(r);
         pump(r);
         flush_out(r);
         keepalive(r);
-        if (tell_up(r) != 0) return 1;
+        tell_up(r);
         if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
         int64_t wait = next_wake(r) - netrun_mono_ms();
         if (wait < 0) wait = 0;
@@ -1195,8 +1240,10 @@ int irc_run(const cfg *config, const irc_options *o)
         goto done;
     }
     const char *path = o->db ? o->db : config->database;
-    if (store_open(&r.db, path, err, sizeof err) != 0) {
+    int held = store_open_exclusive(&r.db, path, err, sizeof err);
+    if (held != 0) {
         fprintf(o->err, "cardroom: %s\n", err);
+        rc = held > 0 ? 3 : 1;
         goto done;
     }
     if (strcmp(path, ":memory:") != 0) chmod(path, 0600);
@@ -1224,7 +1271,7 @@ int irc_run(const cfg *config, const irc_options *o)
     r.core = core_new(&co, err, sizeof err);
     char how[200];
     snprintf(how, sizeof how, "with /msg %s", config->irc_nick);
-    adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name,
+    adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name, .notice = irc_notice,
                  .room_name = irc_room_name, .private_how = how, .pace_ms = irc_pace, .leave = irc_leave};
     if (!r.core || core_add_adapter(r.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", r.core ? "cannot add the IRC adapter" : err);
@@ -1248,6 +1295,7 @@ done:
     batch_clear(&r);
     free(r.ev);
     free(r.strs);
+    free(r.marks);
     free(r.wbuf);
     free(r.lat);
     core_free(r.core);

@@ -20,7 +20,8 @@
  * while an earlier one of its table to another destination is unconfirmed. When the server
  * refuses a private message (716/717 for +g, 486), the player is told in the table's channel
  * how to accept the bot's messages. TLS that fails says why and which setting fixes it, at
- * error level, and the attempts keep their growing pause. */
+ * error level, and the attempts keep their growing pause. While the store fails, the lines'
+ * batches are kept in order and offered again once it works. */
 #ifndef CARDROOM_IRC_H
 #define CARDROOM_IRC_H
 
@@ -37,9 +38,10 @@ typedef struct {
 } irc_options;
 
 /* Runs the bot on the configured IRC server until SIGTERM or SIGINT. Returns the exit status:
- * 0 stopped, 1 a failure (the store), 2 a bad setting (nick refused, SASL refused with
- * [irc] login = sasl, a certificate file that cannot be read). Connection failures are not
- * fatal: the bot keeps reconnecting. */
+ * 0 stopped, 1 a failure (the store cannot be opened), 2 a bad setting (nick refused, SASL
+ * refused with [irc] login = sasl, a certificate file that cannot be read), 3 the database is
+ * in use by another cardroom. Connection failures and a failing store are not fatal: the bot
+ * keeps reconnecting, and the core tries the store again. */
 int irc_run(const cfg *config, const irc_options *o);
 
 #endif

@@ -63,8 +63,11 @@ typedef struct {
     int64_t sync_arrived_us; /* a sync answer was just handled (latency measurement) */
     int sends_started;
     int64_t limited_until;   /* ms: the homeserver rate-limits sends until then (429) */
+    int notices;             /* the core's notices sent (their txn ids) */
     send_job *jobs;
     json_t *creating;        /* user → retry time: direct chats being made */
+    json_t *unsure;          /* user → {nonce, after}: a direct chat that may exist (see open_dm) */
+    int64_t syncs_started;   /* sync requests made (the one running is number syncs_started) */
     json_t *joining;         /* rooms being joined or declined */
     int direct_dirty, direct_running;
     char *gap_body;          /* an answer waiting for the events its gaps skipped */
@@ -307,10 +310,13 @@ static void e2ee_log(void *ctx, int level, const char *line)
     mlog(ctx, (core_log_level)level, "%s", line);
 }
 
+static void adopt_dms(mx *m, json_t *root);
+
 static void hook_answer(void *ctx, void *root)
 {
     mx *m = ctx;
     mx_e2ee_sync(m->e2ee, root);
+    adopt_dms(m, root);
 }
 
 static void *hook_decrypt(void *ctx, const char *room, void *event)
@@ -328,10 +334,14 @@ static void hook_members(void *ctx, const char *room)
     mx_e2ee_members_changed(m->e2ee, room);
 }
 
+/* A stored direct chat: "!room", "" (forgotten), or "?nonce" (being made when the bot
+ * stopped: looked for in the first sync answer before another is made; see open_dm). */
 static int load_dm(void *ctx, const char *name, const char *room)
 {
     mx *m = ctx;
-    if (*room) mx_state_set_dm(m->st, name + strlen(KEY_DM), room);
+    const char *user = name + strlen(KEY_DM);
+    if (room[0] == '?') json_object_set_new(m->unsure, user, json_pack("{s:s, s:I}", "nonce", room + 1, "after", 0));
+    else if (*room) mx_state_set_dm(m->st, user, room);
     return 0;
 }
 
@@ -412,7 +422,24 @@ static int start_up(mx *m)
     return 0;
 }
 
-/* ---- direct chats ---- */
+/* ---- direct chats ----
+ * A direct chat is made once, even across a crash. Before POST /createRoom the store records
+ * the intent, "?NONCE" under matrix:dm:USER, and the request carries NONCE in the creation
+ * content (org.cardroom.direct). When no answer tells which room was made (none came, a 5xx,
+ * or the bot stopped while it was on its way), the user is unsure: no room is made for him
+ * until a sync answer has been read from a sync that started after that, and a room the bot
+ * is in whose m.room.create carries the nonce is taken as his direct chat. That sync asks for
+ * the full state, which holds every room's m.room.create, and does not wait (as a restart's
+ * first sync does anyway). */
+
+#define DM_MARK "org.cardroom.direct"
+#define DM_NONCE_BYTES 16
+
+typedef struct {
+    mx *m;
+    char user[256];
+    char nonce[2 * DM_NONCE_BYTES + 1];
+} dm_req;
 
 static void save_direct(mx *m);
 
@@ -441,62 +468,127 @@ static void save_direct(mx *m)
     free(body);
 }
 
+/* Records room as the direct chat with user, in the store too (if the store fails now, the
+ * chat is known until the bot stops, and m.direct keeps it beyond). */
 static void set_dm(mx *m, const char *user, const char *room)
 {
     char key[300];
     mx_state_set_dm(m->st, user, room);
     snprintf(key, sizeof key, KEY_DM "%s", user);
-    if (store_put(m, key, room) != 0) m->fatal = 1;
+    store_put(m, key, room);
     m->direct_dirty = 1;
+}
+
+static void unsure_of(mx *m, const char *user, const char *nonce, int64_t after)
+{
+    json_object_set_new(m->unsure, user, json_pack("{s:s, s:I}", "nonce", nonce, "after", (json_int_t)after));
+}
+
+/* Whether a user waits for a sync that starts now: it asks for the full state, at once. */
+static int dm_unsure(const mx *m)
+{
+    const char *user;
+    json_t *u;
+    json_object_foreach(m->unsure, user, u) {
+        if (json_integer_value(json_object_get(u, "after")) >= m->syncs_started) return 1;
+    }
+    return 0;
+}
+
+/* Every sync answer: rooms made for unsure users are theirs; users still unsure after an
+ * answer from a sync started since they became unsure have no such room. */
+static void adopt_dms(mx *m, json_t *root)
+{
+    const char *room_id, *user;
+    json_t *room, *u;
+    void *next;
+    if (json_object_size(m->unsure) == 0) return;
+    json_object_foreach(json_object_get(json_object_get(root, "rooms"), "join"), room_id, room) {
+        for (int part = 0; part < 2; part++) {
+            json_t *events = json_object_get(json_object_get(room, part ? "timeline" : "state"), "events"), *e;
+            size_t i;
+            json_array_foreach(events, i, e) {
+                const char *type = json_string_value(json_object_get(e, "type"));
+                const char *nonce = json_string_value(json_object_get(json_object_get(e, "content"), DM_MARK));
+                if (!type || strcmp(type, "m.room.create") != 0 || !nonce || strlen(room_id) >= 256) continue;
+                json_object_foreach_safe(m->unsure, next, user, u) {
+                    if (strcmp(json_string_value(json_object_get(u, "nonce")), nonce) != 0) continue;
+                    mlog(m, CORE_LOG_INFO, "matrix: the direct chat with %s made earlier (its answer never came) "
+                                           "is taken instead of a new one", user);
+                    set_dm(m, user, room_id);
+                    mx_state_made_dm(m->st, room_id, user, 0);
+                    json_object_del(m->unsure, user);
+                }
+            }
+        }
+    }
+    json_object_foreach_safe(m->unsure, next, user, u)
+        if (json_integer_value(json_object_get(u, "after")) < m->syncs_started) json_object_del(m->unsure, user);
 }
 
 static void dm_created(void *ctx, const mx_response *r)
 {
-    id_req *d = ctx;
+    dm_req *d = ctx;
     mx *m = d->m;
     char buf[300];
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     const char *room = json_string_value(json_object_get(a, "room_id"));
     if (room && strlen(room) < 256) {
-        json_object_del(m->creating, d->id);
-        set_dm(m, d->id, room);
-        mx_state_made_dm(m->st, room, d->id, strcmp(m->config->matrix_encrypt_dms, "true") == 0);
-        mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->id);
+        json_object_del(m->creating, d->user);
+        set_dm(m, d->user, room);
+        mx_state_made_dm(m->st, room, d->user, strcmp(m->config->matrix_encrypt_dms, "true") == 0);
+        mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->user);
     } else if (cancelled(r)) {
-        json_object_del(m->creating, d->id);
+        json_object_del(m->creating, d->user);
     } else {
         int64_t wait = backoff_ms(r, 3);
-        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->id,
+        /* a room may have been made all the same: it is looked for before another is */
+        if (r->status == 0 || r->status == 200 || r->status >= 500) unsure_of(m, d->user, d->nonce, m->syncs_started);
+        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->user,
              r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
-        json_object_set_new(m->creating, d->id, json_integer(netrun_mono_ms() + wait)); /* not running: retried */
+        json_object_set_new(m->creating, d->user, json_integer(netrun_mono_ms() + wait)); /* not running: retried */
     }
     json_decref(a);
     free(d);
 }
 
-/* Starts making the direct chat with user (Client-Server API §"Direct Messaging"). */
+/* Starts making the direct chat with user (Client-Server API §"Direct Messaging"), the intent
+ * stored first. */
 static void open_dm(mx *m, const char *user)
 {
     json_t *t = json_object_get(m->creating, user);
     if (t && (json_integer_value(t) < 0 || json_integer_value(t) > netrun_mono_ms())) return; /* running or waiting */
-    json_t *req = json_pack("{s:s, s:b, s:[s]}", "preset", "trusted_private_chat", "is_direct", 1, "invite", user);
+    if (json_object_get(m->unsure, user)) return; /* one may exist: a sync answer tells first */
+    dm_req *d = calloc(1, sizeof *d);
+    if (!d || strlen(user) >= sizeof d->user) {
+        free(d);
+        return;
+    }
+    uint8_t raw[DM_NONCE_BYTES];
+    char key[300], intent[sizeof d->nonce + 1];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(d->nonce, sizeof d->nonce, raw, sizeof raw);
+    snprintf(intent, sizeof intent, "?%s", d->nonce);
+    snprintf(key, sizeof key, KEY_DM "%s", user);
+    if (store_put(m, key, intent) != 0) { /* no intent on record, no request: the store is tried again */
+        json_object_set_new(m->creating, user, json_integer(netrun_mono_ms() + backoff_ms(NULL, 3)));
+        free(d);
+        return;
+    }
+    json_t *req = json_pack("{s:s, s:b, s:[s], s:{s:s}}", "preset", "trusted_private_chat", "is_direct", 1, "invite",
+                            user, "creation_content", DM_MARK, d->nonce);
     if (strcmp(m->config->matrix_encrypt_dms, "true") == 0)
         json_object_set_new(req, "initial_state",
                             json_pack("[{s:s, s:s, s:{s:s}}]", "type", "m.room.encryption", "state_key", "",
                                       "content", "algorithm", "m.megolm.v1.aes-sha2"));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
-    id_req *d = calloc(1, sizeof *d);
-    if (d && body) {
-        d->m = m;
-        snprintf(d->id, sizeof d->id, "%s", user);
-        if (mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0)
-            json_object_set_new(m->creating, user, json_integer(-1));
-        else
-            free(d);
-    } else {
+    d->m = m;
+    snprintf(d->user, sizeof d->user, "%s", user);
+    if (body && mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0)
+        json_object_set_new(m->creating, user, json_integer(-1));
+    else
         free(d);
-    }
     free(body);
 }
 
@@ -558,7 +650,7 @@ static void job_done(void *ctx, const mx_response *r)
         char key[300];
         snprintf(key, sizeof key, KEY_DM "%s", j->user);
         mx_state_forget_dm(m->st, j->user);
-        if (store_put(m, key, "") != 0) m->fatal = 1;
+        store_put(m, key, "");
         j->room[0] = 0;
         j->not_before = netrun_mono_ms();
         return;
@@ -655,6 +747,27 @@ static char *content_of(mx *m, const store_msg *msg)
     return text;
 }
 
+static void notice_done(void *ctx, const mx_response *r)
+{
+    (void)ctx;
+    (void)r;
+}
+
+/* The core's word outside the outbox: one PUT with a txn id of its own ("crn…", never an
+ * outbox id), never retried; nothing in the clear into an encrypted room, so none there. */
+static void mx_notice(void *ctx, const char *room, const char *text)
+{
+    mx *m = ctx;
+    store_msg msg = {.text = (char *)text};
+    if (!m->st || mx_state_encrypted(m->st, room) || strlen(room) >= sizeof msg.room) return;
+    snprintf(msg.room, sizeof msg.room, "%s", room);
+    char *content = content_of(m, &msg), esc[800], path[1024];
+    snprintf(path, sizeof path, API "/rooms/%s/send/m.room.message/crn%" PRId64 "x%d", mx_http_escape(room, esc, sizeof esc),
+             netrun_wall_ms(), ++m->notices);
+    if (content) mx_http_request(m->http, "PUT", path, content, SEND_TIMEOUT_MS, notice_done, NULL);
+    free(content);
+}
+
 static int mx_send(void *ctx, const store_msg *msg)
 {
     mx *m = ctx;
@@ -739,8 +852,8 @@ static void handle_answer(mx *m, const char *body, size_t len, const char *gaps,
     m->sync_running = 0;
     m->sends_at_arrival = m->sends_started;
     if (core_batch(m->core, NET, out.ev, out.nev, out.next_batch) != 0) {
-        mlog(m, CORE_LOG_ERROR, "matrix: the store failed; stopping (a restart resumes from the last batch)");
-        m->fatal = 1;
+        /* the store fails: no sync until it works, then this one again from the same since */
+        mlog(m, CORE_LOG_DEBUG, "matrix: a sync answer waits for the store to work again");
         mx_sync_done(&out);
         return;
     }
@@ -900,12 +1013,16 @@ static void sync_done(void *ctx, const mx_response *r)
 static void start_sync(mx *m)
 {
     char path[2048], esc[1200], fesc[300];
-    int timeout = m->first || m->full_state || m->sync_errors ? 0 : m->config->matrix_sync_timeout * 1000;
+    int full = m->full_state || dm_unsure(m);
+    int timeout = m->first || full || m->sync_errors ? 0 : m->config->matrix_sync_timeout * 1000;
     int n = snprintf(path, sizeof path, API "/sync?timeout=%d", timeout);
     if (m->filter[0]) n += snprintf(path + n, sizeof path - (size_t)n, "&filter=%s", mx_http_escape(m->filter, fesc, sizeof fesc));
     if (m->since[0]) n += snprintf(path + n, sizeof path - (size_t)n, "&since=%s", mx_http_escape(m->since, esc, sizeof esc));
-    if (m->full_state && m->since[0]) snprintf(path + n, sizeof path - (size_t)n, "&full_state=true");
-    if (mx_http_request(m->http, "GET", path, NULL, (long)timeout + 30000L, sync_done, m) == 0) m->sync_running = 1;
+    if (full && m->since[0]) snprintf(path + n, sizeof path - (size_t)n, "&full_state=true");
+    if (mx_http_request(m->http, "GET", path, NULL, (long)timeout + 30000L, sync_done, m) == 0) {
+        m->sync_running = 1;
+        m->syncs_started++;
+    }
 }
 
 /* ---- the loop ---- */
@@ -971,7 +1088,7 @@ static int64_t next_due(mx *m)
     json_object_foreach(m->creating, u, v) {
         if (json_integer_value(v) >= 0 && json_integer_value(v) < t) t = json_integer_value(v);
     }
-    if (!m->sync_running && m->sync_not_before < t) t = m->sync_not_before;
+    if (!m->sync_running && !core_suspended(m->core) && m->sync_not_before < t) t = m->sync_not_before;
     return t;
 }
 
@@ -1008,30 +1125,30 @@ static int relogin(mx *m)
 
 /* After the transfers moved: the replies to a sync answer just handled leave at once (timed
  * from the answer's arrival: the bot's own latency). */
-static int after_work(mx *m)
+static void after_work(mx *m)
 {
     while (m->sync_arrived_us) {
         {
             int64_t arrived = m->sync_arrived_us;
             m->sync_arrived_us = 0;
-            if (core_flush(m->core) < 0) return -1;
+            core_flush(m->core);
             mx_http_push(m->http); /* the new requests leave now; what finished waits a moment */
             if (m->sends_started > m->sends_at_arrival)
                 m->lat[m->nlat++ % LAT_MAX] = (double)(netrun_mono_us() - arrived) / 1000.0;
         }
     }
-    return 0;
 }
 
 static int loop(mx *m)
 {
     while (!netrun_stopping() && !m->fatal) {
         if (m->relogin && relogin(m) != 0) return 1;
-        if (!m->sync_running && netrun_mono_ms() >= m->sync_not_before) start_sync(m);
+        if (!m->sync_running && !core_suspended(m->core) && netrun_mono_ms() >= m->sync_not_before) start_sync(m);
         start_due(m);
-        if (core_tick(m->core) < 0 || core_flush(m->core) < 0) return 1;
+        core_tick(m->core); /* a failing store suspends the core, which tries it again itself */
+        core_flush(m->core);
         mx_http_work(m->http);
-        if (after_work(m) != 0) return 1;
+        after_work(m);
         int64_t now = netrun_mono_ms(), due = next_due(m), deadline = core_next_deadline(m->core);
         int64_t wait = 1000;
         if (due != INT64_MAX && due - now < wait) wait = due - now;
@@ -1039,7 +1156,7 @@ static int loop(mx *m)
         int fds[2] = {core_wake_fd(m->core), netrun_stop_fd()};
         mx_http_wait(m->http, fds, 2, wait < 0 ? 0 : (int)wait);
         mx_http_work(m->http);
-        if (after_work(m) != 0) return 1;
+        after_work(m);
     }
     return m->fatal;
 }
@@ -1059,15 +1176,18 @@ int matrix_run(const cfg *config, const matrix_options *o)
     }
     if (netrun_stop_init() != 0) return 1;
     const char *path = o->db ? o->db : config->database;
-    if (store_open(&m.db, path, err, sizeof err) != 0) {
+    int held = store_open_exclusive(&m.db, path, err, sizeof err);
+    if (held != 0) {
         fprintf(o->err, "cardroom: %s\n", err);
+        rc = held > 0 ? 3 : 1;
         goto done;
     }
     if (strcmp(path, ":memory:") != 0) chmod(path, 0600); /* it holds the bot's access token */
     m.http = mx_http_new(config->matrix_homeserver, err, sizeof err);
     m.creating = json_object();
+    m.unsure = json_object();
     m.joining = json_object();
-    if (!m.http || !m.creating || !m.joining) {
+    if (!m.http || !m.creating || !m.unsure || !m.joining) {
         fprintf(o->err, "cardroom: %s\n", m.http ? "out of memory" : err);
         goto done;
     }
@@ -1080,14 +1200,14 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
                  .private_how = "in your direct chat with me", .notify_off = 1,
-                 .pace_ms = mx_pace, .leave = mx_leave};
+                 .pace_ms = mx_pace, .notice = mx_notice, .leave = mx_leave};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
         goto done;
     }
     if (core_restore(m.core) < 0) goto done;
     rc = loop(&m);
-    if (rc == 0 && after_work(&m) != 0) rc = 1;
+    if (rc == 0) after_work(&m);
     report(&m);
 done:
     mx_http_free(m.http); /* cancels what is running; unsent messages stay in the outbox */
@@ -1096,6 +1216,7 @@ done:
     mx_state_free(m.st);
     mx_e2ee_free(m.e2ee);
     json_decref(m.creating);
+    json_decref(m.unsure);
     json_decref(m.joining);
     json_decref(m.gaps);
     free(m.gap_body);

@@ -20,7 +20,12 @@
  *
  * A private message goes to the player's direct chat, created on first need (is_direct,
  * trusted_private_chat, m.room.encryption in initial_state) and recorded in the store and in
- * the bot's m.direct account data. Messages in a direct chat are private commands. */
+ * the bot's m.direct account data. Messages in a direct chat are private commands. The intent
+ * to make one is stored before the request, so a direct chat whose answer was lost (a crash
+ * while it was on its way) is found in the next sync and taken, not made twice.
+ *
+ * While the store fails, no sync is made: the answer the core refused is asked for again from
+ * the same since once the store works, and the core's notices go to the unencrypted rooms. */
 #ifndef CARDROOM_MATRIX_H
 #define CARDROOM_MATRIX_H
 
@@ -37,8 +42,9 @@ typedef struct {
 } matrix_options;
 
 /* Runs the bot on the configured homeserver until SIGTERM or SIGINT. Returns the exit status:
- * 0 stopped, 1 a failure (store, login refused, wrong account), 2 a bad setting or a state only
- * the operator can mend (the homeserver holds other encryption keys for the bot's device). */
+ * 0 stopped, 1 a failure (the store cannot be opened, login refused, wrong account), 2 a bad
+ * setting or a state only the operator can mend (the homeserver holds other encryption keys
+ * for the bot's device), 3 the database is in use by another cardroom. */
 int matrix_run(const cfg *config, const matrix_options *o);
 
 #endif

@@ -2554,8 +2554,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         action = rule["action"]
         if action == "slow":
+            # With process: the request is done at once and its answer held back (a client
+            # that dies meanwhile never learns what was done).
+            real = self._run(handle_matrix, hs, path, query, body) if rule["process"] else None
             time.sleep(rule.get("delay_ms", 1000) / 1000.0)
-            self._answer(*self._run(handle_matrix, hs, path, query, body))
+            self._answer(*(real or self._run(handle_matrix, hs, path, query, body)))
             return
         real = self._run(handle_matrix, hs, path, query, body) if rule["process"] else None
         if action == "drop":

@@ -237,9 +237,9 @@ class OlmClient:
 
     # ---- /sync -----------------------------------------------------------------------------------
 
-    def sync(self, timeout_ms=0):
+    def sync(self, timeout_ms=0, limit=50):
         query = {"timeout": str(timeout_ms),
-                 "filter": json.dumps({"room": {"timeline": {"limit": 50}}})}
+                 "filter": json.dumps({"room": {"timeline": {"limit": limit}}})}
         if self.since:
             query["since"] = self.since
         out = self.call("GET", "/sync", query=query)

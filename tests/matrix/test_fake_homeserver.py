@@ -620,6 +620,25 @@ class FakeHomeserverTest(ServerCase):
         self.assertEqual(huge.status, 200)
         self.assertEqual(len(huge.raw), 5 * 1024 * 1024)
 
+    def test_fault_slow_after_processing_holds_the_answer(self):
+        alice = self.make_user("alice")
+        self.faults({"path_regex": "/createRoom", "action": "slow", "delay_ms": 600, "process": True})
+        done = {}
+
+        def create():
+            done["answer"] = self.ok("POST", V3 + "/createRoom", {"preset": "private_chat"},
+                                     alice["token"])
+        worker = threading.Thread(target=create)
+        worker.start()
+        deadline = time.monotonic() + 10
+        while not self.ok("GET", "/_fake/rooms")["rooms"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        rooms = self.ok("GET", "/_fake/rooms")["rooms"]
+        self.assertEqual(len(rooms), 1, "the room is made before the answer")
+        self.assertNotIn("answer", done, "the answer is held back")
+        worker.join(10)
+        self.assertEqual(list(rooms), [done["answer"]["room_id"]])
+
     # ---- transport and control API -----------------------------------------------------------
 
     def test_keep_alive_serves_several_requests_on_one_connection(self):
