@@ -657,7 +657,8 @@ static int collect_msg(void *ctx, const store_msg *m)
     l->m = grow(l->m, &l->cap, l->n + 1, sizeof *l->m);
     l->m[l->n] = *m;
     l->m[l->n].text = strdup(m->text);
-    if (!l->m[l->n].text) abort();
+    l->m[l->n].wire = m->wire ? strdup(m->wire) : NULL;
+    if (!l->m[l->n].text || (m->wire && !l->m[l->n].wire)) abort();
     l->n++;
     return 0;
 }
@@ -705,7 +706,10 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     }
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
-    for (int i = 0; i < l.n; i++) free(l.m[i].text);
+    for (int i = 0; i < l.n; i++) {
+        free(l.m[i].text);
+        free(l.m[i].wire);
+    }
     free(l.m);
     free(done);
     free(blocked);

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_SEED_BYTES 32
 
 typedef struct store store;
@@ -83,7 +83,11 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
 /* ---- Outbox: messages to send, in id order; a message is queued once and sent until done ----
  * dest_user empty = to the room; else privately to that user (the room names the table the
  * message belongs to). mention: a user the message mentions ("" none), for networks that
- * notify. The txn id is fixed when queued ("cr<id>"), so a retry cannot post twice. */
+ * notify. The txn id is fixed when queued ("cr<id>"), so a retry cannot post twice. The wire
+ * form is the adapter's own: what it decided to send for the message (Matrix: the room, the
+ * event type and the content, encrypted or not), stored before its first attempt so that every
+ * retry, after a crash too, sends exactly that. A delivered private message keeps neither its
+ * text nor its wire form: the store holds private text only while it is needed. */
 typedef struct {
     int64_t id;
     char net[16];
@@ -91,6 +95,7 @@ typedef struct {
     char user[256];
     char mention[256];
     char *text;          /* owned by the store until the callback returns */
+    char *wire;          /* NULL until the adapter stored one; owned like text */
 } store_msg;
 
 int store_outbox_add(store *s, const char *net, const char *room, const char *user,
@@ -99,6 +104,8 @@ int store_outbox_add(store *s, const char *net, const char *room, const char *us
 int store_outbox_pending(store *s, const char *net, int limit,
                          int (*fn)(void *ctx, const store_msg *m), void *ctx);
 int store_outbox_done(store *s, int64_t id);
+/* Stores the wire form of a message not yet delivered (-1 if it is delivered or unknown). */
+int store_outbox_wire(store *s, int64_t id, const char *wire);
 /* Every message ever queued, sent or not, in id order (tests and audits). */
 int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *ctx);
 

@@ -114,6 +114,7 @@ static int collect_msg(void *ctx, const store_msg *m)
     snprintf(c->text[c->n], sizeof c->text[c->n], "%s", m->text);
     c->text_len[c->n] = strlen(m->text);
     c->msg[c->n].text = NULL; /* the store's buffer is gone after the callback */
+    c->msg[c->n].wire = m->wire ? (char *)"(a wire form)" : NULL;
     c->n++;
     return 0;
 }
@@ -184,7 +185,7 @@ Test(store, memory_opens_at_current_schema)
 {
     store *s = open_ok(":memory:");
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     cr_expect_str_eq(store_error(s), "");
     store_close(s);
 }
@@ -207,12 +208,12 @@ Test(store_file, file_is_wal_and_versioned)
     char path[PATH_MAX], buf[64];
     tmp_path(path, sizeof path, "state.db");
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     store_close(s);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     cr_expect_str_eq(buf, "wal");
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
-    cr_expect_str_eq(buf, "2");
+    cr_expect_str_eq(buf, "3");
 }
 
 Test(store_file, reopen_keeps_data)
@@ -235,7 +236,7 @@ Test(store_file, reopen_keeps_data)
     store_close(s);
 
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), 3);
     journal_seen j = {0};
     OK(store_journal_each(s, t, collect_journal, &j));
     cr_assert_eq(j.n, 2);
@@ -266,7 +267,7 @@ Test(store_file, newer_schema_refused)
     cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
     cr_expect_null(s);
     snprintf(want, sizeof want,
-             "%s was written by a newer cardroom (schema 99; this one knows up to 2)", path);
+             "%s was written by a newer cardroom (schema 99; this one knows up to 3)", path);
     cr_expect_str_eq(err, want);
     char buf[16];
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
@@ -895,18 +896,74 @@ Test(store, kv_put_get_del_each)
     store_close(s);
 }
 
-Test(store_file, schema_1_migrates_to_2)
+/* What schema 2 had: the outbox without wire forms and merges. */
+#define SCHEMA_2_OUTBOX "ALTER TABLE outbox DROP COLUMN wire; ALTER TABLE outbox DROP COLUMN merged_into;"
+
+Test(store_file, schema_1_migrates_to_current)
 {
     char path[PATH_MAX], pos[64];
     tmp_path(path, sizeof path, "old.db");
     store *s = open_ok(path);
     OK(store_position_set(s, "matrix", "s42_1"));
     store_close(s);
-    raw_exec(path, "DROP TABLE kv; PRAGMA user_version = 1"); /* what cardroom 0.1 left */
+    raw_exec(path, SCHEMA_2_OUTBOX "DROP TABLE kv; PRAGMA user_version = 1"); /* what cardroom 0.1 left */
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 2);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
     cr_expect_str_eq(pos, "s42_1", "the data of schema 1 is kept");
     OK(store_kv_put(s, "olm", "account", "x"));
+    store_close(s);
+}
+
+Test(store_file, schema_2_migrates_to_3)
+{
+    char path[PATH_MAX];
+    int64_t id = 0;
+    tmp_path(path, sizeof path, "two.db");
+    store *s = open_ok(path);
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "your cards: JS 9S", &id));
+    store_close(s);
+    raw_exec(path, SCHEMA_2_OUTBOX "PRAGMA user_version = 2");
+    s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), 3);
+    msgs_seen m = {0};
+    OK(store_outbox_pending(s, "matrix", 0, collect_msg, &m));
+    cr_assert_eq(m.n, 1, "a queued message of schema 2 is still queued");
+    cr_expect_str_eq(m.text[0], "your cards: JS 9S");
+    cr_expect_null(m.msg[0].wire, "no wire form yet");
+    OK(store_outbox_wire(s, id, "{\"type\":\"m.room.encrypted\"}"));
+    store_close(s);
+}
+
+/* ---- What the outbox keeps of a message once it is delivered ---- */
+
+static int wire_seen(void *ctx, const store_msg *m)
+{
+    snprintf(ctx, 64, "%s", m->wire ? m->wire : "(none)");
+    return 0;
+}
+
+Test(store, outbox_wire_kept_until_done)
+{
+    store *s = open_ok(":memory:");
+    int64_t room = 0, priv = 0;
+    char wire[64];
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "", "alice plays J♠", &room));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "Your hand: J♠ 9♠", &priv));
+    OK(store_outbox_wire(s, priv, "plain:Your hand: J♠ 9♠"));
+    OK(store_outbox_wire(s, priv, "plain:again"));
+    OK(store_outbox_all(s, wire_seen, wire));
+    cr_expect_str_eq(wire, "plain:again", "the last wire form stored");
+    msgs_seen m = {0};
+    OK(store_outbox_done(s, room));
+    OK(store_outbox_done(s, priv));
+    OK(store_outbox_all(s, collect_msg, &m));
+    cr_assert_eq(m.n, 2);
+    cr_expect_str_eq(m.text[0], "alice plays J♠", "a room message keeps its text");
+    cr_expect_str_eq(m.text[1], "", "a delivered private message keeps no text");
+    cr_expect_null(m.msg[1].wire, "nor its wire form");
+    cr_expect_eq(store_outbox_wire(s, priv, "plain:late"), -1, "a delivered message takes no wire form");
+    cr_expect(strstr(store_error(s), "not waiting") != NULL, "%s", store_error(s));
+    cr_expect_eq(store_outbox_wire(s, 4242, "x"), -1);
     store_close(s);
 }

@@ -27,24 +27,33 @@
 #define KEY_DEVICE "matrix:device"
 #define KEY_USER "matrix:user"
 #define KEY_DM "matrix:dm:"
+#define NS_ENC "matrix.encrypted"    /* store: rooms known to be encrypted (for good) */
+#define SEALED "sealed1:"            /* a stored access token sealed with the store key */
+#define TOKEN_LABEL "cardroom-access-token-v1"
 #define SEND_TIMEOUT_MS 60000L
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 30000
 #define HTML_MAX 65536
 #define LAT_MAX 4096
 
-/* One outbox message on its way. */
+/* One outbox message on its way. Its wire form (type and body, in room) is decided once and
+ * stored in the outbox before the first attempt: every retry, in this run or after a crash,
+ * sends exactly that under the same txn id. */
 typedef struct send_job {
     void *owner;             /* the mx */
     int64_t id;
     char user[256];          /* private: to this user's direct chat */
     char room[256];          /* where it goes ("" while the direct chat is being made) */
-    char *content;           /* the event content, JSON */
+    char *content;           /* the event content in the clear, JSON (NULL: the wire form is known) */
+    const char *type;        /* the wire form: m.room.message or m.room.encrypted (NULL: not decided) */
+    char *body;              /* ... and the content sent */
     int attempts;
-    int64_t not_before;      /* ms: wait until then (a retry) */
+    int64_t not_before;      /* ms: wait until then (a retry); WAITING: until told */
     int running;
     struct send_job *next;
 } send_job;
+
+#define WAITING INT64_MAX    /* a job waiting for its room's encryption state or members */
 
 typedef struct {
     const cfg *config;
@@ -65,6 +74,8 @@ typedef struct {
     send_job *jobs;
     json_t *creating;        /* user → retry time: direct chats being made */
     json_t *joining;         /* rooms being joined or declined */
+    json_t *asking;          /* room → retry time (-1 running): asking whether it is encrypted */
+    uint8_t skey[32];        /* the store key: seals the access token (and the encryption keys) */
     int direct_dirty, direct_running;
     char *gap_body;          /* an answer waiting for the events its gaps skipped */
     size_t gap_len;
@@ -226,6 +237,49 @@ static int store_put(mx *m, const char *key, const char *value)
     return -1;
 }
 
+/* The access token is kept sealed with the store key, like the encryption keys. */
+static int token_save(mx *m)
+{
+    char *sealed = mx_seal(m->skey, TOKEN_LABEL, (const uint8_t *)m->token, strlen(m->token));
+    size_t n = sealed ? strlen(SEALED) + strlen(sealed) + 1 : 0;
+    char *value = sealed ? malloc(n) : NULL;
+    int rc = -1;
+    if (value) {
+        snprintf(value, n, SEALED "%s", sealed);
+        rc = store_put(m, KEY_TOKEN, value);
+    }
+    free(sealed);
+    free(value);
+    return rc;
+}
+
+/* Reads the stored token into m->token; one stored in the clear by an older cardroom is sealed
+ * now. Returns 0 (m->token "" when there is none) or -1. */
+static int token_load(mx *m)
+{
+    char stored[1200];
+    if (store_get(m, KEY_TOKEN, stored, sizeof stored)) return -1;
+    if (strncmp(stored, SEALED, strlen(SEALED)) != 0) {
+        size_t n = strlen(stored);
+        if (n >= sizeof m->token) n = 0; /* not a token this bot stored: log in again */
+        memcpy(m->token, stored, n);
+        m->token[n] = 0;
+        sodium_memzero(stored, sizeof stored);
+        if (!m->token[0]) return 0;
+        if (token_save(m) != 0) return -1;
+        mlog(m, CORE_LOG_INFO, "matrix: the stored access token is now sealed with the store key");
+        return 0;
+    }
+    long n = mx_unseal(m->skey, TOKEN_LABEL, stored + strlen(SEALED), (uint8_t *)m->token, sizeof m->token - 1);
+    if (n < 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: the access token in the store cannot be read: wrong CARDROOM_MATRIX_STORE_KEY, "
+                                "or the store is damaged");
+        return -1;
+    }
+    m->token[n] = 0;
+    return 0;
+}
+
 /* POST /login with the password (Client-Server API §"Login"), keeping the stored device id. */
 static int password_login(mx *m)
 {
@@ -261,7 +315,7 @@ static int password_login(mx *m)
     snprintf(m->device, sizeof m->device, "%s", device);
     json_decref(a);
     call_free(&c);
-    if (store_begin(m->db) != 0 || store_put(m, KEY_TOKEN, m->token) != 0 || store_put(m, KEY_DEVICE, m->device) != 0 ||
+    if (store_begin(m->db) != 0 || token_save(m) != 0 || store_put(m, KEY_DEVICE, m->device) != 0 ||
         store_commit(m->db) != 0) {
         store_rollback(m->db);
         return -1;
@@ -327,6 +381,25 @@ static void hook_members(void *ctx, const char *room)
     mx_e2ee_members_changed(m->e2ee, room);
 }
 
+/* A room is encrypted: stored at once, for good (the next restart knows it before any sync). */
+static void remember_encrypted(mx *m, const char *room)
+{
+    if (store_kv_put(m->db, NS_ENC, room, "1") != 0) {
+        mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));
+        m->fatal = 1;
+    }
+}
+
+static void hook_encrypted(void *ctx, const char *room) { remember_encrypted(ctx, room); }
+
+static int load_encrypted(void *ctx, const char *room, const char *value)
+{
+    mx *m = ctx;
+    (void)value;
+    mx_state_set_encryption(m->st, room, MX_ENC_YES);
+    return 0;
+}
+
 static int load_dm(void *ctx, const char *name, const char *room)
 {
     mx *m = ctx;
@@ -339,11 +412,13 @@ static int start_up(mx *m)
     char stored_user[256];
     if (store_get(m, KEY_DEVICE, m->device, sizeof m->device) || store_get(m, KEY_USER, stored_user, sizeof stored_user))
         return -1;
+    const char *secret = m->config->matrix_store_key[0] ? m->config->matrix_store_key : "cardroom";
+    mx_sha256((const uint8_t *)secret, strlen(secret), m->skey);
     int from_store = 0;
     if (m->config->matrix_access_token[0]) {
         snprintf(m->token, sizeof m->token, "%s", m->config->matrix_access_token);
     } else {
-        if (store_get(m, KEY_TOKEN, m->token, sizeof m->token)) return -1;
+        if (token_load(m) != 0) return -1;
         from_store = m->token[0] != 0;
         if (!from_store && password_login(m) != 0) return -1;
     }
@@ -365,20 +440,21 @@ static int start_up(mx *m)
     if (!m->st) return -1;
 
     /* End-to-end encryption: the device's keys, from the store or new. */
-    uint8_t skey[32];
-    const char *secret = m->config->matrix_store_key[0] ? m->config->matrix_store_key : "cardroom";
-    mx_sha256((const uint8_t *)secret, strlen(secret), skey);
     char eerr[512];
-    m->e2ee = mx_e2ee_new(m->db, m->me, m->device, skey, eerr, sizeof eerr);
-    mx_wipe(skey, sizeof skey);
+    m->e2ee = mx_e2ee_new(m->db, m->me, m->device, m->skey, eerr, sizeof eerr);
     if (!m->e2ee) {
         mlog(m, CORE_LOG_ERROR, "matrix: %s", eerr);
         return -1;
     }
     mx_e2ee_set_log(m->e2ee, e2ee_log, m);
     mx_e2ee_set_password(m->e2ee, m->config->matrix_password);
-    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .members = hook_members, .ctx = m};
+    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .members = hook_members,
+                           .encrypted = hook_encrypted, .ctx = m};
     mx_state_set_hooks(m->st, &hooks);
+    if (store_kv_each(m->db, NS_ENC, load_encrypted, m) != 0) {
+        mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));
+        return -1;
+    }
 
     /* The filter (Client-Server API §"Filtering"): room events we read, nothing we do not. */
     char esc[800], path[1024];
@@ -457,9 +533,11 @@ static void dm_created(void *ctx, const mx_response *r)
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     const char *room = json_string_value(json_object_get(a, "room_id"));
     if (room && strlen(room) < 256) {
+        int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
         json_object_del(m->creating, d->id);
+        if (encrypted) remember_encrypted(m, room);
         set_dm(m, d->id, room);
-        mx_state_made_dm(m->st, room, d->id, strcmp(m->config->matrix_encrypt_dms, "true") == 0);
+        mx_state_made_dm(m->st, room, d->id, encrypted);
         mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->id);
     } else if (cancelled(r)) {
         json_object_del(m->creating, d->id);
@@ -516,8 +594,43 @@ static void job_remove(mx *m, send_job *j)
             *p = j->next;
             break;
         }
+    if (j->content) sodium_memzero(j->content, strlen(j->content));
+    if (j->body) sodium_memzero(j->body, strlen(j->body));
     free(j->content);
+    free(j->body);
     free(j);
+}
+
+/* A message refused for good: dropped, with an error in the log. */
+static void job_drop(mx *m, send_job *j, const char *why)
+{
+    mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
+         j->user[0] ? j->user : j->room, why);
+    mark_sent(m, j->id);
+    job_remove(m, j);
+}
+
+/* The direct chat of a private message refuses it (the bot was removed): a new one is made, and
+ * the message decided afresh for it. */
+static void job_new_dm(mx *m, send_job *j, const char *why)
+{
+    mlog(m, CORE_LOG_WARN, "matrix: the direct chat with %s refuses messages (%s); opening a new one", j->user, why);
+    char key[300];
+    snprintf(key, sizeof key, KEY_DM "%s", j->user);
+    mx_state_forget_dm(m->st, j->user);
+    if (store_put(m, key, "") != 0) m->fatal = 1;
+    j->room[0] = 0;
+    j->type = NULL;
+    free(j->body);
+    j->body = NULL;
+    j->not_before = netrun_mono_ms();
+}
+
+/* Jobs waiting for room (NULL: any room) may go on at time t. */
+static void wake_jobs(mx *m, const char *room, int64_t t)
+{
+    for (send_job *j = m->jobs; j; j = j->next)
+        if (j->not_before == WAITING && (!room || strcmp(j->room, room) == 0)) j->not_before = t;
 }
 
 static void job_done(void *ctx, const mx_response *r)
@@ -549,61 +662,141 @@ static void job_done(void *ctx, const mx_response *r)
         j->not_before = netrun_mono_ms() + wait;
         return;
     }
-    if (j->user[0] && r->status == 403) {
-        /* the direct chat is gone (we were removed): make a new one */
-        mlog(m, CORE_LOG_WARN, "matrix: the direct chat with %s refuses messages (%s); opening a new one", j->user,
-             why(r, buf, sizeof buf));
-        char key[300];
-        snprintf(key, sizeof key, KEY_DM "%s", j->user);
-        mx_state_forget_dm(m->st, j->user);
-        if (store_put(m, key, "") != 0) m->fatal = 1;
-        j->room[0] = 0;
-        j->not_before = netrun_mono_ms();
-        return;
-    }
-    mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
-         j->user[0] ? j->user : j->room, why(r, buf, sizeof buf));
-    mark_sent(m, j->id);
-    job_remove(m, j);
+    if (j->user[0] && r->status == 403) job_new_dm(m, j, why(r, buf, sizeof buf));
+    else job_drop(m, j, why(r, buf, sizeof buf));
 }
 
-static void start_job(mx *m, send_job *j)
+/* The answer to GET /rooms/{room}/state/m.room.encryption/ (Client-Server API §"GET
+ * /_matrix/client/v3/rooms/{roomId}/state/{eventType}/{stateKey}"): 200 = encrypted, 404
+ * M_NOT_FOUND = no such state, not encrypted. Anything else says nothing about it. */
+static void encryption_answered(void *ctx, const mx_response *r)
 {
-    if (!j->room[0]) {
-        const char *room = mx_state_dm_room(m->st, j->user);
-        if (!room || !*room) {
-            open_dm(m, j->user);
-            return;
+    id_req *q = ctx;
+    mx *m = q->m;
+    char buf[300];
+    json_t *a = r->status == 404 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    const char *code = json_string_value(json_object_get(a, "errcode"));
+    int64_t now = netrun_mono_ms(), next = now;
+    if (cancelled(r)) {
+        json_object_del(m->asking, q->id);
+    } else if (r->status == 200) {
+        remember_encrypted(m, q->id);
+        mx_state_set_encryption(m->st, q->id, MX_ENC_YES);
+        json_object_del(m->asking, q->id);
+    } else if (r->status == 404 && code && strcmp(code, "M_NOT_FOUND") == 0) {
+        mx_state_set_encryption(m->st, q->id, MX_ENC_NO);
+        json_object_del(m->asking, q->id);
+    } else if (r->status == 401) {
+        m->relogin = 1;
+        json_object_set_new(m->asking, q->id, json_integer(now));
+    } else if (retryable(r) || r->status == 404) {
+        next = now + backoff_ms(r, 3);
+        mlog(m, CORE_LOG_WARN, "matrix: cannot learn whether %s is encrypted (%s); its messages wait", q->id,
+             why(r, buf, sizeof buf));
+        json_object_set_new(m->asking, q->id, json_integer(next));
+    } else {
+        /* the room refuses us (we are not in it): so would it refuse the messages */
+        json_object_del(m->asking, q->id);
+        why(r, buf, sizeof buf);
+        for (send_job *j = m->jobs, *n; j; j = n) {
+            n = j->next;
+            if (j->running || strcmp(j->room, q->id) != 0) continue;
+            if (j->user[0]) job_new_dm(m, j, buf);
+            else job_drop(m, j, buf);
         }
-        snprintf(j->room, sizeof j->room, "%s", room);
     }
-    char esc[800], path[1024], err[300];
-    const char *type = "m.room.message", *body = j->content;
-    char *enc = NULL;
-    if (mx_state_encrypted(m->st, j->room)) {
-        /* an encrypted room gets nothing in the clear (E2EE §"Messaging Algorithms") */
+    if (!cancelled(r)) wake_jobs(m, q->id, next);
+    json_decref(a);
+    free(q);
+}
+
+/* Asks the homeserver whether room is encrypted (once at a time per room). */
+static void ask_encryption(mx *m, const char *room)
+{
+    json_t *t = json_object_get(m->asking, room);
+    if (t && (json_integer_value(t) < 0 || json_integer_value(t) > netrun_mono_ms())) return; /* running or waiting */
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/rooms/%s/state/m.room.encryption/", mx_http_escape(room, esc, sizeof esc));
+    id_req *q = calloc(1, sizeof *q);
+    if (!q) return;
+    q->m = m;
+    snprintf(q->id, sizeof q->id, "%s", room);
+    if (mx_http_request(m->http, "GET", path, NULL, SEND_TIMEOUT_MS, encryption_answered, q) == 0)
+        json_object_set_new(m->asking, room, json_integer(-1));
+    else
+        free(q);
+}
+
+/* The wire form of j: what goes into its room, decided once. An encrypted room gets nothing in
+ * the clear (E2EE §"Messaging Algorithms"); a room not known to be one way or the other gets
+ * nothing until it is; the decision is stored before the first attempt (store first, then act).
+ * Returns 1 when decided, 0 to wait, -1 when j was dropped. */
+static int decide(mx *m, send_job *j)
+{
+    char err[300];
+    int enc = mx_state_encryption(m->st, j->room);
+    if (enc == MX_ENC_UNKNOWN || (enc == MX_ENC_YES && !mx_state_members_known(m->st, j->room))) {
+        if (enc == MX_ENC_UNKNOWN) ask_encryption(m, j->room);
+        j->not_before = WAITING; /* until the homeserver answers, or the next sync tells the members */
+        return 0;
+    }
+    const char *type = "m.room.message";
+    char *body = NULL;
+    if (enc == MX_ENC_YES) {
         int n = 0;
         const char **users = mx_state_members(m->st, j->room, &n);
-        int rc = mx_e2ee_encrypt(m->e2ee, j->room, users, n, "m.room.message", j->content, &enc, err, sizeof err);
+        int rc = mx_e2ee_encrypt(m->e2ee, j->room, users, n, "m.room.message", j->content, &body, err, sizeof err);
         free(users);
         if (rc == 0) {
             j->not_before = netrun_mono_ms() + 50; /* keys are being fetched or shared */
-            return;
+            return 0;
         }
         if (rc < 0) {
             mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " cannot be encrypted for %s (%s); dropped", j->id, j->room,
                  err);
             mark_sent(m, j->id);
             job_remove(m, j);
-            return;
+            return -1;
         }
         type = "m.room.encrypted";
-        body = enc;
+    } else {
+        body = strdup(j->content);
     }
-    snprintf(path, sizeof path, API "/rooms/%s/send/%s/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc), type, j->id);
-    int started = mx_http_request(m->http, "PUT", path, body, SEND_TIMEOUT_MS, job_done, j) == 0;
-    free(enc);
-    if (started) {
+    json_t *w = json_pack("{s:s, s:s, s:o}", "room", j->room, "type", type, "content", json_loads(body ? body : "", 0, NULL));
+    char *wire = json_dumps(w, JSON_COMPACT);
+    json_decref(w);
+    int stored = wire && store_outbox_wire(m->db, j->id, wire) == 0;
+    if (wire) sodium_memzero(wire, strlen(wire));
+    free(wire);
+    if (!stored) {
+        mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 ": the store failed: %s", j->id, store_error(m->db));
+        if (body) sodium_memzero(body, strlen(body));
+        free(body);
+        m->fatal = 1;
+        return 0;
+    }
+    j->type = type;
+    j->body = body;
+    return 1;
+}
+
+static void start_job(mx *m, send_job *j)
+{
+    if (!j->body) {
+        if (!j->room[0]) {
+            const char *room = mx_state_dm_room(m->st, j->user);
+            if (!room || !*room) {
+                open_dm(m, j->user);
+                return;
+            }
+            snprintf(j->room, sizeof j->room, "%s", room);
+        }
+        if (decide(m, j) <= 0) return;
+    }
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/rooms/%s/send/%s/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc), j->type,
+             j->id);
+    if (mx_http_request(m->http, "PUT", path, j->body, SEND_TIMEOUT_MS, job_done, j) == 0) {
         j->running = 1;
         m->sends_started++;
     }
@@ -643,18 +836,48 @@ static char *content_of(mx *m, const store_msg *msg)
     return text;
 }
 
+/* Takes the wire form stored for a message in an earlier attempt. Returns 0, or -1 if it is not
+ * one this adapter writes. */
+static int job_from_wire(send_job *j, const char *wire)
+{
+    json_t *w = json_loads(wire, 0, NULL);
+    const char *room = json_string_value(json_object_get(w, "room"));
+    const char *type = json_string_value(json_object_get(w, "type"));
+    json_t *content = json_object_get(w, "content");
+    int rc = -1;
+    if (room && strlen(room) < sizeof j->room && type && json_is_object(content)) {
+        if (strcmp(type, "m.room.encrypted") == 0) j->type = "m.room.encrypted";
+        else if (strcmp(type, "m.room.message") == 0) j->type = "m.room.message";
+        j->body = j->type ? json_dumps(content, JSON_COMPACT) : NULL;
+        if (j->body) {
+            snprintf(j->room, sizeof j->room, "%s", room);
+            rc = 0;
+        }
+    }
+    json_decref(w);
+    return rc;
+}
+
 static int mx_send(void *ctx, const store_msg *msg)
 {
     mx *m = ctx;
     send_job *j = calloc(1, sizeof *j);
-    if (!j || !(j->content = content_of(m, msg))) {
+    if (!j) return ADAPTER_LATER;
+    if (msg->wire && job_from_wire(j, msg->wire) != 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " has an unreadable wire form in the store; it is not sent",
+             msg->id);
+        free(j);
+        m->fatal = 1;
+        return ADAPTER_LATER;
+    }
+    if (!msg->wire && !(j->content = content_of(m, msg))) {
         free(j);
         return ADAPTER_LATER;
     }
     j->owner = m;
     j->id = msg->id;
     if (msg->user[0]) snprintf(j->user, sizeof j->user, "%s", msg->user);
-    else snprintf(j->room, sizeof j->room, "%s", msg->room);
+    else if (!msg->wire) snprintf(j->room, sizeof j->room, "%s", msg->room);
     j->next = m->jobs;
     m->jobs = j;
     start_job(m, j);
@@ -745,6 +968,7 @@ static void handle_answer(mx *m, const char *body, size_t len, const char *gaps,
     m->full_state = 0;
     m->sync_errors = 0;
     m->sync_not_before = 0;
+    wake_jobs(m, NULL, netrun_mono_ms()); /* rooms whose members this answer may have brought */
     mx_sync_done(&out);
 }
 
@@ -1046,7 +1270,8 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.http = mx_http_new(config->matrix_homeserver, err, sizeof err);
     m.creating = json_object();
     m.joining = json_object();
-    if (!m.http || !m.creating || !m.joining) {
+    m.asking = json_object();
+    if (!m.http || !m.creating || !m.joining || !m.asking) {
         fprintf(o->err, "cardroom: %s\n", m.http ? "out of memory" : err);
         goto done;
     }
@@ -1075,10 +1300,12 @@ done:
     mx_e2ee_free(m.e2ee);
     json_decref(m.creating);
     json_decref(m.joining);
+    json_decref(m.asking);
     json_decref(m.gaps);
     free(m.gap_body);
     store_close(m.db);
     sodium_memzero(m.token, sizeof m.token);
+    sodium_memzero(m.skey, sizeof m.skey);
     netrun_stop_close();
     return rc;
 }

@@ -454,43 +454,12 @@ static json_t *device_keys(mx_e2ee *e)
 }
 
 /* ---- cross-signing (E2EE §"Cross-signing") ----
- * The three seeds are sealed in the store: base64(nonce || AES-256-CBC || HMAC-SHA-256), keys
- * from HKDF(salt = nonce, the store key, "cardroom-cross-signing-v1"). */
+ * The three seeds are sealed in the store with the store key (mx_seal). */
 enum { X_MASTER, X_SELF, X_USER };
 static const char *const x_usage[3] = {"master", "self_signing", "user_signing"};
 static const char *const x_field[3] = {"master_key", "self_signing_key", "user_signing_key"};
 
-static char *seal(const mx_e2ee *e, const uint8_t *plain, size_t len)
-{
-    uint8_t k[80], nonce[16], buf[16 + 128 + 16 + 32];
-    if (len > 128) return NULL;
-    mx_random(nonce, sizeof nonce);
-    mx_hkdf_sha256(nonce, 16, e->key, 32, (const uint8_t *)"cardroom-cross-signing-v1", 25, k, sizeof k);
-    memcpy(buf, nonce, 16);
-    long n = mx_aes256_cbc_encrypt(k, k + 64, plain, len, buf + 16);
-    mx_hmac_sha256(k + 32, 32, buf, 16 + (size_t)n, buf + 16 + n);
-    mx_wipe(k, sizeof k);
-    char *out = malloc(mx_b64_len(16 + (size_t)n + 32) + 1);
-    if (out) mx_b64_encode(buf, 16 + (size_t)n + 32, out, mx_b64_len(16 + (size_t)n + 32) + 1);
-    return out;
-}
-
-static long unseal(const mx_e2ee *e, const char *text, uint8_t *plain, size_t cap)
-{
-    uint8_t k[80], buf[16 + 144 + 32], mac[32];
-    long n = mx_b64_decode(text, strlen(text), buf, sizeof buf);
-    if (n < 16 + 16 + 32) return -1;
-    mx_hkdf_sha256(buf, 16, e->key, 32, (const uint8_t *)"cardroom-cross-signing-v1", 25, k, sizeof k);
-    mx_hmac_sha256(k + 32, 32, buf, (size_t)n - 32, mac);
-    long got = -1;
-    uint8_t tmp[160];
-    if (mx_equal(mac, buf + n - 32, 32)) got = mx_aes256_cbc_decrypt(k, k + 64, buf + 16, (size_t)n - 48, tmp);
-    if (got >= 0 && (size_t)got <= cap) memcpy(plain, tmp, (size_t)got);
-    else got = -1;
-    mx_wipe(tmp, sizeof tmp);
-    mx_wipe(k, sizeof k);
-    return got;
-}
+#define X_SEAL_LABEL "cardroom-cross-signing-v1"
 
 static void x_sign(const mx_e2ee *e, int which, json_t *obj)
 {
@@ -512,11 +481,11 @@ static int load_cross(mx_e2ee *e)
     char *v = NULL, *st = NULL;
     uint8_t seeds[96];
     int rc = store_kv_get(e->db, "e2ee", "cross", &v);
-    if (rc == 0 && unseal(e, v, seeds, sizeof seeds) == 96) {
+    if (rc == 0 && mx_unseal(e->key, X_SEAL_LABEL, v, seeds, sizeof seeds) == 96) {
         memcpy(e->xseed, seeds, 96);
     } else if (rc == 1) {
         mx_random(e->xseed, sizeof e->xseed);
-        char *sealed = seal(e, &e->xseed[0][0], 96);
+        char *sealed = mx_seal(e->key, X_SEAL_LABEL, &e->xseed[0][0], 96);
         rc = sealed ? store_kv_put(e->db, "e2ee", "cross", sealed) : -1;
         free(sealed);
     } else {

@@ -2,7 +2,11 @@
  *
  * The state is kept in jansson objects (hash tables):
  *   rooms: { room_id: { "members": { user: {"name": displayname|null, "ms": membership} },
- *                       "pl": power levels content, "creator": user, "name": …, "alias": … } }
+ *                       "pl": power levels content, "creator": user, "name": …, "alias": …,
+ *                       "enc": true once m.room.encryption was seen } }
+ *     (a room is in it once its whole state was read: its members and encryption are known)
+ *   enc: { room_id: true (encrypted, from the store or the homeserver), false (not, as the
+ *          homeserver answered in this run) }
  *   dm_user: { user: room }   dm_room: { room: user } */
 #include "mx_sync.h"
 
@@ -18,7 +22,7 @@ struct mx_state {
     char *me;
     char *server;       /* the part of me after the first ':' */
     char *invites;
-    json_t *rooms, *dm_user, *dm_room;
+    json_t *rooms, *enc, *dm_user, *dm_room;
 };
 
 static const char *server_of(const char *id)
@@ -35,9 +39,10 @@ mx_state *mx_state_new(const char *me, const char *invites)
     s->server = strdup(server_of(me));
     s->invites = strdup(invites ? invites : "");
     s->rooms = json_object();
+    s->enc = json_object();
     s->dm_user = json_object();
     s->dm_room = json_object();
-    if (!s->me || !s->server || !s->invites || !s->rooms || !s->dm_user || !s->dm_room) {
+    if (!s->me || !s->server || !s->invites || !s->rooms || !s->enc || !s->dm_user || !s->dm_room) {
         mx_state_free(s);
         return NULL;
     }
@@ -51,6 +56,7 @@ void mx_state_free(mx_state *s)
     free(s->server);
     free(s->invites);
     json_decref(s->rooms);
+    json_decref(s->enc);
     json_decref(s->dm_user);
     json_decref(s->dm_room);
     free(s);
@@ -99,10 +105,28 @@ static int id_ok(const char *id) { return id && *id && strlen(id) <= MX_ID_MAX; 
 
 void mx_state_set_hooks(mx_state *s, const mx_sync_hooks *h) { s->hooks = *h; }
 
-int mx_state_encrypted(const mx_state *s, const char *room)
+int mx_state_encryption(const mx_state *s, const char *room)
 {
-    json_t *r = obj_of(s->rooms, room ? room : "");
-    return json_is_true(json_object_get(r, "enc"));
+    json_t *r = obj_of(s->rooms, room ? room : ""), *known = json_object_get(s->enc, room ? room : "");
+    if (json_is_true(json_object_get(r, "enc")) || json_is_true(known)) return MX_ENC_YES;
+    if (r || json_is_false(known)) return MX_ENC_NO;
+    return MX_ENC_UNKNOWN;
+}
+
+void mx_state_set_encryption(mx_state *s, const char *room, int encrypted)
+{
+    if (!id_ok(room) || json_is_true(json_object_get(s->enc, room))) return;
+    json_object_set_new(s->enc, room, json_boolean(encrypted));
+}
+
+int mx_state_members_known(const mx_state *s, const char *room) { return obj_of(s->rooms, room ? room : "") != NULL; }
+
+/* The room is encrypted: recorded, and the adapter told the first time. */
+static void learn_encrypted(mx_state *s, const char *room_id)
+{
+    if (mx_state_encryption(s, room_id) == MX_ENC_YES) return;
+    json_object_set_new(s->enc, room_id, json_true());
+    if (s->hooks.encrypted) s->hooks.encrypted(s->hooks.ctx, room_id);
 }
 
 /* ---- invites ---- */
@@ -265,7 +289,10 @@ void mx_state_made_dm(mx_state *s, const char *room_id, const char *user, int en
     json_t *members = obj_of(room, "members");
     if (!obj_of(members, s->me)) json_object_set_new(members, s->me, json_pack("{s:s}", "ms", "join"));
     if (!obj_of(members, user)) json_object_set_new(members, user, json_pack("{s:s}", "ms", "invite"));
-    if (encrypted) json_object_set_new(room, "enc", json_true());
+    if (encrypted) {
+        json_object_set_new(room, "enc", json_true());
+        json_object_set_new(s->enc, room_id, json_true());
+    }
     mx_state_set_dm(s, user, room_id);
 }
 
@@ -305,7 +332,7 @@ static void add_id(const char ***v, int *n, int *cap, const char *id)
 }
 
 /* A state event (in "state" or in the timeline) updates what we know of the room. */
-static void apply_state(json_t *room, json_t *e)
+static void apply_state(mx_state *s, const char *room_id, json_t *room, json_t *e)
 {
     const char *type = str_of(e, "type"), *key = str_of(e, "state_key");
     json_t *content = obj_of(e, "content");
@@ -327,7 +354,10 @@ static void apply_state(json_t *room, json_t *e)
         json_object_set_new(room, "name", json_string(name && strlen(name) < 256 ? name : ""));
     } else if (strcmp(type, "m.room.encryption") == 0 && !*key) {
         /* once encrypted, always: E2EE §"Enabling end-to-end encryption" */
-        if (str_of(content, "algorithm")) json_object_set_new(room, "enc", json_true());
+        if (str_of(content, "algorithm")) {
+            learn_encrypted(s, room_id);
+            json_object_set_new(room, "enc", json_true());
+        }
     } else if (strcmp(type, "m.room.canonical_alias") == 0 && !*key) {
         const char *alias = str_of(content, "alias");
         json_object_set_new(room, "alias", json_string(alias && strlen(alias) < 256 ? alias : ""));
@@ -391,7 +421,7 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
         const char *before = str_of(obj_of(obj_of(room, "members"), key), "ms");
         char was[16] = "";
         if (before) snprintf(was, sizeof was, "%s", before);
-        apply_state(room, e);
+        apply_state(s, room_id, room, e);
         if (strcmp(type, "m.room.member") == 0 && s->hooks.members) {
             const char *now = str_of(content, "membership");
             if (!now || strcmp(was, now) != 0) s->hooks.members(s->hooks.ctx, room_id);
@@ -440,7 +470,7 @@ static void read_joined(mx_state *s, const char *room_id, json_t *jr, json_t *ga
 {
     json_t *room = room_of(s, room_id);
     json_t *state = arr_of(obj_of(jr, "state"), "events");
-    for (size_t i = 0; i < json_array_size(state); i++) apply_state(room, json_array_get(state, i));
+    for (size_t i = 0; i < json_array_size(state); i++) apply_state(s, room_id, room, json_array_get(state, i));
     json_t *tl = obj_of(jr, "timeline");
     json_t *events = arr_of(tl, "events");
     json_t *all = json_array(); /* the skipped events, then the timeline */
@@ -469,6 +499,12 @@ static void read_invite(mx_state *s, const char *room_id, json_t *ir, mx_sync_ou
             return;
         }
         add_id(&o->join, &o->njoin, &o->cjoin, room_id);
+        for (size_t k = 0; k < json_array_size(events); k++) { /* stripped state may say it already */
+            json_t *st = json_array_get(events, k);
+            const char *kind = str_of(st, "type"), *skey = str_of(st, "state_key");
+            if (kind && strcmp(kind, "m.room.encryption") == 0 && skey && !*skey && str_of(obj_of(st, "content"), "algorithm"))
+                learn_encrypted(s, room_id);
+        }
         if (json_is_true(json_object_get(content, "is_direct"))) {
             mx_state_set_dm(s, sender, room_id);
             o->direct_changed = 1;
@@ -564,6 +600,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps_jso
     json_object_foreach(obj_of(rooms, "leave"), id, r) {
         if (!id_ok(id)) continue;
         json_object_del(s->rooms, id);
+        if (json_is_false(json_object_get(s->enc, id))) json_object_del(s->enc, id); /* known again on return */
         if (mx_state_dm_user(s, id)) {
             forget_dm_room(s, id);
             o->direct_changed = 1;

@@ -13,6 +13,10 @@ people with their own logins, and reads back what the bot posted:
   * `read_script`, `console_reference`: the match script and what `cardroom console --script`
                       prints for it, which is what the bot must post over Matrix.
 
+Every test ends with one check whatever it did: no event of the bot in an encrypted room may be
+anything but m.room.encrypted (the fake's /_fake/plaintext audit, read from its rooms' events,
+so it covers the bot's restarts and the homeserver's).
+
 "Handled" is read from the fake's request log: the bot handles each /sync answer as one
 durable batch and only then asks for the next one with since=<that answer's next_batch>.  A
 next_batch token is "s<pos>_<epoch>", where pos is the fake's stream position when the answer
@@ -440,11 +444,28 @@ class Harness:
             self.closed = True
             for bot in self.bots:
                 bot.kill()
-        self.server.kill()
-        if KEEP:
-            sys.stderr.write(f"kept {self.dir}\n")
-        else:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            leaks = self.plaintext_leaks()
+            if leaks:
+                self.fail("the bot sent events in the clear into encrypted rooms:\n"
+                          + "\n".join(f"  {e['type']} (txn {e['txn_id']}) in {e['room_id']} at "
+                                      f"pos {e['pos']}" for e in leaks[:20]))
+        finally:
+            self.server.kill()
+            if KEEP:
+                sys.stderr.write(f"kept {self.dir}\n")
+            else:
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+    def plaintext_leaks(self):
+        """The bot's events in encrypted rooms that are not m.room.encrypted (the homeserver
+        is started again from its state file if a test left it down)."""
+        if not self.server.running():
+            if not (self.server.state and os.path.exists(self.server.state)):
+                return []
+            self.server.start()
+        events = self.server.ok("GET", "/_fake/plaintext")["events"]
+        return [e for e in events if e["sender"] == BOT_ID]
 
     # ---- failing with context ------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE,
                      console_reference, parse_script, q, read_script, uid)
 
 KILL_SEED = 304
+ASK_REGEX = r"^/_matrix/client/v3/rooms/[^/]+/state/m\.room\.encryption/"
 SERVER_RESTART_SEED = 11
 PRIVATE_LINE_RE = re.compile(r"^(\[[^\]]*\] )?Your (first four cards|next four cards|hand|turn|"
                              r"indicator)")
@@ -532,6 +533,96 @@ class MatrixBotTest(unittest.TestCase):
         self.assertTrue(any("cardroom: error:" in line and (
             uid("alice") in line or BOT_ID in line or "whoami" in line)
             for line in err.splitlines()), f"no error naming the mismatch:\n{err[-2000:]}")
+
+    # ---- 13 --------------------------------------------------------------------------------------
+
+    def test_13_secrets_at_rest(self):
+        """The access token is stored sealed with the store key, and a token an older cardroom
+        stored in the clear is sealed at the next start; a delivered private message keeps
+        neither its text nor its wire form in the database."""
+        import base64
+        import sqlite3
+
+        def stored(db_path):
+            db = sqlite3.connect(db_path)
+            try:
+                token = db.execute("SELECT position FROM positions WHERE adapter = "
+                                   "'matrix:token'").fetchone()[0]
+                kept = db.execute("SELECT count(*) FROM outbox WHERE sent = 1 AND user != '' "
+                                  "AND (text != '' OR wire IS NOT NULL)").fetchone()[0]
+                private = db.execute("SELECT count(*) FROM outbox WHERE sent = 1 AND "
+                                     "user != ''").fetchone()[0]
+            finally:
+                db.close()
+            return token, kept, private
+
+        h = Harness(self)
+        room = self.start_game(h)
+        lines = read_script(limit=6)                 # open, four joins, start: hands dealt
+        h.play(lines, room)
+        expected = console_reference(lines)
+        h.assert_transcript(room, expected)
+        h.stop_bot()
+        token, kept, private = stored(h.bot.db)
+        self.assertTrue(token.startswith("sealed1:"), "the access token is stored in the clear")
+        self.assertGreaterEqual(len(base64.b64decode(token[8:] + "==")), 16 + 16 + 32)
+        self.assertGreaterEqual(private, 4, "no private message was delivered")
+        self.assertEqual(kept, 0, "delivered private messages keep their text in the store")
+
+        # an older database: the token in the clear
+        mine = h.login("cardroom", BOT_PASSWORD)
+        db = sqlite3.connect(h.bot.db)
+        with db:
+            db.execute("UPDATE positions SET position = ? WHERE adapter = 'matrix:token'",
+                       (mine["token"],))
+            db.execute("UPDATE positions SET position = ? WHERE adapter = 'matrix:device'",
+                       (mine["device_id"],))
+            db.execute("DELETE FROM kv WHERE ns LIKE 'e2ee%' OR ns LIKE 'olm%' OR ns LIKE "
+                       "'megolm%' OR ns IN ('devices', 'outdated')")   # keys of another device
+        db.close()
+        h.reset_log()
+        bot = h.start_bot(h.bot.config, password=None, db=h.bot.db)
+        h.say_and_wait("alice", room, "!table")
+        h.wait_for(lambda: h.bot_events(room)[-1]["fake"]["device_id"] == mine["device_id"], 20,
+                   "the answer to !table from the device of the stored token")
+        self.assertEqual(h.requests("POST", r"^/_matrix/client/v3/login"), [])
+        h.stop_bot()
+        self.assertIn("sealed with the store key", bot.stderr())
+        token, _, _ = stored(h.bot.db)
+        self.assertTrue(token.startswith("sealed1:"))
+        self.assertNotIn(mine["token"], token)
+
+    # ---- 14 --------------------------------------------------------------------------------------
+
+    def test_14_restart_asks_whether_a_room_is_encrypted(self):
+        """After a restart, before any /sync is answered, the bot does not know whether the
+        game room is encrypted: it asks (GET …/state/m.room.encryption/, retried after a
+        500), learns from the 404 that it is not, and sends what was queued; the message
+        under way at the stop is sent again as it was (one event)."""
+        h = Harness(self)
+        room = self.start_game(h)
+        hold = {"action": "hold", "path_regex": BOT_SEND_REGEX, "method": "PUT", "count": -1}
+        h.server.add_faults(dict(hold, name="send"))
+        h.say_and_wait("alice", room, "!new 304")
+        h.say_and_wait("alice", room, "!join")
+        h.wait_for(lambda: h.server.ok("GET", "/_fake/holds")["waiting"].get("send"), 20,
+                   "the bot's first answer, held")
+        h.stop_bot()
+        h.server.add_faults(dict(hold, name="sync", path_regex=SYNC_REGEX, method="GET"),
+                            {"action": "500", "path_regex": ASK_REGEX, "method": "GET"})
+        h.server.ok("DELETE", "/_fake/holds/send")
+        h.bot.expected_down = False
+        h.bot.start()
+        expected = console_reference(parse_script("alice> !new 304\nalice> !join\n"))
+        h.assert_transcript(room, Transcript(room=expected.room))   # while /sync is held
+        self.assertTrue(h.server.ok("GET", "/_fake/holds")["waiting"].get("sync"))
+        asked = [e["status"] for e in h.requests("GET", ASK_REGEX)]
+        self.assertEqual(asked, [500, 404])
+        h.server.ok("DELETE", "/_fake/holds/sync")
+        h.say_and_wait("bob", room, "!join")
+        expected = console_reference(parse_script("alice> !new 304\nalice> !join\nbob> !join\n"))
+        h.assert_transcript(room, Transcript(room=expected.room))
+        self.assert_clean_events(h, [room])
 
 
 if __name__ == "__main__":
