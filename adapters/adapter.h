@@ -48,6 +48,11 @@ typedef struct {
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
+    /* Whether the network is slowing the bot down now (a homeserver's rate limit). While it
+     * is, the core merges the messages waiting behind each destination's first one into one
+     * message (they were never offered: only a destination's first message is). May be NULL:
+     * never (a network that gains nothing from fewer, longer messages). */
+    int (*throttled)(void *ctx);
 } adapter;
 
 #endif

@@ -26,6 +26,7 @@
 
 #define CORE_MAX_NETS 4
 #define FLUSH_CHUNK 256
+#define MESSAGE_MAX 8192 /* text bytes one outbox message gathers at most (one Matrix event) */
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
 #define LEADERBOARD_ROWS 10
@@ -36,6 +37,14 @@ typedef struct {
     int64_t job_seq;
     int dirty;
 } slot;
+
+/* What a transaction says to one destination (a room, or one person about one room's table),
+ * gathered into one outbox message: its lines in the order they were said. */
+typedef struct {
+    char net[16], room[TABLE_ROOM_MAX], user[TABLE_USER_MAX], mention[TABLE_USER_MAX];
+    char *text;
+    size_t len, cap;
+} said;
 
 struct core {
     core_options o;
@@ -54,6 +63,8 @@ struct core {
     int64_t delivered_since;  /* when the oldest of them was reported (ms) */
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
+    said *said;               /* the open transaction's messages, one per destination */
+    int nsaid, csaid;
     int64_t next_deadline;
     int broken;
     core_stats stats;
@@ -187,6 +198,8 @@ void core_free(core *c)
     }
     free(c->delivered);
     free(c->inflight);
+    for (int i = 0; i < c->nsaid; i++) free(c->said[i].text);
+    free(c->said);
     free(c);
 }
 
@@ -265,15 +278,68 @@ static void slots_sweep(core *c)
     c->nslots = k;
 }
 
-/* ---- writing what happened ---- */
+/* ---- writing what happened ----
+ * Everything a transaction says to one destination goes out as one message (on Matrix, one
+ * event: a homeserver's rate limit counts events): say() gathers the text per destination, in
+ * the order it was said, and write_said() queues the messages just before the commit, rooms
+ * first. A reader's lines keep their order; what two destinations read is not ordered between
+ * them anyway. The player a message mentions is the last one mentioned
+ * (the one whose turn it is now). A message never grows past MESSAGE_MAX: the text after that
+ * starts another one. */
 
 static int say(core *c, const char *net, const char *room, const char *user, const char *mention, const char *text)
 {
-    int64_t id;
-    if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", text, &id) != 0)
-        return -1;
-    c->stats.messages++;
+    room = room ? room : "";
+    user = user ? user : "";
+    size_t n = strlen(text);
+    said *m = NULL;
+    for (int i = c->nsaid - 1; i >= 0; i--) { /* the destination's latest message, if it has room */
+        said *x = &c->said[i];
+        if (strcmp(x->net, net) != 0 || strcmp(x->room, room) != 0 || strcmp(x->user, user) != 0) continue;
+        if (x->len + 1 + n <= MESSAGE_MAX) m = x;
+        break;
+    }
+    if (!m) {
+        c->said = grow(c->said, &c->csaid, c->nsaid + 1, sizeof *c->said);
+        m = &c->said[c->nsaid++];
+        memset(m, 0, sizeof *m);
+        snprintf(m->net, sizeof m->net, "%s", net);
+        snprintf(m->room, sizeof m->room, "%s", room);
+        snprintf(m->user, sizeof m->user, "%s", user);
+    }
+    size_t need = m->len + (m->len ? 1 : 0) + n + 1;
+    if (need > m->cap) {
+        m->cap = need > 2 * m->cap ? need : 2 * m->cap;
+        m->text = realloc(m->text, m->cap);
+        if (!m->text) abort();
+    }
+    if (m->len) m->text[m->len++] = '\n';
+    memcpy(m->text + m->len, text, n + 1);
+    m->len += n;
+    if (mention && *mention) snprintf(m->mention, sizeof m->mention, "%s", mention);
     return 0;
+}
+
+static void said_clear(core *c)
+{
+    for (int i = 0; i < c->nsaid; i++) free(c->said[i].text);
+    c->nsaid = 0;
+}
+
+/* Queues what the transaction said (inside it): what the rooms are told first, then the
+ * private messages, which follow from it (a player's cards after the room's new hand). */
+static int write_said(core *c)
+{
+    int rc = 0;
+    for (int private = 0; private < 2; private++)
+        for (int i = 0; i < c->nsaid && rc == 0; i++) {
+            said *m = &c->said[i];
+            if ((m->user[0] != 0) != private) continue;
+            rc = store_outbox_add(c->o.db, m->net, m->room, m->user, m->mention, m->text, NULL);
+            c->stats.messages += rc == 0;
+        }
+    said_clear(c);
+    return rc;
 }
 
 static int write_out(core *c, slot *s, table_out *o)
@@ -515,6 +581,7 @@ static int fail_store(core *c, const char *what)
 {
     logf_(c, CORE_LOG_ERROR, "store failed during %s: %s", what, store_error(c->o.db));
     store_rollback(c->o.db);
+    said_clear(c);
     c->broken = 1;
     return -1;
 }
@@ -563,6 +630,7 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
+    if (write_said(c) != 0) return fail_store(c, "queueing messages");
     if (position && store_position_set(c->o.db, net, position) != 0) return fail_store(c, "position");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
     c->stats.batches++;
@@ -638,6 +706,7 @@ int core_tick(core *c)
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < c->next_deadline) c->next_deadline = c->held[i].not_before;
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
+    if (write_said(c) != 0) return fail_store(c, "queueing messages");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
     c->stats.batches++;
     after_commit(c);
@@ -675,10 +744,93 @@ static int is_inflight(core *c, int64_t id)
     return 0;
 }
 
+static void msg_list_free(msg_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->m[i].text);
+        free(l->m[i].wire);
+    }
+    free(l->m);
+    memset(l, 0, sizeof *l);
+}
+
+/* Merges the run of messages first..last (same destination, never offered) into the first, in
+ * the caller's transaction: their lines in order, the last mention. */
+static int merge_run(core *c, const msg_list *l, const int *run, int n)
+{
+    size_t len = 0;
+    for (int k = 0; k < n; k++) len += strlen(l->m[run[k]].text) + 1;
+    char *text = malloc(len), *p = text;
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!text || !ids) abort();
+    const char *mention = "";
+    for (int k = 0; k < n; k++) {
+        const store_msg *m = &l->m[run[k]];
+        size_t t = strlen(m->text);
+        if (k) *p++ = '\n';
+        memcpy(p, m->text, t);
+        p += t;
+        if (m->mention[0]) mention = m->mention;
+        ids[k] = m->id;
+    }
+    *p = 0;
+    int rc = store_outbox_merge(c->o.db, ids[0], text, mention, ids + 1, n - 1);
+    free(text);
+    free(ids);
+    return rc;
+}
+
+/* While the network throttles the bot: per destination, the messages waiting behind its first
+ * one have never been offered (only a destination's first message is, and one tried has a wire
+ * form or is in flight), so runs of them are merged into one message of at most MESSAGE_MAX
+ * bytes, in one transaction before the merged message is first offered. A throttled table then
+ * falls behind by one message at most, however much it says. Returns the merges made, or -1. */
+static int merge_waiting(core *c, const msg_list *l)
+{
+    int merges = 0, rc = 0, nrun = 0;
+    char *seen = calloc((size_t)l->n + 1, 1);
+    int *run = malloc(((size_t)l->n + 1) * sizeof *run);
+    if (!seen || !run) abort();
+    for (int i = 0; rc == 0 && i < l->n; i++) {
+        if (seen[i] || is_delivered(c, l->m[i].id)) continue;
+        size_t len = 0;
+        nrun = 0;
+        for (int j = i + 1; rc == 0 && j <= l->n; j++) { /* i is its destination's first message */
+            const store_msg *m = j < l->n ? &l->m[j] : NULL;  /* NULL: the end */
+            if (m && (!same_dest(m, &l->m[i]) || is_delivered(c, m->id))) continue;
+            if (m) seen[j] = 1;
+            int mergeable = m && !m->wire && !is_inflight(c, m->id);
+            size_t t = m ? strlen(m->text) : 0;
+            if (nrun > 0 && (!mergeable || len + 1 + t > MESSAGE_MAX)) { /* the run ends */
+                if (nrun > 1 && merges++ == 0) rc = store_begin(c->o.db);
+                if (nrun > 1 && rc == 0) rc = merge_run(c, l, run, nrun);
+                nrun = 0;
+            }
+            if (mergeable) {
+                len = nrun ? len + 1 + t : t;
+                run[nrun++] = j;
+            }
+        }
+    }
+    if (merges) rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+    free(seen);
+    free(run);
+    return rc != 0 ? -1 : merges;
+}
+
 static int flush_net(core *c, const adapter *a, int *delivered)
 {
     msg_list l = {0};
     int rc = store_outbox_pending(c->o.db, a->net, FLUSH_CHUNK, collect_msg, &l);
+    if (rc == 0 && a->throttled && a->throttled(a->ctx)) {
+        int merges = merge_waiting(c, &l);
+        if (merges > 0) {
+            logf_(c, CORE_LOG_DEBUG, "%s: %d run(s) of waiting messages merged", a->net, merges);
+            msg_list_free(&l);
+            rc = store_outbox_pending(c->o.db, a->net, FLUSH_CHUNK, collect_msg, &l);
+        }
+        if (merges < 0) rc = -1;
+    }
     int64_t *done = l.n ? malloc((size_t)l.n * sizeof *done) : NULL;
     int ndone = 0;
     char *blocked = l.n ? calloc((size_t)l.n, 1) : NULL;
@@ -706,11 +858,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     }
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
-    for (int i = 0; i < l.n; i++) {
-        free(l.m[i].text);
-        free(l.m[i].wire);
-    }
-    free(l.m);
+    msg_list_free(&l);
     free(done);
     free(blocked);
     return rc != 0 ? -1 : more;

@@ -135,6 +135,8 @@ enum store_stmt_id {
     ST_OUTBOX_PENDING,
     ST_OUTBOX_DONE,
     ST_OUTBOX_WIRE,
+    ST_OUTBOX_MERGE_INTO,
+    ST_OUTBOX_MERGED,
     ST_OUTBOX_ALL,
     ST_STANDING_ADD,
     ST_STANDING_GET,
@@ -179,6 +181,9 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_OUTBOX_DONE] = "UPDATE outbox SET sent = 1, wire = NULL, "
                        "text = CASE WHEN user = '' THEN text ELSE '' END WHERE id = ?1",
     [ST_OUTBOX_WIRE] = "UPDATE outbox SET wire = ?2 WHERE id = ?1 AND sent = 0",
+    [ST_OUTBOX_MERGE_INTO] = "UPDATE outbox SET text = ?2, mention = ?3 WHERE id = ?1 AND sent = 0 AND wire IS NULL",
+    [ST_OUTBOX_MERGED] = "UPDATE outbox SET sent = 1, text = '', merged_into = ?2 "
+                         "WHERE id = ?1 AND sent = 0 AND wire IS NULL",
     [ST_OUTBOX_ALL] = "SELECT " STORE_MSG_COLUMNS " FROM outbox ORDER BY id",
     [ST_STANDING_ADD] = "INSERT INTO standings(" STORE_STANDING_COLUMNS ", net, room) "
                         "VALUES (?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1, ?2) "
@@ -787,6 +792,27 @@ int store_outbox_wire(store *s, int64_t id, const char *wire)
     store_reset(st);
     if (sqlite3_changes(s->db) == 0)
         return store_say(s, "outbox wire: message %lld is not waiting to be sent", (long long)id);
+    return 0;
+}
+
+int store_outbox_merge(store *s, int64_t into, const char *text, const char *mention, const int64_t *ids, int n)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_MERGE_INTO, "outbox merge");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, into) || store_bind_text(st, 2, text) || store_bind_text(st, 3, mention) ||
+        store_step_done(st))
+        return store_fail(s, st, "outbox merge (into message %lld)", (long long)into);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0)
+        return store_say(s, "outbox merge: message %lld was sent or tried already", (long long)into);
+    st = s->stmt[ST_OUTBOX_MERGED];
+    for (int i = 0; i < n; i++) {
+        if (sqlite3_bind_int64(st, 1, ids[i]) || sqlite3_bind_int64(st, 2, into) || store_step_done(st))
+            return store_fail(s, st, "outbox merge (message %lld)", (long long)ids[i]);
+        store_reset(st);
+        if (sqlite3_changes(s->db) == 0)
+            return store_say(s, "outbox merge: message %lld was sent or tried already", (long long)ids[i]);
+    }
     return 0;
 }
 

@@ -106,6 +106,10 @@ int store_outbox_pending(store *s, const char *net, int limit,
 int store_outbox_done(store *s, int64_t id);
 /* Stores the wire form of a message not yet delivered (-1 if it is delivered or unknown). */
 int store_outbox_wire(store *s, int64_t id, const char *wire);
+/* Merges messages that were never tried (no wire form) into the first of them, in the
+ * caller's transaction: into gets text and mention, each of ids[0..n) is marked sent, with no
+ * text, merged into it. -1 if any of them is sent or has a wire form. */
+int store_outbox_merge(store *s, int64_t into, const char *text, const char *mention, const int64_t *ids, int n);
 /* Every message ever queued, sent or not, in id order (tests and audits). */
 int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *ctx);
 

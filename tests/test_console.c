@@ -895,10 +895,13 @@ static int is_deal_header(const char *text)
  * public in this hand. A private line to a seated player may also name the cards that player
  * has seen (own cards, own face-down plays, the indicator and inspected cards for the maker),
  * counting one step ahead because a batch's private messages may precede its room message.
- * Once a hand's cards are shown at its end, nothing of that hand is secret. */
+ * Once a hand's cards are shown at its end, nothing of that hand is secret. A batch's messages
+ * come out one per destination, the room's first: a player's private lines about the hand
+ * that just ended (a face-down trick, his last play) may follow the room's next "Hand" header,
+ * and until his new cards come ("Your first four cards") his lines belong to the old hand. */
 static void leak_check(const expected *x, const lines *out, leak_report *rep)
 {
-    int ptr = 0, cur = -1, all = 0;
+    int ptr = 0, cur = -1, all = 0, old_hand[G304_SEATS] = {0};
     cardset_t pub = 0, known[G304_SEATS] = {0};
     memset(rep, 0, sizeof *rep);
     for (int i = 0; i < x->ns; i++) rep->deal_steps += x->s[i].deal;
@@ -914,6 +917,7 @@ static void leak_check(const expected *x, const lines *out, leak_report *rep)
                 if (d < x->ns && ptr == x->s[d].first) {
                     rep->deals++;
                     cur = d;
+                    for (int s = 0; s < G304_SEATS; s++) old_hand[s] = all;
                     all = 0;
                     pub = 0;
                     for (int s = 0; s < G304_SEATS; s++) known[s] = x->s[d].known_add[s];
@@ -943,6 +947,8 @@ static void leak_check(const expected *x, const lines *out, leak_report *rep)
         int seat = expected_seat_of(x, user);
         cardset_t allowed = all ? CARDSET_ALL : pub;
         rep->private_lines++;
+        if (seat >= 0 && strstr(end + 1, "Your first four cards")) old_hand[seat] = 0;
+        if (seat >= 0 && old_hand[seat]) allowed = CARDSET_ALL; /* the old hand, shown at its end */
         if (seat >= 0) {
             allowed |= known[seat];
             for (int s = cur + 1; s < x->ns; s++) { /* one step ahead (see above) */

@@ -33,7 +33,10 @@
 #define SEND_TIMEOUT_MS 60000L
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 30000
+#define THROTTLE_QUIET_MS 30000 /* no 429 and no send held back for this long: no longer limited */
+#define THROTTLE_MARGIN_MS 20    /* added to a 429's wait: the server rounds it down to the ms */
 #define HTML_MAX 65536
+#define CONTENT_MAX 44000 /* an event's content in bytes, room left for Megolm's base64 */
 #define LAT_MAX 4096
 
 /* One outbox message on its way. Its wire form (type and body, in room) is decided once and
@@ -71,7 +74,15 @@ typedef struct {
     int64_t sync_not_before;
     int64_t sync_arrived_us; /* a sync answer was just handled (latency measurement) */
     int sends_started;
-    send_job *jobs;
+    int sends_running;       /* sends in flight */
+    send_job *jobs;          /* oldest first */
+    /* the homeserver's rate limit (429 M_LIMIT_EXCEEDED on sending): while it holds, one send
+     * at a time, none before send_not_before, and the core merges what waits per room */
+    int throttled, throttled_429s;
+    int64_t throttled_since, throttled_last, throttled_held, send_not_before;
+    int64_t pace_ms;         /* while throttled: the time between two sends the server allows */
+    int64_t token_at;        /* when the last 429 said the next send is allowed (0: none yet) */
+    int sends_since_429;     /* sends that went through since then */
     json_t *creating;        /* user → retry time: direct chats being made */
     json_t *joining;         /* rooms being joined or declined */
     json_t *asking;          /* room → retry time (-1 running): asking whether it is encrypted */
@@ -490,6 +501,7 @@ static int start_up(mx *m)
 /* ---- direct chats ---- */
 
 static void save_direct(mx *m);
+static void throttle(mx *m, int64_t wait);
 
 static void direct_saved(void *ctx, const mx_response *r)
 {
@@ -543,7 +555,9 @@ static void dm_created(void *ctx, const mx_response *r)
         json_object_del(m->creating, d->id);
     } else {
         int64_t wait = backoff_ms(r, 3);
-        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->id,
+        if (r->status == 429) throttle(m, wait);
+        mlog(m, r->status == 429 ? CORE_LOG_DEBUG : CORE_LOG_WARN,
+             "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->id,
              r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
         json_object_set_new(m->creating, d->id, json_integer(netrun_mono_ms() + wait)); /* not running: retried */
     }
@@ -633,17 +647,68 @@ static void wake_jobs(mx *m, const char *room, int64_t t)
         if (j->not_before == WAITING && (!room || strcmp(j->room, room) == 0)) j->not_before = t;
 }
 
+/* The homeserver asked the bot to slow down (429 to a send or a createRoom): no send before it
+ * allows one (its limit is per account, so it holds for every room), and said once in the log.
+ * Its limit is a bucket that refills at a steady rate: once it is empty, sends are allowed one
+ * per refill. Each 429 tells when the next refill comes; two of them, and the sends that went
+ * through between them, give the time between refills, which becomes the pace between two sends,
+ * so that the bot stops knocking on a closed door. */
+static void throttle(mx *m, int64_t wait)
+{
+    int64_t now = netrun_mono_ms(), at = now + wait, pace = wait;
+    if (m->throttled && m->token_at && m->sends_since_429 > 0) pace = (at - m->token_at) / m->sends_since_429;
+    if (pace > m->pace_ms) m->pace_ms = pace;
+    m->token_at = at;
+    m->sends_since_429 = 0;
+    if (!m->throttled) {
+        mlog(m, CORE_LOG_WARN, "matrix: the homeserver is rate-limiting the bot's messages (HTTP 429): they now go "
+                               "one at a time as fast as it allows, and what waits for one room is sent as one "
+                               "message; an admin can lift the limit for the bot (README, \"Run on Matrix\")");
+        m->throttled = 1;
+        m->throttled_since = now;
+        m->throttled_429s = 0;
+    }
+    m->throttled_429s++;
+    m->throttled_last = now;
+    if (at + THROTTLE_MARGIN_MS > m->send_not_before) m->send_not_before = at + THROTTLE_MARGIN_MS;
+}
+
+/* The rate limit is over once, for THROTTLE_QUIET_MS, no 429 came and no send had to wait. */
+static void throttle_check(mx *m)
+{
+    int64_t now = netrun_mono_ms();
+    int64_t last = m->throttled_last > m->throttled_held ? m->throttled_last : m->throttled_held;
+    if (!m->throttled || now - last < THROTTLE_QUIET_MS) return;
+    mlog(m, CORE_LOG_INFO, "matrix: the homeserver no longer rate-limits the bot (%d answers 429 over %.0f s)",
+         m->throttled_429s, (double)(m->throttled_last - m->throttled_since) / 1000);
+    m->throttled = 0;
+    m->pace_ms = m->token_at = 0;
+    wake_jobs(m, NULL, now);
+}
+
+static int mx_throttled(void *ctx)
+{
+    mx *m = ctx;
+    return m->throttled;
+}
+
 static void job_done(void *ctx, const mx_response *r)
 {
     send_job *j = ctx;
     mx *m = j->owner;
     char buf[300];
     j->running = 0;
+    m->sends_running--;
+    wake_jobs(m, NULL, netrun_mono_ms()); /* one at a time while throttled: the next may go */
     if (cancelled(r)) return;
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     int ok = json_is_string(json_object_get(a, "event_id"));
     json_decref(a);
     if (ok) {
+        if (m->throttled) {
+            m->sends_since_429++;
+            m->send_not_before = netrun_mono_ms() + m->pace_ms + THROTTLE_MARGIN_MS;
+        }
         mark_sent(m, j->id);
         job_remove(m, j);
         return;
@@ -656,7 +721,8 @@ static void job_done(void *ctx, const mx_response *r)
     }
     if (r->status == 200 || retryable(r)) {
         int64_t wait = backoff_ms(r->status == 200 ? NULL : r, j->attempts);
-        mlog(m, r->status == 200 ? CORE_LOG_ERROR : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
+        if (r->status == 429) throttle(m, wait);
+        mlog(m, r->status == 200 ? CORE_LOG_ERROR : r->status == 429 ? CORE_LOG_DEBUG : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
              "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
              j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
         j->not_before = netrun_mono_ms() + wait;
@@ -793,11 +859,22 @@ static void start_job(mx *m, send_job *j)
         }
         if (decide(m, j) <= 0) return;
     }
+    int64_t now = netrun_mono_ms();
+    if (now < m->send_not_before) { /* the homeserver asked for a pause */
+        j->not_before = m->send_not_before;
+        m->throttled_held = now;
+        return;
+    }
+    if (m->throttled && m->sends_running > 0) { /* one at a time: the next when this one ends */
+        j->not_before = WAITING;
+        return;
+    }
     char esc[800], path[1024];
     snprintf(path, sizeof path, API "/rooms/%s/send/%s/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc), j->type,
              j->id);
     if (mx_http_request(m->http, "PUT", path, j->body, SEND_TIMEOUT_MS, job_done, j) == 0) {
         j->running = 1;
+        m->sends_running++;
         m->sends_started++;
     }
 }
@@ -832,6 +909,13 @@ static char *content_of(mx *m, const store_msg *msg)
     }
     json_object_set_new(c, "m.mentions", mention ? json_pack("{s:[s]}", "user_ids", mention) : json_object());
     char *text = json_dumps(c, JSON_COMPACT);
+    if (text && strlen(text) > CONTENT_MAX && json_object_get(c, "formatted_body")) {
+        /* an event holds 64 KiB, encrypted a third more: a long message goes without its HTML */
+        free(text);
+        json_object_del(c, "format");
+        json_object_del(c, "formatted_body");
+        text = json_dumps(c, JSON_COMPACT);
+    }
     json_decref(c);
     return text;
 }
@@ -878,8 +962,9 @@ static int mx_send(void *ctx, const store_msg *msg)
     j->id = msg->id;
     if (msg->user[0]) snprintf(j->user, sizeof j->user, "%s", msg->user);
     else if (!msg->wire) snprintf(j->room, sizeof j->room, "%s", msg->room);
-    j->next = m->jobs;
-    m->jobs = j;
+    send_job **tail = &m->jobs;
+    while (*tail) tail = &(*tail)->next;
+    *tail = j;
     start_job(m, j);
     return ADAPTER_QUEUED;
 }
@@ -1231,6 +1316,7 @@ static int loop(mx *m)
     while (!netrun_stopping() && !m->fatal) {
         if (m->relogin && relogin(m) != 0) return 1;
         if (!m->sync_running && netrun_mono_ms() >= m->sync_not_before) start_sync(m);
+        throttle_check(m);
         start_due(m);
         if (core_tick(m->core) < 0 || core_flush(m->core) < 0) return 1;
         mx_http_work(m->http);
@@ -1283,7 +1369,8 @@ int matrix_run(const cfg *config, const matrix_options *o)
                        .seed = o->seed};
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
-                 .private_how = "in your direct chat with me"};
+                 .private_how = "in your direct chat with me",
+                 .throttled = mx_throttled};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
         goto done;

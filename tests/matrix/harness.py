@@ -731,7 +731,7 @@ class Harness:
 
     def send(self, name, room_id, content, kind="m.room.message", retry_for=20.0):
         """Sends an event as a person; returns (event_id, fake pos).  Retries (same txn id)
-        while the fake is down."""
+        while the fake is down, and when it asks to wait (429), as a client does."""
         self.txn += 1
         txn = f"t{self.txn}"
         path = f"{V3}/rooms/{q(room_id)}/send/{q(kind)}/{txn}"
@@ -742,7 +742,9 @@ class Harness:
                 if before is None:
                     before = self.stream_position()
                 resp = self.user_call(name, "PUT", path, content)
-                break
+                if resp.status != 429 or time.monotonic() > deadline:
+                    break
+                time.sleep((resp.json or {}).get("retry_after_ms", 100) / 1000)  # rate-limited too
             except OSError:
                 if time.monotonic() > deadline:
                     raise

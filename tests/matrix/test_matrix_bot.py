@@ -624,6 +624,42 @@ class MatrixBotTest(unittest.TestCase):
         h.assert_transcript(room, Transcript(room=expected.room))
         self.assert_clean_events(h, [room])
 
+    # ---- 15 --------------------------------------------------------------------------------------
+
+    def test_15_rate_limited_table(self):
+        """Under a homeserver's message rate limit (Synapse's bucket, here 1 event per second
+        with bursts of 3) the bot sends one message at a time at the pace the server asks for
+        (seldom told to wait again), merges what waits for a room into one event, says once
+        that it is rate-limited and once (after 30 s without a 429 or a send held back) that
+        it no longer is; the transcript is exact and nothing is lost."""
+        import sqlite3
+        h = Harness(self)
+        room = self.start_game(h)
+        h.server.ok("POST", "/_fake/ratelimit", {"per_second": 1, "burst_count": 3})
+        lines = read_script(limit=40)
+        expected = console_reference(lines)
+        h.play(lines, room)
+        h.assert_transcript(room, expected, timeout=120)
+        self.assert_clean_events(h, [room] + self.all_dms(h))
+        h.server.ok("POST", "/_fake/ratelimit", {})
+        h.wait_for(lambda: "no longer rate-limits" in h.bot.stderr(), 60,
+                   "the bot to say it is no longer rate-limited")
+        err = h.bot.stderr()
+        self.assertEqual(err.count("is rate-limiting the bot"), 1, err[-3000:])
+        self.assertEqual(err.count("no longer rate-limits"), 1)
+        self.assertNotIn("M_LIMIT_EXCEEDED", err, "each 429 was logged")
+        limited = [e for e in h.requests("PUT", BOT_SEND_REGEX) if e["status"] == 429]
+        sent = [e for e in h.requests("PUT", BOT_SEND_REGEX) if e["status"] == 200]
+        self.assertTrue(limited, "the limit never bit")
+        self.assertLess(len(limited) * 3, len(sent), "the bot kept knocking while it was told to wait")
+        h.stop_bot()
+        db = sqlite3.connect(h.bot.db)
+        try:
+            merged = db.execute("SELECT count(*) FROM outbox WHERE merged_into IS NOT NULL").fetchone()[0]
+        finally:
+            db.close()
+        self.assertGreater(merged, 0, "nothing was merged while the bot was rate-limited")
+
 
 if __name__ == "__main__":
     unittest.main()
