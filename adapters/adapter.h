@@ -45,6 +45,10 @@ typedef struct {
     /* A room's name for people (shown at the head of private messages: "[Card night · table
      * 3]"); writes into buf and returns it, or NULL to use the room id. May be NULL. */
     const char *(*room_name)(void *ctx, const char *room, char *buf, size_t len);
+    /* The user a player means by text in room (`!standings TEXT`): the network's id for a
+     * name, a nick, an id written short or a mention; written into buf and returned, or NULL
+     * when nobody is meant. May be NULL: the text is taken as it is. */
+    const char *(*resolve_user)(void *ctx, const char *room, const char *text, char *buf, size_t len);
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;

@@ -517,11 +517,14 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
     else b.used = (size_t)snprintf(text, sizeof text, "No match is running here.");
     if (m->arg[0]) {
         store_standing row;
-        const char *u = m->arg;
-        int rc = store_standing_get(c->o.db, q->net, room, u, &row);
-        if (rc == 1 && u[0] == '@') rc = store_standing_get(c->o.db, q->net, room, u + 1, &row);
+        const adapter *a = net_of(c, q->net);
+        char who[TABLE_USER_MAX];
+        const char *u = a && a->resolve_user ? a->resolve_user(a->ctx, room, m->arg, who, sizeof who) : NULL;
+        int rc = store_standing_get(c->o.db, q->net, room, u ? u : m->arg, &row);
+        if (rc == 1 && !u && m->arg[0] == '@') rc = store_standing_get(c->o.db, q->net, room, m->arg + 1, &row);
         if (rc < 0) return -1;
-        if (rc == 1) b.used += (size_t)snprintf(text + b.used, sizeof text - b.used, "\n%s has not played here yet.", u);
+        if (rc == 1)
+            b.used += (size_t)snprintf(text + b.used, sizeof text - b.used, "\n%s has not played here yet.", m->arg);
         else board_row(&b, &row, 0);
     } else {
         b.used += (size_t)snprintf(text + b.used, sizeof text - b.used, "\nLeaderboard:");
@@ -530,8 +533,9 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
             snprintf(text + b.used, sizeof text - b.used, " nobody has finished a hand here yet.");
     }
     if (!q->is_private) return say(c, q->net, room, "", NULL, text);
-    char named[sizeof text + TABLE_ROOM_MAX + 8];
-    snprintf(named, sizeof named, "[%s] %s", room, text); /* a private answer names its room */
+    char named[sizeof text + TABLE_ROOM_MAX + 8], name[TABLE_ROOM_MAX];
+    const char *shown = env_room(c, room, name, sizeof name); /* a private answer names its room */
+    snprintf(named, sizeof named, "[%s] %s", shown ? shown : room, text);
     return say(c, q->net, "", q->user, NULL, named);
 }
 

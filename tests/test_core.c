@@ -1073,6 +1073,78 @@ Test(core, no_merging_without_a_throttle_or_a_network_that_merges)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* (d3) Standings: whom a player means, and which room a private answer is about            */
+/* ---------------------------------------------------------------------------------------- */
+
+static const char *mem_resolve(void *ctx, const char *room, const char *text, char *buf, size_t len)
+{
+    (void)ctx;
+    cr_assert_str_eq(room, ROOM);
+    if (strcmp(text, "Alice Liddell") != 0 && strcmp(text, "@alice:mem") != 0) return NULL;
+    snprintf(buf, len, "alice");
+    return buf;
+}
+
+static const char *mem_room_name(void *ctx, const char *room, char *buf, size_t len)
+{
+    (void)ctx;
+    (void)room;
+    snprintf(buf, len, "Card night");
+    return buf;
+}
+
+static void rig_named(rig *r, int named)
+{
+    char err[256];
+    core_free(r->core);
+    core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
+                      .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
+    r->core = core_new(&o, err, sizeof err);
+    cr_assert_not_null(r->core, "%s", err);
+    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
+                 .resolve_user = named ? mem_resolve : NULL, .room_name = named ? mem_room_name : NULL};
+    cr_assert_eq(core_add_adapter(r->core, &a), 0);
+}
+
+Test(core, standings_find_the_player_meant_and_name_the_room)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    rig_named(&r, 1);
+    store_standing alice = {.user = "alice", .matches = 2, .matches_won = 1, .hands = 9, .tokens = 4};
+    cr_assert_eq(store_standing_add(r.db, NET, ROOM, &alice), 0);
+    static const struct {
+        const char *text, *want;
+    } rows[] = {
+        {"!standings Alice Liddell", "\nalice — 2 matches, 1 won"}, /* the adapter's name for her */
+        {"!standings @alice:mem", "\nalice — 2 matches, 1 won"},    /* her id */
+        {"!standings @alice", "\nalice — 2 matches, 1 won"},        /* not known to the adapter: as before */
+        {"!standings alice", "\nalice — 2 matches, 1 won"},
+        {"!standings nobody", "\nnobody has not played here yet."},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int mark = r.net.n;
+        say(&r, "bob", rows[i].text);
+        cr_assert_eq(r.net.n, mark + 1);
+        cr_expect(strstr(r.net.o[mark].text, rows[i].want) != NULL, "%s: %s", rows[i].text, r.net.o[mark].text);
+    }
+    /* a private answer is headed by the room's name, or its id when the network has none */
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    int mark = r.net.n;
+    whisper(&r, "alice", "!standings");
+    cr_assert_eq(r.net.n, mark + 1);
+    cr_expect_str_eq(r.net.o[mark].user, "alice");
+    cr_expect(strncmp(r.net.o[mark].text, "[Card night] ", 13) == 0, "%s", r.net.o[mark].text);
+    rig_named(&r, 0);
+    cr_assert_eq(core_restore(r.core), 1);
+    mark = r.net.n;
+    whisper(&r, "alice", "!standings");
+    cr_expect(strncmp(r.net.o[mark].text, "[" ROOM "] ", strlen(ROOM) + 3) == 0, "%s", r.net.o[mark].text);
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* (e) Players leaving the room                                                             */
 /* ---------------------------------------------------------------------------------------- */
 

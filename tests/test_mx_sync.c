@@ -417,3 +417,80 @@ Test(mx_sync, encryption_is_unknown_until_seen_and_encrypted_for_good)
     free(inv);
     mx_state_free(st);
 }
+
+/* ---- who a player means: `!standings alice`, a display name, a mention pill ---- */
+
+Test(mx_sync, find_user_by_id_localpart_name_or_link)
+{
+    mx_state *st = mx_state_new(ME, "");
+    mx_sync_out o;
+    char buf[300];
+    read_ok(st, joined(ROOM, fmt("%s,%s,%s,%s", member("@alice:example.org", "join", "Alice Liddell"),
+                                 member("@bob:other.org", "leave", "Bob"), member("@twin1:example.org", "join", "Twin"),
+                                 member("@twin2:example.org", "join", "Twin")), ""),
+            0, &o);
+    mx_sync_done(&o);
+    static const struct {
+        const char *text, *want;
+    } rows[] = {
+        {"@alice:example.org", "@alice:example.org"},
+        {"alice", "@alice:example.org"},
+        {"@alice", "@alice:example.org"},
+        {"ALICE", "@alice:example.org"},
+        {"Alice Liddell", "@alice:example.org"},
+        {"alice liddell", "@alice:example.org"},
+        {"bob", "@bob:other.org"},                 /* gone from the room, still a member entry */
+        {"Bob", "@bob:other.org"},
+        {"Twin", NULL},                            /* two members with that name */
+        {"twin1", "@twin1:example.org"},
+        {"carol", "@carol:example.org"},           /* nobody here: a user of the bot's server */
+        {"@Carol", "@carol:example.org"},
+        {"Carol Jones", NULL},
+        {"https://matrix.to/#/@dave:elsewhere.org", "@dave:elsewhere.org"},
+        {"https://matrix.to/#/%40dave%3Aelsewhere.org?via=elsewhere.org", "@dave:elsewhere.org"},
+        {"https://matrix.to/#/%40dave%00x%3Aelsewhere.org", NULL},
+        {"@", NULL},
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *got = mx_state_find_user(st, ROOM, rows[i].text, buf, sizeof buf);
+        if (rows[i].want) cr_expect_str_eq(got ? got : "(null)", rows[i].want, "for \"%s\"", rows[i].text);
+        else cr_expect_null(got, "for \"%s\": %s", rows[i].text, got);
+    }
+    cr_expect_null(mx_state_find_user(st, ROOM, "alice", buf, 5), "too long for the buffer");
+    mx_state_free(st);
+}
+
+static const char *pilled(const char *body, const char *html)
+{
+    return fmt("{\"type\":\"m.room.message\",\"sender\":\"@bob:example.org\",\"content\":{\"msgtype\":\"m.text\","
+               "\"body\":\"%s\",\"format\":\"org.matrix.custom.html\",\"formatted_body\":\"%s\"}}", body, html);
+}
+
+Test(mx_sync, mention_pills_become_user_ids)
+{
+    static const struct {
+        const char *body, *html, *want;
+    } rows[] = {
+        {"!standings Alice", "!standings <a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>",
+         "!standings @alice:example.org"},
+        {"!standings A & B", "!standings <a href='https://matrix.to/#/%40ab%3Aexample.org'>A &amp; B</a>",
+         "!standings @ab:example.org"},
+        {"Alice: !standings Alice", "<a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>: !standings "
+         "<a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>", "@alice:example.org: !standings @alice:example.org"},
+        {"!standings Alice", "!standings <a href=\\\"https://example.org/alice\\\">Alice</a>", "!standings Alice"},
+        {"!standings Alice", "!standings <a href=\\\"https://matrix.to/#/!room:example.org\\\">Alice</a>",
+         "!standings Alice"},
+        {"!standings Alice", "!standings <a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice", "!standings Alice"},
+        {"!standings Eve", "!standings <a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>", "!standings Eve"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mx_state *st = mx_state_new(ME, "");
+        mx_sync_out o;
+        read_ok(st, joined(ROOM, "", pilled(rows[i].body, rows[i].html)), 0, &o);
+        cr_assert_eq(o.nev, 1);
+        cr_expect_str_eq(o.ev[0].text, rows[i].want, "row %zu: %s", i, o.ev[0].text);
+        mx_sync_done(&o);
+        mx_state_free(st);
+    }
+}

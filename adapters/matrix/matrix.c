@@ -891,6 +891,12 @@ static const char *mx_room_name(void *ctx, const char *room, char *buf, size_t l
     return m->st ? mx_state_room_name(m->st, room, buf, len) : NULL;
 }
 
+static const char *mx_resolve_user(void *ctx, const char *room, const char *text, char *buf, size_t len)
+{
+    mx *m = ctx;
+    return m->st ? mx_state_find_user(m->st, room, text, buf, len) : NULL;
+}
+
 /* The event content of an outbox message (Client-Server API §"m.room.message", m.notice; the
  * player mentioned per §"User and room mentions"). */
 static char *content_of(mx *m, const store_msg *msg)
@@ -1369,7 +1375,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
                        .seed = o->seed};
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
-                 .private_how = "in your direct chat with me",
+                 .resolve_user = mx_resolve_user, .private_how = "in your direct chat with me",
                  .throttled = mx_throttled};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);

@@ -10,9 +10,12 @@
  *   dm_user: { user: room }   dm_room: { room: user } */
 #include "mx_sync.h"
 
+#include <ctype.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MX_ID_MAX 255      /* longer ids are not kept (the core ignores them too) */
 #define MX_BATCH_MAX 1024  /* a next_batch token longer than this is refused */
@@ -259,6 +262,64 @@ const char *mx_state_room_name(const mx_state *s, const char *room, char *buf, s
     return buf;
 }
 
+/* The user id in a matrix.to link ("https://matrix.to/#/@alice:example.org", percent-encoded
+ * or not) into buf; 0 if text is not one. */
+static int matrix_to_user(const char *text, size_t n, char *buf, size_t len)
+{
+    static const char prefix[] = "https://matrix.to/#/";
+    if (n < sizeof prefix || strncmp(text, prefix, sizeof prefix - 1) != 0) return 0;
+    size_t k = 0;
+    for (size_t i = sizeof prefix - 1; i < n && k + 1 < len; i++) {
+        unsigned v;
+        if (text[i] == '%' && i + 2 < n && sscanf(text + i + 1, "%2x", &v) == 1 && isxdigit((unsigned char)text[i + 1]) &&
+            isxdigit((unsigned char)text[i + 2])) {
+            buf[k++] = (char)v;
+            i += 2;
+        } else if (text[i] == '?') {
+            break; /* via= parameters */
+        } else {
+            buf[k++] = text[i];
+        }
+    }
+    buf[k] = 0;
+    return buf[0] == '@' && strchr(buf, ':') && !memchr(buf, 0, k) && k <= MX_ID_MAX && strlen(buf) == k;
+}
+
+const char *mx_state_find_user(const mx_state *s, const char *room, const char *text, char *buf, size_t len)
+{
+    if (!text || !*text || len == 0) return NULL;
+    size_t n = strlen(text);
+    if (matrix_to_user(text, n, buf, len)) return buf;
+    if (text[0] == '@' && strchr(text, ':')) {
+        if (n > MX_ID_MAX || n >= len) return NULL;
+        snprintf(buf, len, "%s", text);
+        return buf;
+    }
+    const char *local = text[0] == '@' ? text + 1 : text;
+    json_t *members = obj_of(obj_of(s->rooms, room ? room : ""), "members");
+    const char *by_local = NULL, *by_name = NULL, *user;
+    int names = 0;
+    json_t *m;
+    json_object_foreach(members, user, m) {
+        const char *colon = strchr(user, ':'), *name = str_of(m, "name");
+        if (colon && (size_t)(colon - user - 1) == strlen(local) && strncasecmp(user + 1, local, strlen(local)) == 0)
+            by_local = user;
+        if (name && strcasecmp(name, text) == 0) {
+            by_name = user;
+            names++;
+        }
+    }
+    const char *found = by_local ? by_local : names == 1 ? by_name : NULL;
+    if (found && strlen(found) < len) {
+        snprintf(buf, len, "%s", found);
+        return buf;
+    }
+    if (found || names > 1 || !*local || strpbrk(local, " :@")) return NULL;
+    if (snprintf(buf, len, "@%s:%s", local, s->server) >= (int)len) return NULL;
+    for (char *p = buf + 1; *p && *p != ':'; p++) *p = (char)tolower((unsigned char)*p);
+    return buf;
+}
+
 const char **mx_state_members(const mx_state *s, const char *room, int *n)
 {
     json_t *members = obj_of(obj_of(s->rooms, room ? room : ""), "members");
@@ -394,6 +455,63 @@ static const char *strip_reply(json_t *content, const char *body)
     return p;
 }
 
+/* The text of an HTML link from `from` on (after href=): its target, its text with the five
+ * entities the bot's HTML uses resolved. Returns the end of the link, or NULL. */
+static const char *html_link(const char *from, char *href, size_t hlen, char *text, size_t tlen)
+{
+    char quote = *from;
+    if (quote != '"' && quote != '\'') return NULL;
+    const char *end = strchr(from + 1, quote), *gt = end ? strchr(end, '>') : NULL;
+    const char *close = gt ? strstr(gt, "</a>") : NULL;
+    if (!close || (size_t)(end - from - 1) >= hlen) return NULL;
+    snprintf(href, hlen, "%.*s", (int)(end - from - 1), from + 1);
+    static const char *const ents[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}};
+    size_t k = 0;
+    for (const char *p = gt + 1; p < close && k + 1 < tlen;) {
+        size_t e = 0;
+        while (e < 5 && strncmp(p, ents[e][0], strlen(ents[e][0])) != 0) e++;
+        if (e < 5) {
+            text[k++] = ents[e][1][0];
+            p += strlen(ents[e][0]);
+        } else {
+            text[k++] = *p++;
+        }
+    }
+    text[k] = 0;
+    return close + 4;
+}
+
+/* The body with each pilled name (Client-Server API §"User and room mentions": a link to
+ * https://matrix.to/#/@user:server in formatted_body) replaced by the user id, in order; the
+ * body itself when it has none. A rewritten body is kept in o until mx_sync_done(). */
+static const char *unpill(mx_sync_out *o, json_t *content, const char *body)
+{
+    const char *html = str_of(content, "formatted_body"), *fmt = str_of(content, "format");
+    if (!html || !fmt || strcmp(fmt, "org.matrix.custom.html") != 0 || !strstr(html, "https://matrix.to/#/") ||
+        strlen(body) > 4096)
+        return body;
+    char out[4096 + 8 * (MX_ID_MAX + 1)], href[1024], name[512], user[MX_ID_MAX + 1];
+    size_t used = 0;
+    const char *rest = body, *p = html;
+    int pills = 0;
+    while ((p = strstr(p, "href=")) && pills < 8) {
+        p = html_link(p + 5, href, sizeof href, name, sizeof name);
+        if (!p) break;
+        const char *at = name[0] && matrix_to_user(href, strlen(href), user, sizeof user) ? strstr(rest, name) : NULL;
+        if (!at) continue;
+        used += (size_t)snprintf(out + used, sizeof out - used, "%.*s%s", (int)(at - rest), rest, user);
+        rest = at + strlen(name);
+        pills++;
+    }
+    if (!pills) return body;
+    snprintf(out + used, sizeof out - used, "%s", rest);
+    if (!o->keep) o->keep = json_array();
+    json_t *kept = json_string(out);
+    if (!kept) return body;
+    json_array_append_new(o->keep, kept);
+    return json_string_value(kept);
+}
+
 /* The index of the timeline event in which the bot joined the room (-1: none): what came
  * before it happened before the bot was there. */
 static int own_join(mx_state *s, json_t *events)
@@ -461,7 +579,8 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
     if (!msgtype || strcmp(msgtype, "m.text") != 0 || !body) return; /* notices (other bots), emotes, files */
     if (rel && strcmp(rel, "m.replace") == 0) return;                 /* edits */
     const char *dm = mx_state_dm_user(s, room_id);
-    adapter_event ev = {ADAPTER_MESSAGE, dm ? NULL : room_id, sender, strip_reply(content, body), dm != NULL, 0};
+    adapter_event ev = {ADAPTER_MESSAGE, dm ? NULL : room_id, sender, unpill(o, content, strip_reply(content, body)),
+                        dm != NULL, 0};
     ev.moderator = !dm && is_moderator(room, sender);
     add_event(o, ev);
 }

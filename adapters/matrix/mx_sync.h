@@ -17,7 +17,11 @@
  *
  * Nothing from the server is trusted: any field may be missing, of the wrong type, or huge.
  * A malformed answer (not JSON, no next_batch) is refused as a whole with a message; a
- * malformed event inside a good answer is skipped. This is the fuzz target fuzz_sync. */
+ * malformed event inside a good answer is skipped. This is the fuzz target fuzz_sync.
+ *
+ * A mention pill in a command (an HTML link to https://matrix.to/#/@user:server in the
+ * formatted_body, shown as the user's name in the body) reaches the core as the user id, so
+ * `!standings` with Alice pilled names exactly her. */
 #ifndef CARDROOM_MX_SYNC_H
 #define CARDROOM_MX_SYNC_H
 
@@ -82,6 +86,11 @@ const char **mx_state_members(const mx_state *s, const char *room, int *n);
 /* A member's name for people: the display name, with the user id after it when another
  * member has the same one (Client-Server API §"Calculating the display name for a user"). */
 const char *mx_state_display_name(const mx_state *s, const char *room, const char *user, char *buf, size_t len);
+/* The user text means in room, into buf: a user id as it is (also in a matrix.to link), else
+ * the member (of any membership) whose localpart ("alice", "@alice") or, failing that, whose
+ * display name is text (either without regard to case), else "@text:" the bot's own server
+ * when text looks like a localpart. NULL when text means nobody or more than one member. */
+const char *mx_state_find_user(const mx_state *s, const char *room, const char *text, char *buf, size_t len);
 /* The room's name (m.room.name, else its canonical alias), or NULL. */
 const char *mx_state_room_name(const mx_state *s, const char *room, char *buf, size_t len);
 /* Whether the bot is in room (as far as the answers so far tell). */
