@@ -386,12 +386,6 @@ static void *hook_decrypt(void *ctx, const char *room, void *event)
     return dec;
 }
 
-static void hook_members(void *ctx, const char *room)
-{
-    mx *m = ctx;
-    mx_e2ee_members_changed(m->e2ee, room);
-}
-
 /* A room is encrypted: stored at once, for good (the next restart knows it before any sync). */
 static void remember_encrypted(mx *m, const char *room)
 {
@@ -459,8 +453,7 @@ static int start_up(mx *m)
     }
     mx_e2ee_set_log(m->e2ee, e2ee_log, m);
     mx_e2ee_set_password(m->e2ee, m->config->matrix_password);
-    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .members = hook_members,
-                           .encrypted = hook_encrypted, .ctx = m};
+    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .encrypted = hook_encrypted, .ctx = m};
     mx_state_set_hooks(m->st, &hooks);
     if (store_kv_each(m->db, NS_ENC, load_encrypted, m) != 0) {
         mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));

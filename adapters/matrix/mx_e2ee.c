@@ -822,7 +822,13 @@ static void answer_query(mx_e2ee *e, long status, json_t *a)
     const char *u;
     json_t *x;
     json_object_foreach(e->query_users, u, x) {
-        json_t *devs = jobj(jobj(a, "device_keys"), u), *known = jobj(e->devices, u), *now = json_object();
+        json_t *devs = jobj(jobj(a, "device_keys"), u), *known = jobj(e->devices, u), *now;
+        if (!devs && known) { /* not answered for (a server not reached): what we knew stands */
+            json_object_set_new(e->tracked, u, json_false());
+            store_kv_del(e->db, "outdated", u);
+            continue;
+        }
+        now = json_object();
         const char *d;
         json_t *k;
         json_object_foreach(devs, d, k) {
@@ -842,6 +848,19 @@ static void answer_query(mx_e2ee *e, long status, json_t *a)
             }
             if (strcmp(u, e->user) == 0 && strcmp(d, e->device) == 0) continue; /* ourselves */
             json_object_set_new(now, d, json_pack("{s:s, s:s}", "curve", curve, "ed", ed));
+        }
+        /* a device that had a room key and is gone (or no longer verifies) must not read what
+         * comes next: that room gets a new key. A new device is given the current one, from its
+         * current index: it cannot read what came before. */
+        for (int k = 0; k < e->nout; k++) {
+            const char *d2;
+            json_t *x2;
+            json_object_foreach(jobj(e->out[k].shared, u), d2, x2) {
+                if (!e->out[k].stale && !json_object_get(now, d2)) {
+                    e->out[k].stale = 1;
+                    save_out(e, &e->out[k]);
+                }
+            }
         }
         json_object_set_new(e->devices, u, now);
         json_object_set_new(e->tracked, u, json_false());
@@ -1060,13 +1079,11 @@ void mx_e2ee_sync(mx_e2ee *e, json_t *root)
     for (size_t i = 0; json_is_array(changed) && i < json_array_size(changed); i++) {
         const char *u = json_string_value(json_array_get(changed, i));
         if (u && json_object_get(e->tracked, u)) {
+            /* asked for again; what changed decides whether the room keys change (answer_query).
+             * A change is no reason by itself: Synapse reports every member as changed in the
+             * first (full state) sync after each start. */
             json_object_set_new(e->tracked, u, json_true());
             store_kv_put(e->db, "outdated", u, "1"); /* kept: the sync position moves on */
-            for (int k = 0; k < e->nout; k++) /* a new device must not read what was before */
-                if (json_object_get(e->out[k].shared, u)) {
-                    e->out[k].stale = 1;
-                    save_out(e, &e->out[k]);
-                }
         }
     }
     json_t *n = json_object_get(jobj(root, "device_one_time_keys_count"), "signed_curve25519");
@@ -1136,12 +1153,6 @@ json_t *mx_e2ee_decrypt(mx_e2ee *e, const char *room, json_t *event, char *err, 
 
 /* ---- sending ---- */
 
-void mx_e2ee_members_changed(mx_e2ee *e, const char *room)
-{
-    group_out *g = out_of(e, room);
-    if (g) g->stale = 1;
-}
-
 static group_out *fresh_out(mx_e2ee *e, const char *room)
 {
     group_out *g = out_of(e, room);
@@ -1183,7 +1194,9 @@ int mx_e2ee_encrypt(mx_e2ee *e, const char *room, const char *const *users, int 
     if (waiting) return 0; /* their devices are being asked for */
     group_out *g = out_of(e, room);
     if (g && g->sharing) return 0;
-    /* rotation: a count, an age, or someone who had the key is no longer a member */
+    /* rotation: a count, an age, a device that had the key is gone (stale), or someone who had
+     * it is no longer a member; a new member or device gets the current key (E2EE §"Sending an
+     * encrypted message event": the session is shared from its current index) */
     int rotate = !g || g->stale || g->count >= ROTATE_MESSAGES || now_ms() - g->created > ROTATE_MS;
     if (g && !rotate) {
         const char *u;

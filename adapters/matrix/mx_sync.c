@@ -540,10 +540,6 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
         char was[16] = "";
         if (before) snprintf(was, sizeof was, "%s", before);
         apply_state(s, room_id, room, e);
-        if (strcmp(type, "m.room.member") == 0 && s->hooks.members) {
-            const char *now = str_of(content, "membership");
-            if (!now || strcmp(was, now) != 0) s->hooks.members(s->hooks.ctx, room_id);
-        }
         if (!keep || strcmp(type, "m.room.member") != 0 || !id_ok(key) || strcmp(key, s->me) == 0) return;
         const char *ms = str_of(content, "membership");
         if (!ms) return;

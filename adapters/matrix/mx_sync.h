@@ -55,13 +55,12 @@ char *mx_state_direct_json(const mx_state *s);
 
 /* Hooks into the reading of answers (all optional): answer(ctx, root) sees each accepted answer
  * (a json_t *) before its rooms are read; decrypt(ctx, room, event) turns an m.room.encrypted
- * timeline event into {"type", "content"} (a new json_t * reference) or NULL; members(ctx, room)
- * hears that room's members changed; encrypted(ctx, room) hears that a room not known to be
- * encrypted is (its m.room.encryption state, also in an invite), so it can be stored. */
+ * timeline event into {"type", "content"} (a new json_t * reference) or NULL; encrypted(ctx,
+ * room) hears that a room not known to be encrypted is (its m.room.encryption state, also in an
+ * invite), so it can be stored. */
 typedef struct {
     void (*answer)(void *ctx, void *root);
     void *(*decrypt)(void *ctx, const char *room, void *event);
-    void (*members)(void *ctx, const char *room);
     void (*encrypted)(void *ctx, const char *room);
     void *ctx;
 } mx_sync_hooks;

@@ -1723,6 +1723,10 @@ class SyncBuilder:
                                             for m in self.delivered]}
         changed, left = ([], []) if self.since is None else self.hs.device_list_changes(
             self.user_id, self.since, self.now)
+        if self.since is not None and self.full_state:
+            # Synapse (handlers/sync.py, SyncResultBuilder.calculate_user_changes) reads the
+            # member events of the full state as new joins: every member comes as changed.
+            changed = sorted(set(changed) | self._joined_members())
         response["device_lists"] = {"changed": changed, "left": left}
         response["device_one_time_keys_count"] = one_time_key_counts(record)
         response["device_unused_fallback_key_types"] = unused_fallback_key_types(record)
@@ -1730,6 +1734,17 @@ class SyncBuilder:
         claimed = (record is not None and self.since is not None
                    and record.get("otk_pos", 0) > self.since)
         return bool(self.delivered or changed or left or claimed)
+
+    def _joined_members(self):
+        members = set()
+        for room_id in self.hs.user_rooms.get(self.user_id, ()):
+            room = self.hs.rooms[room_id]
+            if room.membership(self.user_id, self.now) != "join":
+                continue
+            members.update(key for (kind, key), e in room.state_at(self.now).items()
+                           if kind == "m.room.member"
+                           and e["content"].get("membership") in ("join", "invite", "knock"))
+        return members
 
     def _room(self, room, rooms):
         now_member = room.state_event("m.room.member", self.user_id, self.now)

@@ -1232,6 +1232,18 @@ class E2EETest(E2EECase):
         self.assertError(self.call("GET", changes, token=bob["token"],
                                    query={"from": "garbage"}), 400, "M_UNKNOWN")
 
+    def test_full_state_sync_reports_every_member_as_changed(self):
+        """As Synapse: a full_state sync with a since counts the members of the joined rooms
+        as new joins, so device_lists.changed lists them all (the caller too)."""
+        alice, bob = self.make_user("alice"), self.make_user("bob")
+        carol = self.make_user("carol")
+        self.room_with(alice, bob)
+        self.create_room(carol, invite=[alice])              # alice only invited there
+        since = self.sync(alice)["next_batch"]
+        self.assertEqual(self.sync(alice, since=since, timeout=0)["device_lists"]["changed"], [])
+        full = self.sync(alice, since=since, full_state="true")["device_lists"]
+        self.assertEqual(full, {"changed": sorted([alice["user_id"], bob["user_id"]]), "left": []})
+
     def test_long_poll_woken_by_key_change(self):
         alice = self.make_user("alice", device_id="PHONE")
         bob = self.make_user("bob")

@@ -893,6 +893,48 @@ class MatrixE2EETest(E2EETestBase):
         self.assert_txn_ids_once(h, [room] + [dm for u in PLAYERS for dm in h.dm_rooms(u)])
         self.assertEqual(len(h.requests("POST", r"^/_matrix/client/v3/login")), 1)
 
+    # ---- 13 ----------------------------------------------------------------------------------
+
+    def test_13_room_key_kept_across_restarts(self):
+        """The bot's Megolm session of a room outlives restarts (SIGTERM and SIGKILL, with its
+        members' device lists asked again): the messages after them continue its ratchet and
+        the players get no new room key; a member leaving still makes a new one."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        bob = h.olm_user("bob", "BOB1")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice, invite=["bob"])
+        h.join("bob", room)
+        said = ["!new 304", "!join"]
+        self.say(h, alice, "alice", room, said[0])
+        self.decrypted(h, alice, room, 1, what="the answer to !new 304")
+        for n, clean in ((2, True), (3, False)):
+            if clean:
+                h.stop_bot()
+            else:
+                h.bot.expected_down = True
+                h.bot.kill()
+            h.bot.expected_down = False
+            h.bot.start()
+            self.say(h, alice, "alice", room, said[n - 1] if n - 1 < len(said) else "!table")
+            self.decrypted(h, alice, room, n, what=f"the answer after restart {n - 1}")
+        pairs = self.decrypted(h, alice, room, 3)
+        self.assertEqual(len({d.session_id for _, d in pairs}), 1,
+                         f"a new room key after a restart: {[(d.session_id, d.index) for _, d in pairs]}")
+        self.assertEqual([d.index for _, d in pairs], [0, 1, 2])
+        for client in (alice, bob):
+            client.sync()
+            keys = [k for k in client.room_keys(BOT_ID) if k["room_id"] == room]
+            self.assertEqual(len({k["session_id"] for k in keys}), 1, f"{client.device_id}: {keys}")
+        # bob leaves: the next message is under a new key, which he does not get
+        h.user_ok("bob", "POST", f"/_matrix/client/v3/rooms/{q(room)}/leave", {})
+        self.say(h, alice, "alice", room, "!table")
+        pairs = self.decrypted(h, alice, room, 4, what="the answer after bob left")
+        self.assertNotEqual(pairs[3][1].session_id, pairs[0][1].session_id)
+        bob.sync()
+        self.assertNotIn(pairs[3][1].session_id, {k["session_id"] for k in bob.room_keys(BOT_ID)})
+        self.assert_only_encrypted(h, room, alice)
+
 
 if __name__ == "__main__":
     unittest.main()
