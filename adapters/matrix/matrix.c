@@ -1200,14 +1200,31 @@ static void start_sync(mx *m)
 typedef struct {
     mx *m;
     int id;
+    const char *what;
 } e2ee_req;
+
+/* Whether an answer is the first step of user-interactive authentication (Client-Server API
+ * §"User-Interactive Authentication API": 401 with the flows to follow and no errcode), which a
+ * request that needs the password is expected to get first. */
+static int asks_for_auth(const mx_response *r)
+{
+    if (r->status != 401) return 0;
+    json_t *a = json_loadb(r->body, r->len, 0, NULL);
+    int uia = json_is_array(json_object_get(a, "flows")) && !json_object_get(a, "errcode");
+    json_decref(a);
+    return uia;
+}
 
 static void e2ee_done(void *ctx, const mx_response *r)
 {
     e2ee_req *q = ctx;
     char buf[300];
     if (!cancelled(r)) {
-        if (r->status != 200) mlog(q->m, CORE_LOG_WARN, "matrix: encryption request failed: %s", why(r, buf, sizeof buf));
+        if (asks_for_auth(r))
+            mlog(q->m, CORE_LOG_INFO, "matrix: %s: the homeserver asks for the account's password (interactive "
+                                      "authentication); sending it", q->what);
+        else if (r->status != 200)
+            mlog(q->m, CORE_LOG_WARN, "matrix: %s failed: %s", q->what, why(r, buf, sizeof buf));
         mx_e2ee_answer(q->m->e2ee, q->id, r->status, r->body, r->len);
     }
     free(q);
@@ -1222,6 +1239,7 @@ static void e2ee_requests(mx *m)
         if (!q) abort();
         q->m = m;
         q->id = r.id;
+        q->what = r.what;
         mlog(m, CORE_LOG_DEBUG, "matrix: %s", r.what);
         if (mx_http_request(m->http, r.method, r.path, r.body, SEND_TIMEOUT_MS, e2ee_done, q) != 0) {
             mx_e2ee_answer(m->e2ee, r.id, 0, "", 0);
@@ -1338,17 +1356,17 @@ int matrix_run(const cfg *config, const matrix_options *o)
     char err[512];
     int rc = 1;
     if (strncmp(config->matrix_homeserver, "https://", 8) != 0 && strncmp(config->matrix_homeserver, "http://", 7) != 0) {
-        fprintf(o->err, "cardroom: [matrix] homeserver: must be an address like https://matrix.example.org\n");
+        mlog(&m, CORE_LOG_ERROR, "[matrix] homeserver: must be an address like https://matrix.example.org");
         return 2;
     }
     if (config->matrix_user[0] != '@' || !strchr(config->matrix_user, ':')) {
-        fprintf(o->err, "cardroom: [matrix] user: must be the bot's full user id, like @cardroom:example.org\n");
+        mlog(&m, CORE_LOG_ERROR, "[matrix] user: must be the bot's full user id, like @cardroom:example.org");
         return 2;
     }
     if (netrun_stop_init() != 0) return 1;
     const char *path = o->db ? o->db : config->database;
     if (store_open(&m.db, path, err, sizeof err) != 0) {
-        fprintf(o->err, "cardroom: %s\n", err);
+        mlog(&m, CORE_LOG_ERROR, "%s", err);
         goto done;
     }
     if (strcmp(path, ":memory:") != 0) chmod(path, 0600); /* it holds the bot's access token */
@@ -1357,7 +1375,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.joining = json_object();
     m.asking = json_object();
     if (!m.http || !m.creating || !m.joining || !m.asking) {
-        fprintf(o->err, "cardroom: %s\n", m.http ? "out of memory" : err);
+        mlog(&m, CORE_LOG_ERROR, "%s", m.http ? "out of memory" : err);
         goto done;
     }
     if (start_up(&m) != 0) {
@@ -1371,7 +1389,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
                  .resolve_user = mx_resolve_user, .private_how = "in your direct chat with me",
                  .throttled = mx_throttled};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
-        fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
+        mlog(&m, CORE_LOG_ERROR, "%s", m.core ? "cannot add the Matrix adapter" : err);
         goto done;
     }
     if (core_restore(m.core) < 0) goto done;

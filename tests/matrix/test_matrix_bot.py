@@ -660,6 +660,32 @@ class MatrixBotTest(unittest.TestCase):
             db.close()
         self.assertGreater(merged, 0, "nothing was merged while the bot was rate-limited")
 
+    # ---- 16 --------------------------------------------------------------------------------------
+
+    def test_16_log_lines_carry_the_time_except_in_the_journal(self):
+        """Written to a file (or a terminal) every log line starts with the local date and time
+        to the millisecond; under systemd, whose journal stamps lines itself (JOURNAL_STREAM
+        names the bot's stderr), they do not."""
+        h = Harness(self)
+        room = self.start_game(h)
+        h.say_and_wait("alice", room, "!new 304")
+        h.stop_bot()
+        lines = [line for line in h.bot.stderr().splitlines() if not line.startswith("===")]
+        self.assertGreater(len(lines), 3)
+        stamped = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} cardroom: (error|warn|info|debug): ")
+        self.assertEqual([line for line in lines if not stamped.match(line)], [])
+        mark = len(h.bot.stderr().splitlines())
+        st = os.stat(h.bot.stderr_path)
+        h.bot.env = dict(h.bot.env, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+        h.bot.expected_down = False
+        h.bot.start()
+        h.say_and_wait("bob", room, "!join")
+        h.stop_bot()
+        journal = [line for line in h.bot.stderr().splitlines()[mark:] if not line.startswith("===")]
+        self.assertGreater(len(journal), 2)
+        self.assertEqual([line for line in journal
+                          if not re.match(r"^cardroom: (error|warn|info|debug): ", line)], [])
+
 
 if __name__ == "__main__":
     unittest.main()

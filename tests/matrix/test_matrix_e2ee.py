@@ -765,6 +765,11 @@ class MatrixE2EETest(E2EETestBase):
         uploads = h.requests("POST", r"/keys/device_signing/upload")
         self.assertEqual([r["status"] for r in uploads], [401, 200],
                          "the first upload is asked for the password, the second carries it")
+        err = h.bot.stderr()
+        self.assertIn("info: matrix: uploading cross-signing keys: the homeserver asks for the account's "
+                      "password", err)
+        self.assertEqual(self.warnings_after(h, 0), [], "the expected 401 of the first step logged as a "
+                                                        "failure")
         # the owner's own view has the user-signing key, signed by the master key
         bot_view = h.server.as_user(BOT_LOCALPART, "POST", "/_matrix/client/v3/keys/query",
                                     {"device_keys": {BOT_ID: []}})
