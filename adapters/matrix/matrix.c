@@ -81,6 +81,8 @@ typedef struct {
     int throttled, throttled_429s;
     int64_t throttled_since, throttled_last, throttled_held, send_not_before;
     int64_t pace_ms;         /* while throttled: the time between two sends the server allows */
+    int room_turn;           /* a direct chat waits for its turn: messages wait behind it */
+    int room_refused;        /* new rooms refused (429) in a row while throttled */
     int64_t token_at;        /* when the last 429 said the next send is allowed (0: none yet) */
     int sends_since_429;     /* sends that went through since then */
     json_t *creating;        /* user → retry time: direct chats being made */
@@ -494,7 +496,9 @@ static int start_up(mx *m)
 /* ---- direct chats ---- */
 
 static void save_direct(mx *m);
-static void throttle(mx *m, int64_t wait);
+static void throttle(mx *m, int64_t wait, int learn);
+static int64_t paced(mx *m, int room);
+static void paced_done(mx *m, int done);
 
 static void direct_saved(void *ctx, const mx_response *r)
 {
@@ -537,6 +541,9 @@ static void dm_created(void *ctx, const mx_response *r)
     char buf[300];
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     const char *room = json_string_value(json_object_get(a, "room_id"));
+    paced_done(m, room != NULL);
+    if (room) m->room_refused = 0;
+    else if (r->status == 429 && m->throttled) m->room_refused++;
     if (room && strlen(room) < 256) {
         int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
         json_object_del(m->creating, d->id);
@@ -548,11 +555,12 @@ static void dm_created(void *ctx, const mx_response *r)
         json_object_del(m->creating, d->id);
     } else {
         int64_t wait = backoff_ms(r, 3);
-        if (r->status == 429) throttle(m, wait);
+        if (r->status == 429) throttle(m, wait, 0);
         mlog(m, r->status == 429 ? CORE_LOG_DEBUG : CORE_LOG_WARN,
              "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->id,
              r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
-        json_object_set_new(m->creating, d->id, json_integer(netrun_mono_ms() + wait)); /* not running: retried */
+        /* not running: retried (a 429 sets the pause every such request waits for) */
+        json_object_set_new(m->creating, d->id, json_integer(netrun_mono_ms() + wait));
     }
     json_decref(a);
     free(d);
@@ -563,6 +571,13 @@ static void open_dm(mx *m, const char *user)
 {
     json_t *t = json_object_get(m->creating, user);
     if (t && (json_integer_value(t) < 0 || json_integer_value(t) > netrun_mono_ms())) return; /* running or waiting */
+    int64_t later = paced(m, 1);
+    if (later) { /* making a room counts against the rate limit like a message (Synapse's rc_message) */
+        json_object_set_new(m->creating, user, json_integer(later == WAITING ? netrun_mono_ms() + 200 : later));
+        m->room_turn = 1;
+        return;
+    }
+    m->room_turn = 0;
     json_t *req = json_pack("{s:s, s:b, s:[s]}", "preset", "trusted_private_chat", "is_direct", 1, "invite", user);
     if (strcmp(m->config->matrix_encrypt_dms, "true") == 0)
         json_object_set_new(req, "initial_state",
@@ -574,10 +589,12 @@ static void open_dm(mx *m, const char *user)
     if (d && body) {
         d->m = m;
         snprintf(d->id, sizeof d->id, "%s", user);
-        if (mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0)
+        if (mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0) {
             json_object_set_new(m->creating, user, json_integer(-1));
-        else
+            m->sends_running++;
+        } else {
             free(d);
+        }
     } else {
         free(d);
     }
@@ -646,13 +663,15 @@ static void wake_jobs(mx *m, const char *room, int64_t t)
  * per refill. Each 429 tells when the next refill comes; two of them, and the sends that went
  * through between them, give the time between refills, which becomes the pace between two sends,
  * so that the bot stops knocking on a closed door. */
-static void throttle(mx *m, int64_t wait)
+static void throttle(mx *m, int64_t wait, int learn)
 {
     int64_t now = netrun_mono_ms(), at = now + wait, pace = wait;
-    if (m->throttled && m->token_at && m->sends_since_429 > 0) pace = (at - m->token_at) / m->sends_since_429;
-    if (pace > m->pace_ms) m->pace_ms = pace;
-    m->token_at = at;
-    m->sends_since_429 = 0;
+    if (learn) { /* a message's 429 */
+        if (m->throttled && m->token_at && m->sends_since_429 > 0) pace = (at - m->token_at) / m->sends_since_429;
+        m->token_at = at;
+        m->sends_since_429 = 0;
+    }
+    if (pace > m->pace_ms) m->pace_ms = pace; /* a createRoom's wait: at least a refill, up to one */
     if (!m->throttled) {
         mlog(m, CORE_LOG_WARN, "matrix: the homeserver is rate-limiting the bot's messages (HTTP 429): they now go "
                                "one at a time as fast as it allows, and what waits for one room is sent as one "
@@ -676,7 +695,37 @@ static void throttle_check(mx *m)
          m->throttled_429s, (double)(m->throttled_last - m->throttled_since) / 1000);
     m->throttled = 0;
     m->pace_ms = m->token_at = 0;
+    m->room_refused = 0;
     wake_jobs(m, NULL, now);
+}
+
+/* Whether a request the rate limit counts (a message, or a new room) may start now: 0, or when
+ * to try again (WAITING: when the one under way ends). While throttled they go one at a time,
+ * none before the pause the homeserver asked for. A new room costs two turns on Synapse (the
+ * createRoom, then the bot's join in it, each counted; a room made with the second refused is
+ * left behind empty), so it waits one pace more, and one more after each refusal (the pace may
+ * be learnt short), and messages wait behind it, or they would take every turn it waits for. */
+static int64_t paced(mx *m, int room)
+{
+    int64_t now = netrun_mono_ms(), from = m->send_not_before;
+    if (m->throttled && room) from += (1 + m->room_refused) * m->pace_ms;
+    if (m->throttled && !room && m->room_turn) return WAITING;
+    if (now < from) {
+        m->throttled_held = now;
+        return from;
+    }
+    return m->throttled && m->sends_running > 0 ? WAITING : 0;
+}
+
+/* Such a request ended (done: it went through): the next may go, at the pace. */
+static void paced_done(mx *m, int done)
+{
+    m->sends_running--;
+    if (done && m->throttled) {
+        m->sends_since_429++;
+        m->send_not_before = netrun_mono_ms() + m->pace_ms + THROTTLE_MARGIN_MS;
+    }
+    wake_jobs(m, NULL, netrun_mono_ms());
 }
 
 static int mx_throttled(void *ctx)
@@ -691,17 +740,12 @@ static void job_done(void *ctx, const mx_response *r)
     mx *m = j->owner;
     char buf[300];
     j->running = 0;
-    m->sends_running--;
-    wake_jobs(m, NULL, netrun_mono_ms()); /* one at a time while throttled: the next may go */
-    if (cancelled(r)) return;
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     int ok = json_is_string(json_object_get(a, "event_id"));
     json_decref(a);
+    paced_done(m, ok);
+    if (cancelled(r)) return;
     if (ok) {
-        if (m->throttled) {
-            m->sends_since_429++;
-            m->send_not_before = netrun_mono_ms() + m->pace_ms + THROTTLE_MARGIN_MS;
-        }
         mark_sent(m, j->id);
         job_remove(m, j);
         return;
@@ -714,7 +758,7 @@ static void job_done(void *ctx, const mx_response *r)
     }
     if (r->status == 200 || retryable(r)) {
         int64_t wait = backoff_ms(r->status == 200 ? NULL : r, j->attempts);
-        if (r->status == 429) throttle(m, wait);
+        if (r->status == 429) throttle(m, wait, 1);
         mlog(m, r->status == 200 ? CORE_LOG_ERROR : r->status == 429 ? CORE_LOG_DEBUG : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
              "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
              j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
@@ -852,14 +896,9 @@ static void start_job(mx *m, send_job *j)
         }
         if (decide(m, j) <= 0) return;
     }
-    int64_t now = netrun_mono_ms();
-    if (now < m->send_not_before) { /* the homeserver asked for a pause */
-        j->not_before = m->send_not_before;
-        m->throttled_held = now;
-        return;
-    }
-    if (m->throttled && m->sends_running > 0) { /* one at a time: the next when this one ends */
-        j->not_before = WAITING;
+    int64_t later = paced(m, 0);
+    if (later) {
+        j->not_before = later;
         return;
     }
     char esc[800], path[1024];

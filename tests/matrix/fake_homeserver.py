@@ -948,8 +948,10 @@ class Homeserver:
 
     # ---- room creation ---------------------------------------------------------------------
 
-    def create_room(self, user_id, body):
-        """CS API §"POST /_matrix/client/v3/createRoom": events in the spec's order 1-8."""
+    def create_room(self, user_id, body, before_join=None):
+        """CS API §"POST /_matrix/client/v3/createRoom": events in the spec's order 1-8.
+        before_join() runs once the room exists and may refuse the creator's join (Synapse's
+        rate limit does): the room is then left as it is, with nobody in it."""
         request = self._check_create_request(body)
         request["invite"] = [u for u in request["invite"] if u != user_id]
         levels = self._initial_power_levels(user_id, request, request["initial_state"])
@@ -963,6 +965,12 @@ class Homeserver:
         if int(request["room_version"]) < 11:
             create["creator"] = user_id
         self._emit(room, user_id, "m.room.create", create, "")
+        if before_join is not None:
+            try:
+                before_join()
+            except MatrixError:
+                self._changed()
+                raise
         # 2. the creator joins
         joined = self._member_profile(user_id)
         joined["membership"] = "join"
@@ -2001,10 +2009,13 @@ def api_sync(hs, req):
 # CS API §"POST /_matrix/client/v3/createRoom"
 @route("POST", V3 + "/createRoom")
 def api_create_room(hs, req):
+    # As Synapse 1.67 (handlers/room.py, create_room): the request counts against the message
+    # limit at once, and the creator's join counts again once the room exists; a refused join
+    # leaves the room behind, empty, and answers 429: a new room needs two turns of the bucket.
     body = req.json()
-    hs.ratelimit(req.user_id, req.device_id)
-    room_id = hs.create_room(req.user_id, body)
     hs.ratelimit(req.user_id, req.device_id, update=True)
+    room_id = hs.create_room(req.user_id, body,
+                             before_join=lambda: hs.ratelimit(req.user_id, req.device_id, update=True))
     return 200, {"room_id": room_id}
 
 

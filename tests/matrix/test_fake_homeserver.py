@@ -680,6 +680,22 @@ class FakeHomeserverTest(ServerCase):
                                                                 "burst_count": 3}),
                          400, "M_BAD_JSON")
 
+    def test_rate_limit_a_new_room_takes_two_turns(self):
+        """As Synapse: createRoom counts, and so does the creator's join in the new room; a
+        refused join answers 429 and leaves the room there with nobody in it."""
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        self.ok("POST", "/_fake/ratelimit", {"per_second": 0.5, "burst_count": 3})
+        room_id = self.create_room(bot, [alice])                       # two of three
+        self.assertEqual(self.ok("GET", "/_fake/rooms")["rooms"][room_id]["members"],
+                         {bot["user_id"]: "join", alice["user_id"]: "invite"})
+        before = set(self.ok("GET", "/_fake/rooms")["rooms"])
+        limited = self.call("POST", V3 + "/createRoom", {"preset": "private_chat"}, bot["token"])
+        self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
+        left = set(self.ok("GET", "/_fake/rooms")["rooms"]) - before
+        self.assertEqual(len(left), 1, "the room made before the refused join is not there")
+        self.assertEqual(self.ok("GET", "/_fake/rooms")["rooms"][left.pop()]["members"], {})
+        self.assertGreater(limited.json["retry_after_ms"], 0)
+
     def test_rate_limit_refills_at_its_rate(self):
         bot, alice = self.make_user("bot"), self.make_user("alice")
         room_id = self.room_with(bot, alice)
@@ -746,10 +762,10 @@ class StockRateLimitTest(ServerCase):
             self.ok("POST", "/_fake/reset")
             self.assertEqual(self.ok("GET", "/_fake/ratelimit")["rate_limit"], stock)
             bot, alice = self.make_user("bot"), self.make_user("alice")
-            room_id = self.room_with(bot, alice)     # createRoom is the first of ten
-            for n in range(9):
+            room_id = self.room_with(bot, alice)     # createRoom and the bot's join: two of ten
+            for n in range(8):
                 self.send(bot, room_id, f"burst {n}", f"s{n}")
-            limited = self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/s9",
+            limited = self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/s8",
                                 {"body": "the eleventh"}, bot["token"])
             self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
             self.assertGreater(limited.json["retry_after_ms"], 4000)
