@@ -16,6 +16,8 @@ typedef enum {
     ADAPTER_MESSAGE = 0, /* text from sender, in room or (is_private) to the bot directly */
     ADAPTER_JOIN,        /* sender joined room */
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
+    ADAPTER_RENAME,      /* sender is now known as renamed_to: a nick change seen in room (one
+                          * event per room the bot shares with him) */
 } adapter_event_kind;
 
 typedef struct {
@@ -25,6 +27,11 @@ typedef struct {
     const char *text;     /* MESSAGE only */
     int is_private;       /* MESSAGE: sent to the bot alone */
     int moderator;        /* the sender may moderate room (abort any table there) */
+    /* Where the sender connects from as the network shows it (IRC: "user@host"); NULL or ""
+     * when the sender is identified by an account, or it is not known. Another client with
+     * the same nick shows another origin. */
+    const char *origin;
+    const char *renamed_to; /* RENAME only: the sender's identity after the change */
 } adapter_event;
 
 /* What a send() reports. */
@@ -57,6 +64,10 @@ typedef struct {
      * message (they were never offered: only a destination's first message is). May be NULL:
      * never (a network that gains nothing from fewer, longer messages). */
     int (*throttled)(void *ctx);
+    /* Players get no private notice with their hand on each turn unless they ask for it
+     * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
+     * 0: they get it until they say !notify off (console, IRC). */
+    int notify_off;
 } adapter;
 
 #endif

@@ -37,6 +37,7 @@ typedef enum {
     CMD_ARGS_TOPIC, /* optional command word */
     CMD_ARGS_REST,  /* the rest of the line, required */
     CMD_ARGS_SUIT,  /* one suit */
+    CMD_ARGS_SWITCH,/* optional on or off */
 } cmd_args;
 
 /* One command. In detail, '~' stands for the prefix. */
@@ -116,9 +117,15 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                        "Without a name it shows this room's standings. Example: ~standings @alice. For "
                        "ContractGrid a match is a whole game, won means first place, and hands counts the "
                        "hands played; during a game it also shows the scores and who risks the cap."},
-    [CMD_RULES] = {"rules", NULL, CMD_ARGS_NONE, "", "show this table's options and how to check the deal",
-                   "Lists the table's rule options (change them with ~set) and explains how to check "
-                   "each shuffle against the seed the bot reveals after the hand."},
+    [CMD_RULES] = {"rules", NULL, CMD_ARGS_NONE, "", "this table's options and where to read the rules",
+                   "Lists the table's rule options (change them with ~set before the start), where the "
+                   "rules are written out in full, and how to check each deal against the seed the bot "
+                   "reveals after the hand."},
+    [CMD_NOTIFY] = {"notify", NULL, CMD_ARGS_SWITCH, " [on|off]", "your hand privately on each of your turns, or not",
+                    "On, the bot sends you your hand privately whenever it is your turn; off, the room's line "
+                    "naming you is all (on Matrix it mentions you, which notifies you). It is on at first, "
+                    "except on Matrix. A card that would go face down and the indicator are always asked for "
+                    "privately. Without on or off it tells you which you have; it is kept for every table."},
     [CMD_SET] = {"set", NULL, CMD_ARGS_SET, " OPTION VALUE", "change a table option",
                  "The options and their values are listed by ~rules. Examples: ~set caps strict (304), "
                  "~set cap 300 or ~set small true (ContractGrid)."},
@@ -534,6 +541,15 @@ static void cmd_read_suit(cmd *out, const char *s, size_t n, const char *prefix)
                 prefix);
 }
 
+static void cmd_read_switch(cmd *out, const char *s, size_t n, const char *prefix)
+{
+    if (n == 0) return;
+    if (cmd_equals(s, n, "on") || cmd_equals(s, n, "off"))
+        cmd_copy(out->arg, sizeof out->arg, s, n, 1);
+    else
+        cmd_bad(out, "%s takes on or off: %s%s off", out->word, prefix, out->word);
+}
+
 static void cmd_read_args(cmd *out, const cmd_spec *sp, const char *s, size_t n, const char *prefix)
 {
     switch (sp->args) {
@@ -549,6 +565,7 @@ static void cmd_read_args(cmd *out, const cmd_spec *sp, const char *s, size_t n,
     case CMD_ARGS_TOPIC: cmd_read_topic(out, s, n, prefix); break;
     case CMD_ARGS_REST: cmd_read_rest(out, s, n, prefix); break;
     case CMD_ARGS_SUIT: cmd_read_suit(out, s, n, prefix); break;
+    case CMD_ARGS_SWITCH: cmd_read_switch(out, s, n, prefix); break;
     }
 }
 
@@ -717,7 +734,22 @@ const char *cmd_help(const char *topic, const char *prefix, char *buf, size_t le
     cmd_kind kind = cmd_lookup(topic_word, n);
     if (kind == CMD_NONE) return NULL;
     cmd_put_line(&w, &cmd_specs[kind], prefix);
-    cmd_puts(&w, "\n");
+    cmd_puts(&w, ". ");
     cmd_put_template(&w, cmd_specs[kind].detail, prefix);
+    return buf;
+}
+
+const char *cmd_help_line(const char *prefix, char *buf, size_t len)
+{
+    if (!buf || len == 0) return NULL;
+    if (!prefix || !*prefix) prefix = "!";
+    cmd_writer w = {buf, len, 0, 0};
+    buf[0] = 0;
+    cmd_puts(&w, "Commands:");
+    for (int k = CMD_NEW; k < CMD_KIND_COUNT; k++) {
+        cmd_puts(&w, k == CMD_NEW ? " " : ", ");
+        cmd_puts(&w, cmd_specs[k].name);
+    }
+    cmd_put_template(&w, ". ~help COMMAND tells more of one; I sent you the list privately.", prefix);
     return buf;
 }

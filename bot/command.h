@@ -44,6 +44,7 @@ typedef enum {
     CMD_LAST,
     CMD_STANDINGS, /* arg: a user to look up ("@alice" or "alice"), "" for the room */
     CMD_RULES,
+    CMD_NOTIFY,    /* arg = "on", "off", or "" to ask */
     CMD_SET,       /* arg = option name (lower case), arg2 = value (as typed, trimmed) */
     CMD_HELP,      /* arg = command word asked about (lower case, no prefix), "" for all */
     CMD_GRID,      /* ContractGrid: arg2 = the rest of the line (cells or "random") */
@@ -65,7 +66,7 @@ typedef struct {
     uint8_t ncards;            /* CAPS */
     card_t cards[CMD_MAX_CARDS];
     char word[CMD_ARG_MAX];    /* the command word as the user typed it, lower case (for BAD too) */
-    char arg[CMD_ARG_MAX];     /* NEW: game; SET: option; HELP: topic; STANDINGS: user */
+    char arg[CMD_ARG_MAX];     /* NEW: game; SET: option; HELP: topic; STANDINGS: user; NOTIFY: on, off */
     char arg2[CMD_ARG_MAX * 4];/* SET: value; GRID, MARK: the rest of the line */
     char err[CMD_ERR_MAX];     /* CMD_BAD: a sentence for the player */
 } cmd;
@@ -82,9 +83,14 @@ void cmd_parse(const char *text, size_t len, const char *prefix, int prefix_opti
 const char *cmd_name(cmd_kind kind);
 
 /* Help: cmd_help(NULL or "") is the list of every command with one line each; cmd_help("bid")
- * (with or without prefix, any case) is the usage and a few sentences. prefix is shown in the
- * examples. Returns NULL for an unknown topic. The text is written into buf (NUL-terminated). */
+ * (with or without prefix, any case) is one line: the usage and a few sentences. prefix is
+ * shown in the examples. Returns NULL for an unknown topic. The text is written into buf
+ * (NUL-terminated). */
 const char *cmd_help(const char *topic, const char *prefix, char *buf, size_t len);
+
+/* Help in one line for a room: every command word, how to ask about one, and that the full
+ * list went privately. Written into buf, which is returned. */
+const char *cmd_help_line(const char *prefix, char *buf, size_t len);
 
 /* Seat names in playing order (R-SEATS): South, East, North, West. */
 const char *cmd_seat_name(int seat);

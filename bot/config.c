@@ -80,6 +80,8 @@ static const cfg_key cfg_keys[] = {
              "the path of the SQLite file, 1 to 255 characters"),
     CFG_WORD(CFG_SEC_BOT, "log_level", log_level, cfg_log_levels, "one of error, warn, info, debug"),
     CFG_INT(CFG_SEC_BOT, "threads", threads, 1, 64, "a whole number from 1 to 64"),
+    CFG_TEXT(CFG_SEC_BOT, "rules_url", rules_url, 1, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
+             "1 to 255 characters without blanks: where the rules are published, like https://example.org/cardroom/"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "table_idle_close", table_idle_close, 0, 2592000, CFG_SECONDS),
@@ -145,6 +147,7 @@ void cfg_defaults(cfg *c)
     strcpy(c->database, "cardroom.db");
     strcpy(c->log_level, "info");
     c->threads = 2;
+    strcpy(c->rules_url, "docs/");
     c->remind_after = 120;
     c->idle_takeover = 600;
     c->table_idle_close = 86400;

@@ -22,6 +22,8 @@ typedef struct {
     char database[CFG_STR];   /* SQLite file, default "cardroom.db" */
     char log_level[16];       /* "error", "warn", "info" (default), "debug" */
     int threads;              /* worker threads for computer players, default 2 (1..64) */
+    char rules_url[CFG_STR];  /* where the rules are published: !rules names this followed by
+                                 "304.md" or "contractgrid.md"; default "docs/" */
     /* [timers] — seconds; 0 turns that timer off */
     int remind_after;         /* remind the player to act, default 120 */
     int idle_takeover;        /* a computer player takes the seat, default 600 */

@@ -16,8 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ai304.h"
-#include "aigrid.h"
 #include "command.h"
 #include "render.h"
 #include "seed.h"
@@ -39,9 +37,11 @@ typedef struct {
 } slot;
 
 /* What a transaction says to one destination (a room, or one person about one room's table),
- * gathered into one outbox message: its lines in the order they were said. */
+ * gathered into one outbox message: its lines in the order they were said. A message only for
+ * reading (notice) is not gathered with one that is not. */
 typedef struct {
     char net[16], room[TABLE_ROOM_MAX], user[TABLE_USER_MAX], mention[TABLE_USER_MAX];
+    int notice;
     char *text;
     size_t len, cap;
 } said;
@@ -147,6 +147,29 @@ static const char *env_room(void *ctx, const char *room, char *buf, size_t len)
     return a && a->room_name ? a->room_name(a->ctx, room, buf, len) : NULL;
 }
 
+/* The store's namespace for a network's !notify choices (key: the user). */
+static void notify_ns(const char *net, char *buf, size_t len) { snprintf(buf, len, "notify.%s", net); }
+
+/* Whether user on net wants his hand privately on each turn: his !notify choice, else the
+ * network's default. Returns 1, 0, or -1 if the store failed. */
+static int wants_notice(core *c, const char *net, const char *user)
+{
+    char ns[32], *v = NULL;
+    const adapter *a = net_of(c, net);
+    notify_ns(net, ns, sizeof ns);
+    int rc = store_kv_get(c->o.db, ns, user, &v);
+    if (rc < 0) return -1;
+    int on = rc == 0 ? strcmp(v, "on") == 0 : !(a && a->notify_off);
+    free(v);
+    return on;
+}
+
+static int env_notify(void *ctx, const char *user)
+{
+    core *c = ctx;
+    return c->env_net && wants_notice(c, c->env_net, user) != 0; /* a failed read: no notice, never a crash */
+}
+
 static const table_env *env_for(core *c, const char *net)
 {
     const adapter *a = net_of(c, net);
@@ -176,6 +199,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->env.seed = env_seed;
     c->env.display_name = env_name;
     c->env.room_name = env_room;
+    c->env.notify = env_notify;
     c->env.ctx = c;
     c->env.prefix = o->config->prefix;
     c->next_deadline = INT64_MAX;
@@ -287,7 +311,9 @@ static void slots_sweep(core *c)
  * (the one whose turn it is now). A message never grows past MESSAGE_MAX: the text after that
  * starts another one. */
 
-static int say(core *c, const char *net, const char *room, const char *user, const char *mention, const char *text)
+/* notice: a private message only for reading (store_msg). */
+static int say(core *c, const char *net, const char *room, const char *user, const char *mention, int notice,
+               const char *text)
 {
     room = room ? room : "";
     user = user ? user : "";
@@ -296,7 +322,7 @@ static int say(core *c, const char *net, const char *room, const char *user, con
     for (int i = c->nsaid - 1; i >= 0; i--) { /* the destination's latest message, if it has room */
         said *x = &c->said[i];
         if (strcmp(x->net, net) != 0 || strcmp(x->room, room) != 0 || strcmp(x->user, user) != 0) continue;
-        if (x->len + 1 + n <= MESSAGE_MAX) m = x;
+        if (x->notice == notice && x->len + 1 + n <= MESSAGE_MAX) m = x;
         break;
     }
     if (!m) {
@@ -306,6 +332,7 @@ static int say(core *c, const char *net, const char *room, const char *user, con
         snprintf(m->net, sizeof m->net, "%s", net);
         snprintf(m->room, sizeof m->room, "%s", room);
         snprintf(m->user, sizeof m->user, "%s", user);
+        m->notice = notice;
     }
     size_t need = m->len + (m->len ? 1 : 0) + n + 1;
     if (need > m->cap) {
@@ -335,7 +362,7 @@ static int write_said(core *c)
         for (int i = 0; i < c->nsaid && rc == 0; i++) {
             said *m = &c->said[i];
             if ((m->user[0] != 0) != private) continue;
-            rc = store_outbox_add(c->o.db, m->net, m->room, m->user, m->mention, m->text, NULL);
+            rc = store_outbox_add(c->o.db, m->net, m->room, m->user, m->mention, m->notice, m->text, NULL);
             c->stats.messages += rc == 0;
         }
     said_clear(c);
@@ -351,7 +378,7 @@ static int write_out(core *c, slot *s, table_out *o)
         c->stats.moves++;
     }
     for (int i = 0; i < o->nmsgs; i++)
-        if (say(c, t->net, t->room, o->msgs[i].user, o->msgs[i].mention, o->msgs[i].text) != 0) return -1;
+        if (say(c, t->net, t->room, o->msgs[i].user, o->msgs[i].mention, 0, o->msgs[i].text) != 0) return -1;
     for (int i = 0; i < o->nscores; i++)
         if (store_standing_add(c->o.db, t->net, t->room, &o->scores[i].delta) != 0) return -1;
     if (o->nentries) {
@@ -392,9 +419,7 @@ static void schedule(core *c, slot *s)
     j->seat = seat;
     j->seed = mix64((uint64_t)t->id * 0x100000001B3ull ^ (uint64_t)t->seq);
     j->not_before = now_ms(c) + c->o.config->bot_delay_ms;
-    j->grid = t->game == TABLE_GAME_GRID;
-    if (j->grid) aigrid_input_of(&t->g.st, seat, &j->gin);
-    else ai304_input_of(&t->st, seat, &j->in);
+    j->think = table_computer_question(t, seat, &j->q);
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
@@ -413,8 +438,8 @@ typedef struct {
 /* Text for the asker as it is: to the room he asked in, or privately. */
 static int tell(const asker *q, const char *text)
 {
-    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, text);
-    return say(q->c, q->net, q->room, "", NULL, text);
+    if (q->is_private || !q->room) return say(q->c, q->net, "", q->user, NULL, 0, text);
+    return say(q->c, q->net, q->room, "", NULL, 0, text);
 }
 
 static int answer(const asker *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -428,7 +453,7 @@ static int answer(const asker *q, const char *fmt, ...)
     if (q->is_private || !q->room) return tell(q, text);
     env_for(q->c, q->net);
     snprintf(line, sizeof line, "%s: %s", env_name(q->c, q->room, q->user, who, sizeof who), text);
-    return say(q->c, q->net, q->room, "", NULL, line);
+    return say(q->c, q->net, q->room, "", NULL, 0, line);
 }
 
 static int do_new(core *c, const asker *q, const cmd *m)
@@ -444,8 +469,8 @@ static int do_new(core *c, const asker *q, const cmd *m)
     int64_t id;
     if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0) return -1;
     s = slot_add(c);
-    table_init(&s->t, id, q->net, q->room, q->user, &c->o.config->rules);
-    table_set_game(&s->t, m->arg);
+    table_init(&s->t, id, q->net, q->room, q->user);
+    table_set_game(&s->t, m->arg, c->o.config);
     s->t.touched = now_ms(c);
     const char *p = c->o.config->prefix;
     char line[768];
@@ -458,23 +483,51 @@ static int do_new(core *c, const asker *q, const cmd *m)
         snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to "
                  "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
                  id, p, p, p, p, p);
-    return say(c, q->net, q->room, "", NULL, line);
+    return say(c, q->net, q->room, "", NULL, 0, line);
 }
 
+/* help: about one command, where asked; the list, privately (for reading only: an IRC NOTICE),
+ * with one line in the room when asked there. */
 static int do_help(core *c, const asker *q, const cmd *m)
 {
     char text[4096];
-    if (!cmd_help(m->arg, c->o.config->prefix, text, sizeof text))
-        return answer(q, "there is no command \"%s\": %shelp lists them all.", m->arg, c->o.config->prefix);
-    return tell(q, text);
+    const char *p = c->o.config->prefix;
+    if (m->arg[0]) {
+        if (!cmd_help(m->arg, p, text, sizeof text))
+            return answer(q, "there is no command \"%s\": %shelp lists them all.", m->arg, p);
+        return tell(q, text);
+    }
+    if (!q->is_private && q->room && tell(q, cmd_help_line(p, text, sizeof text)) != 0) return -1;
+    return say(c, q->net, "", q->user, NULL, 1, cmd_help(NULL, p, text, sizeof text));
 }
 
+/* rules: the table's options (the default 304 table's without one) and where to read more,
+ * then how to check a deal. */
 static int do_rules(core *c, const asker *q, slot *s)
 {
     char text[RENDER_MAX];
-    if (s) table_rules_text(&s->t, text, sizeof text);
-    else render_rules(&c->o.config->rules, text, sizeof text);
+    const char *p = c->o.config->prefix, *url = c->o.config->rules_url;
+    size_t n = s ? table_rules_text(&s->t, p, url, text, sizeof text)
+                 : render_rules(&c->o.config->rules, p, url, text, sizeof text);
+    snprintf(text + n, sizeof text - n, ". Fair dealing: each hand's seed is committed when it is dealt and shown "
+             "when it ends; cardroom verify SEED COMMITMENT checks it.");
     return tell(q, text);
+}
+
+/* notify [on|off]: whether the player gets his hand privately on each turn, kept per network. */
+static int do_notify(core *c, const asker *q, const cmd *m)
+{
+    char ns[32];
+    const char *p = c->o.config->prefix;
+    notify_ns(q->net, ns, sizeof ns);
+    if (m->arg[0] && store_kv_put(c->o.db, ns, q->user, m->arg) != 0) return -1;
+    int on = wants_notice(c, q->net, q->user);
+    if (on < 0) return -1;
+    if (on)
+        return answer(q, "your turn notices are on: I send you your hand privately when it is your turn (%snotify "
+                      "off stops them).", p);
+    return answer(q, "your turn notices are off: the room's line names you when it is your turn, and I write to "
+                  "you privately only when a card must be sent privately (%snotify on for your hand each turn).", p);
 }
 
 typedef struct {
@@ -492,9 +545,9 @@ static void board_row(board *b, const store_standing *r, int rank)
     env_name(b->c, b->room, r->user, who, sizeof who);
     if (rank) snprintf(num, sizeof num, "%d. ", rank);
     int k = snprintf(b->buf + b->used, b->len - b->used,
-                     "\n%s%s — %d match%s, %d won; as trump maker %d made, %d failed; %d hands, tokens %+d", num,
+                     "\n%s%s — %d match%s, %d won; as trump maker %d made, %d failed; %d hand%s, tokens %+d", num,
                      who, r->matches, r->matches == 1 ? "" : "es", r->matches_won, r->made, r->failed, r->hands,
-                     r->tokens);
+                     r->hands == 1 ? "" : "s", r->tokens);
     if (k > 0) b->used += (size_t)k;
     if (b->used >= b->len) b->used = b->len - 1;
 }
@@ -532,11 +585,11 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
         if (b.rank == 0 && b.used < sizeof text)
             snprintf(text + b.used, sizeof text - b.used, " nobody has finished a hand here yet.");
     }
-    if (!q->is_private) return say(c, q->net, room, "", NULL, text);
+    if (!q->is_private) return say(c, q->net, room, "", NULL, 0, text);
     char named[sizeof text + TABLE_ROOM_MAX + 8], name[TABLE_ROOM_MAX];
     const char *shown = env_room(c, room, name, sizeof name); /* a private answer names its room */
     snprintf(named, sizeof named, "[%s] %s", shown ? shown : room, text);
-    return say(c, q->net, "", q->user, NULL, named);
+    return say(c, q->net, "", q->user, NULL, 0, named);
 }
 
 static int handle_message(core *c, const char *net, const adapter_event *e)
@@ -551,6 +604,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     case CMD_NEW: return do_new(c, &q, &m);
     case CMD_HELP: return do_help(c, &q, &m);
     case CMD_RULES: return do_rules(c, &q, s);
+    case CMD_NOTIFY: return do_notify(c, &q, &m);
     case CMD_STANDINGS: return do_standings(c, &q, s, &m);
     default: break;
     }
@@ -652,15 +706,7 @@ static int apply_answer(core *c, const work_job *j)
     s->dirty = 1; /* re-ask if the answer came too late */
     if (s->t.over) return 0;
     table_out o = {0};
-    if (j->grid) {
-        grid_action a = j->gaction;
-        if (!j->ok) a.kind = GRID_DO_COUNT; /* the table falls back to a legal move */
-        table_computer_move_grid(&s->t, env_for(c, s->t.net), j->seat, j->seq, &a, &o);
-        return write_and_clear(c, s, &o);
-    }
-    g304_action a = j->action;
-    if (!j->ok) a.kind = G304_DO_COUNT; /* the table falls back to a legal move */
-    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &a, &o);
+    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &j->q, j->ok, &o); /* !ok: a legal move */
     return write_and_clear(c, s, &o);
 }
 
@@ -949,9 +995,9 @@ static int restore_one(core *c, const store_table *row)
     char err[256];
     int rc = store_journal_each(c->o.db, row->id, collect_entry, &l);
     slot *s = rc == 0 ? slot_add(c) : NULL;
-    if (s) table_init(&s->t, row->id, row->net, row->room, row->creator, &c->o.config->rules);
+    if (s) table_init(&s->t, row->id, row->net, row->room, row->creator);
     int bad = 0;
-    if (s && table_set_game(&s->t, row->game) != 0) {
+    if (s && table_set_game(&s->t, row->game, c->o.config) != 0) {
         snprintf(err, sizeof err, "the game \"%s\" is unknown", row->game);
         bad = 1;
     } else if (s) {

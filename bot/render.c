@@ -7,7 +7,11 @@
  * move (possibly several tricks later, with a Caps autoplay), so it is read only for what
  * everybody knows (names of the dealer and maker, the bid, the rules) and, in a seat's own
  * copy, for that seat's hand. Cards for people are card_pretty() text ("J♠", "10♥"); a card
- * the viewer may not see is 🂠. Seat 0..3 are South, East, North, West (R-SEATS). */
+ * the viewer may not see is 🂠. Seat 0..3 are South, East, North, West (R-SEATS).
+ *
+ * Chat is slow and shared (an IRC channel takes a line a second), so the room gets one line per
+ * move: a public event is a piece of a line, and render_move() joins a move's pieces; only the
+ * end of a hand takes lines of its own (the result, the cards held). */
 #include "render.h"
 
 #include <stdarg.h>
@@ -135,7 +139,11 @@ static int render_own_card(const g304_event *e, int viewer)
     return e->vis == G304_VIS_SEAT && viewer >= 0 && e->to == viewer && e->n > 0 && e->cards[0] < CARD_COUNT;
 }
 
-/* ---- events ---- */
+/* ---- events ----
+ *
+ * A public event is a piece of a line (no capital at the start unless a name starts it, no
+ * full stop): render_move() joins a move's pieces with " — ". A private event is a sentence
+ * of its own. */
 
 static void ev_dealt(textbuf *o, const g304_state *st, const g304_event *e, int viewer)
 {
@@ -145,7 +153,7 @@ static void ev_dealt(textbuf *o, const g304_state *st, const g304_event *e, int 
     if (e->amount == 0) return;
     char hand[RENDER_MAX];
     render_hand(st, viewer, hand, sizeof hand);
-    tb_add(o, "\nYour hand: %s", hand);
+    tb_add(o, " " RENDER_DASH " your hand: %s", hand);
 }
 
 static void ev_bidding(textbuf *o, const g304_event *e, const char *const names[])
@@ -154,38 +162,29 @@ static void ev_bidding(textbuf *o, const g304_event *e, const char *const names[
     switch (e->kind) {
     case G304_EV_CUT:
         if (e->amount)
-            tb_add(o, "%s cuts the pack at %d.", who, e->amount);
+            tb_add(o, "%s cuts the pack at %d", who, e->amount);
         else
-            tb_add(o, "%s does not cut the pack.", who);
+            tb_add(o, "%s does not cut the pack", who);
         break;
     case G304_EV_BID:
-        if (e->amount == G304_PCC)
-            tb_add(o, "%s bids Partner Close Caps!", who);
-        else
-            tb_add(o, "%s bids %d.", who, e->amount);
+        tb_add(o, "%s bids ", who);
+        out_bid(o, e->amount);
         break;
-    case G304_EV_PASS: tb_add(o, "%s passes.", who); break;
-    case G304_EV_ASK: tb_add(o, "%s asks partner %s to bid.", who, render_who(names, e->other)); break;
-    case G304_EV_REDEAL:
-        tb_add(o, "%s asks for a redeal: the first four cards are worth less than 15 points.", who);
-        break;
-    case G304_EV_ALL_PASS:
-        tb_add(o, "All four passed: no play.");
-        break;
+    case G304_EV_PASS: tb_add(o, "%s passes", who); break;
+    case G304_EV_ASK: tb_add(o, "%s asks partner %s to bid", who, render_who(names, e->other)); break;
+    case G304_EV_REDEAL: tb_add(o, "%s asks for a redeal: the first four cards are worth less than 15 points", who); break;
+    case G304_EV_ALL_PASS: tb_add(o, "all four passed"); break;
     }
 }
 
-static void ev_maker(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
+static void ev_maker(textbuf *o, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
-    if (e->amount == G304_PCC) {
-        tb_add(o, "%s plays Partner Close Caps: %s sits out, and %s must win all eight tricks. "
-                   "%s chooses the indicator from eight cards.",
-                who, render_who(names, (e->seat + 2) & 3), who, who);
-        return;
-    }
-    tb_add(o, "%s is trump maker at %d and chooses %s.", who, e->amount,
-            st->bid_round == 8 ? "a new indicator from eight cards" : "the indicator from the first four cards");
+    if (e->amount == G304_PCC)
+        tb_add(o, "%s plays Partner Close Caps: %s sits out, and %s must win all eight tricks", who,
+               render_who(names, (e->seat + 2) & 3), who);
+    else
+        tb_add(o, "%s is trump maker at %d", who, e->amount);
 }
 
 static void ev_indicator(textbuf *o, const g304_state *st, const g304_event *e, int viewer,
@@ -195,32 +194,31 @@ static void ev_indicator(textbuf *o, const g304_state *st, const g304_event *e, 
     const char *who = render_who(names, e->seat);
     switch (e->kind) {
     case G304_EV_INDICATOR:
-        tb_add(o, "Your indicator: %s " RENDER_DASH " ", card_pretty(e->cards[0], one));
+        tb_add(o, "Your indicator: %s, face down (", card_pretty(e->cards[0], one));
         out_trump(o, CARD_SUIT(e->cards[0]));
-        tb_add(o, ". It lies face down; only you know it.");
+        tb_add(o, "); only you know it.");
         break;
-    case G304_EV_PLACED: tb_add(o, "%s places the indicator face down.", who); break;
+    case G304_EV_PLACED: tb_add(o, "%s places the indicator face down", who); break;
     case G304_EV_RETURNED:
         if (render_own_card(e, viewer))
             tb_add(o, "Your old indicator %s is back in your hand.", card_pretty(e->cards[0], one));
         else if (viewer == e->seat)
             tb_add(o, "Your old indicator is back in your hand.");
         else
-            tb_add(o, "The old indicator goes back to %s.", who);
+            tb_add(o, "the old indicator goes back to %s", who);
         break;
     case G304_EV_OPEN:
         tb_add(o, "%s declares an open game: the indicator is %s, ", who, card_pretty(e->cards[0], one));
         out_trump(o, e->flag);
-        tb_add(o, ".");
         break;
     case G304_EV_SHOWN:
         if (e->amount == 1)
-            tb_add(o, "With the Caps call the indicator is shown: %s, ", card_pretty(e->cards[0], one));
+            tb_add(o, "with the Caps call the indicator is shown: %s, ", card_pretty(e->cards[0], one));
         else
-            tb_add(o, "The bid is 250 or more, so the indicator is shown after the first trick: %s, ",
-                    card_pretty(e->cards[0], one));
+            tb_add(o, "the bid is 250 or more, so the indicator is shown after the first trick: %s, ",
+                   card_pretty(e->cards[0], one));
         out_trump(o, e->flag);
-        tb_add(o, ", open from now. It goes back to %s.", render_who(names, st->maker));
+        tb_add(o, ", open from now; it goes back to %s", render_who(names, st->maker));
         break;
     }
 }
@@ -230,16 +228,16 @@ static void ev_play(textbuf *o, const g304_event *e, int viewer, const char *con
     char one[CARD_TEXT_MAX];
     const char *who = render_who(names, e->seat);
     if (e->kind == G304_EV_PLAY) {
-        tb_add(o, "%s plays %s.", who, card_pretty(e->cards[0], one));
+        tb_add(o, "%s plays %s", who, card_pretty(e->cards[0], one));
     } else if (render_own_card(e, viewer)) {
         if (e->flag)
             tb_add(o, "You cut with your indicator %s, face down.", card_pretty(e->cards[0], one));
         else
             tb_add(o, "You play %s face down.", card_pretty(e->cards[0], one));
     } else if (e->flag) {
-        tb_add(o, "%s cuts with the indicator " RENDER_BACK " face down.", who);
+        tb_add(o, "%s cuts with the indicator " RENDER_BACK " face down", who);
     } else {
-        tb_add(o, "%s plays " RENDER_BACK " face down.", who);
+        tb_add(o, "%s plays " RENDER_BACK " face down", who);
     }
 }
 
@@ -248,18 +246,18 @@ static void ev_reveal(textbuf *o, const g304_state *st, const g304_event *e, con
     char one[CARD_TEXT_MAX];
     cardset_t up = render_set_of(e->cards, e->n);
     int k = 0;
-    tb_add(o, "A trump was played face down! Turned up:");
+    tb_add(o, "a trump was played face down! Turned up:");
     for (int t = 0; t < G304_TRICKS; t++) /* in playing order, with who played each */
         for (int i = 0; i < st->tricks[t].n; i++) {
             card_t c = st->tricks[t].card[i];
             if (c >= CARD_COUNT || !(up & CARDSET_BIT(c))) continue;
             tb_add(o, "%s %s (%s)", k++ ? "," : "", card_pretty(c, one), render_who(names, st->tricks[t].seat[i]));
         }
-    tb_add(o, up & CARDSET_BIT(e->other) ? ". The indicator %s is among them: " : ". The indicator was %s: ",
-            card_pretty(e->other, one));
+    tb_add(o, up & CARDSET_BIT(e->other) ? "; the indicator %s is among them: " : "; the indicator was %s: ",
+           card_pretty(e->other, one));
     out_trump(o, e->flag);
-    tb_add(o, ", open from now.");
-    if (!(up & CARDSET_BIT(e->other))) tb_add(o, " It goes back to %s.", render_who(names, st->maker));
+    tb_add(o, ", open from now");
+    if (!(up & CARDSET_BIT(e->other))) tb_add(o, "; it goes back to %s", render_who(names, st->maker));
 }
 
 static void ev_trick(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
@@ -274,14 +272,25 @@ static void ev_trick(textbuf *o, const g304_state *st, const g304_event *e, cons
         tb_add(o, " %s %s", RENDER_DASH, trump ? "a trump is among them." : "no trump.");
         break;
     }
-    case G304_EV_NO_TRUMP: tb_add(o, "No trump among the face-down cards: they stay face down."); break;
+    case G304_EV_NO_TRUMP: tb_add(o, "no trump among the face-down cards: they stay face down"); break;
     case G304_EV_REVEAL: ev_reveal(o, st, e, names); break;
     case G304_EV_TRICK:
         if (e->flag)
-            tb_add(o, "Trick %d to %s (+%d points).", e->amount, who, e->other);
+            tb_add(o, "trick %d to %s, +%d", e->amount, who, e->other);
         else
-            tb_add(o, "Trick %d to %s (a card stays face down).", e->amount, who);
+            tb_add(o, "trick %d to %s (a card stays face down)", e->amount, who);
         break;
+    }
+}
+
+/* "alice (South) ♦ J · ♠ K · ♥ J 9 A" and the maker's indicator. */
+static void out_held(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
+{
+    tb_add(o, "%s ", render_who(names, e->seat));
+    out_set(o, render_set_of(e->cards, e->n), render_known_trump(st, -1), 1);
+    if (e->seat == st->maker && st->indicator != CARD_NONE) {
+        char one[CARD_TEXT_MAX];
+        tb_add(o, " (indicator %s)", card_pretty(st->indicator, one));
     }
 }
 
@@ -291,17 +300,17 @@ static void ev_end(textbuf *o, const g304_state *st, const g304_event *e, const 
     switch (e->kind) {
     case G304_EV_CAPS:
         tb_add(o, "%s calls %sCaps: ", who,
-                st->maker < G304_SEATS && render_team(e->seat) != render_team(st->maker) ? "External " : "");
+               st->maker < G304_SEATS && render_team(e->seat) != render_team(st->maker) ? "External " : "");
         out_cards(o, e->cards, e->n);
-        tb_add(o, ". These cards are shown and played in that order.");
+        tb_add(o, ", shown and played in that order");
         break;
     case G304_EV_SPOILT:
         if (e->seat >= G304_SEATS)
-            tb_add(o, "Spoilt trumps: the trump maker's opponents hold no trump.");
+            tb_add(o, "spoilt trumps: the trump maker's opponents hold no trump");
         else if (e->flag)
-            tb_add(o, "%s declares spoilt trumps, rightly: the trump maker's opponents hold no trump.", who);
+            tb_add(o, "%s declares spoilt trumps, rightly: the trump maker's opponents hold no trump", who);
         else
-            tb_add(o, "%s declares spoilt trumps, but the trumps are not spoilt: a rule violation.", who);
+            tb_add(o, "%s declares spoilt trumps, but the trumps are not spoilt: a rule violation", who);
         break;
     case G304_EV_CAPS_JUDGED: {
         char text[RENDER_MAX];
@@ -309,14 +318,7 @@ static void ev_end(textbuf *o, const g304_state *st, const g304_event *e, const 
         tb_add(o, "%s", text);
         break;
     }
-    case G304_EV_HAND:
-        tb_add(o, "%s held: ", who);
-        out_set(o, render_set_of(e->cards, e->n), render_known_trump(st, -1), 0);
-        if (e->seat == st->maker && st->indicator != CARD_NONE) {
-            char one[CARD_TEXT_MAX];
-            tb_add(o, " (indicator %s)", card_pretty(st->indicator, one));
-        }
-        break;
+    case G304_EV_HAND: out_held(o, st, e, names); break;
     }
 }
 
@@ -334,7 +336,7 @@ size_t render_event(const g304_state *st, const g304_event *e, int viewer, const
     case G304_EV_ALL_PASS:
         ev_bidding(&o, e, names);
         break;
-    case G304_EV_MAKER: ev_maker(&o, st, e, names); break;
+    case G304_EV_MAKER: ev_maker(&o, e, names); break;
     case G304_EV_INDICATOR: case G304_EV_PLACED: case G304_EV_RETURNED: case G304_EV_OPEN: case G304_EV_SHOWN:
         ev_indicator(&o, st, e, viewer, names);
         break;
@@ -346,6 +348,41 @@ size_t render_event(const g304_state *st, const g304_event *e, int viewer, const
         ev_end(&o, st, e, names);
         break;
     case G304_EV_RESULT: return render_result(st, names, buf, len);
+    }
+    return tb_end(&o);
+}
+
+/* Whether a result is said on lines of its own: a played hand and a violation change tokens;
+ * a redeal, no bid or spoilt trumps only end the hand (a piece of the move's line). */
+static int render_result_own_line(const g304_state *st)
+{
+    return st->result.end == G304_END_PLAYED || st->result.end == G304_END_VIOLATION;
+}
+
+size_t render_move(const g304_state *st, const g304_events *ev, const char *const names[G304_SEATS], char *buf,
+                   size_t len)
+{
+    textbuf o;
+    char piece[RENDER_MAX], own[RENDER_MAX];
+    textbuf rest;
+    int pieces = 0, held = 0;
+    tb_start(&o, buf, len);
+    tb_start(&rest, own, sizeof own);
+    for (int i = 0; i < ev->n; i++) {
+        const g304_event *e = &ev->ev[i];
+        if (e->vis != G304_VIS_ALL || e->kind == G304_EV_HAND) continue;
+        if (!render_event(st, e, -1, names, piece, sizeof piece)) continue;
+        if (e->kind == G304_EV_CAPS_JUDGED || (e->kind == G304_EV_RESULT && render_result_own_line(st)))
+            tb_add(&rest, "\n%s", piece);
+        else
+            tb_add(&o, "%s%s", pieces++ ? " " RENDER_DASH " " : "", piece);
+    }
+    tb_add(&o, "%s", own + (pieces == 0 && own[0] == '\n'));
+    for (int i = 0; i < ev->n; i++) { /* the cards each seat held, once the hand is over */
+        const g304_event *e = &ev->ev[i];
+        if (e->vis != G304_VIS_ALL || e->kind != G304_EV_HAND) continue;
+        tb_add(&o, "%s", held++ ? "; " : pieces || own[0] ? "\nCards held: " : "Cards held: ");
+        out_held(&o, st, e, names);
     }
     return tb_end(&o);
 }
@@ -373,12 +410,14 @@ size_t render_hand(const g304_state *st, int seat, char *buf, size_t len)
 
 /* ---- whose turn ---- */
 
-/* "a, b, c, or d" from a few phrases (the comma keeps "bid 200 or more, or pass" clear). */
+/* "a, b or c" from a few phrases; "200 or more, or pass" where a phrase has its own "or". */
 static void out_choices(textbuf *o, const char *const *w, int n)
 {
-    for (int i = 0; i < n; i++) tb_add(o, "%s%s", i == 0 ? "" : i == n - 1 ? ", or " : ", ", w[i]);
+    for (int i = 0; i < n; i++)
+        tb_add(o, "%s%s", i == 0 ? "" : i < n - 1 ? ", " : n == 2 && strstr(w[0], " or ") ? ", or " : " or ", w[i]);
 }
 
+/* "bob (East) to bid: 170 or more, pass or partner": the choices in the words a player types. */
 static void turn_bidding(textbuf *o, const g304_state *st, const char *const names[])
 {
     g304_action acts[G304_MAX_LEGAL];
@@ -390,24 +429,18 @@ static void turn_bidding(textbuf *o, const g304_state *st, const char *const nam
             if (!lo) lo = acts[i].amount;
             hi = acts[i].amount;
         }
-    if (lo) snprintf(bid, sizeof bid, lo == hi ? "bid %d" : "bid %d or more", lo), words[nw++] = bid;
+    if (lo) snprintf(bid, sizeof bid, lo == hi ? "%d" : "%d or more", lo), words[nw++] = bid;
     for (int i = 0; i < n; i++) {
-        if (acts[i].kind == G304_DO_BID && acts[i].amount == G304_PCC) words[nw++] = "bid Partner Close Caps";
+        if (acts[i].kind == G304_DO_BID && acts[i].amount == G304_PCC) words[nw++] = "pcc";
         if (acts[i].kind == G304_DO_PASS) words[nw++] = "pass";
-        if (acts[i].kind == G304_DO_PARTNER) words[nw++] = "ask partner";
+        if (acts[i].kind == G304_DO_PARTNER) words[nw++] = "partner";
         /* A redeal is not named: that it is allowed tells the room the four cards are worth
          * less than 15 points. The player hears it privately. */
     }
-    if (st->phase == G304_PHASE_BID8) tb_add(o, "Eight-card round " RENDER_DASH " ");
     tb_add(o, "%s", render_who(names, st->to_act));
     if (st->asked == st->to_act) tb_add(o, " (asked by partner)");
-    tb_add(o, ": ");
+    tb_add(o, " to bid%s: ", st->phase == G304_PHASE_BID8 ? " on eight cards" : "");
     out_choices(o, words, nw);
-    if (st->bid) {
-        tb_add(o, " (highest bid ");
-        out_bid(o, st->bid);
-        tb_add(o, " by %s)", render_who(names, st->bidder));
-    }
 }
 
 /* Whether the maker may still declare an open game (R-OPEN). */
@@ -426,9 +459,9 @@ static void turn_play(textbuf *o, const g304_state *st, const char *const names[
     const g304_trick *t = &st->tricks[st->trick_no];
     const char *who = render_who(names, st->to_act);
     if (t->n == 0)
-        tb_add(o, "%s to lead (trick %d)", who, st->trick_no + 1);
+        tb_add(o, "%s to lead", who);
     else
-        tb_add(o, "%s to play (trick %d, %s led)", who, st->trick_no + 1, suit_symbol(CARD_SUIT(t->card[0])));
+        tb_add(o, "%s to play, %s led", who, suit_symbol(CARD_SUIT(t->card[0])));
     if (!render_may_open(st)) return;
     if (st->maker == st->to_act)
         tb_add(o, " or declare an open game");
@@ -444,13 +477,13 @@ size_t render_turn(const g304_state *st, const char *const names[G304_SEATS], ch
     const char *who = render_who(names, st->to_act);
     switch (st->phase) {
     case G304_PHASE_CUT:
-        tb_add(&o, "%s: cut the pack at 1 to 31, or 0 for no cut", who);
+        tb_add(&o, "%s to cut the pack: 1 to 31, or 0 for no cut", who);
         break;
     case G304_PHASE_BID4:
     case G304_PHASE_BID8: turn_bidding(&o, st, names); break;
     case G304_PHASE_TRUMP:
-        tb_add(&o, "%s: choose the indicator from your %s (send trump CARD in a private message)", who,
-                st->bid_round == 8 ? "eight cards" : "first four cards");
+        tb_add(&o, "%s to choose the indicator from %s, privately", who,
+               st->bid_round == 8 ? "eight cards" : "the first four cards");
         break;
     case G304_PHASE_PLAY: turn_play(&o, st, names); break;
     }
@@ -597,15 +630,15 @@ static void result_bid(textbuf *o, const g304_state *st, const char *const names
     if (st->pcc) {
         tb_add(o, "%s %s Partner Close Caps", render_who(names, st->maker), r->made ? "made" : "failed");
         if (r->made)
-            tb_add(o, ", winning all eight tricks.");
+            tb_add(o, ", winning all eight tricks");
         else
-            tb_add(o, ": %d of eight tricks won.", st->team_tricks[mt]);
+            tb_add(o, ": %d of eight tricks won", st->team_tricks[mt]);
         return;
     }
     out_team(o, names, mt);
     tb_add(o, " %s ", render_caps_overrides(r) ? "bid" : r->made ? "made" : "failed");
     out_bid(o, st->bid);
-    tb_add(o, render_caps_overrides(r) ? " and took %d points." : " with %d points.", st->points[mt]);
+    tb_add(o, render_caps_overrides(r) ? " and took %d points" : " with %d points", st->points[mt]);
 }
 
 static const char *render_wrong_word(int reason)
@@ -616,108 +649,84 @@ static const char *render_wrong_word(int reason)
 static void result_caps(textbuf *o, const g304_state *st, const char *const names[])
 {
     const g304_result *r = &st->result;
+    const char *dash = " " RENDER_DASH " ";
     if (r->caps_seat < G304_SEATS) {
         const char *who = render_who(names, r->caps_seat);
         int external = render_team(r->caps_seat) != render_team(st->maker);
         const char *bid = external ? "" : "nothing for the bid, ";
         if (!r->caps_won)
-            tb_add(o, "\n%s called Caps and then lost a trick: %s5 tokens to pay.", who, bid);
+            tb_add(o, "%s%s called Caps and then lost a trick: %s5 tokens to pay", dash, who, bid);
         else if (r->wrong_seat < G304_SEATS)
-            tb_add(o, "\nWrong Caps: %s called %s: %s2 tokens to pay.", who, render_wrong_word(r->wrong_reason), bid);
+            tb_add(o, "%sWrong Caps: %s called %s: %s2 tokens to pay", dash, who, render_wrong_word(r->wrong_reason),
+                   bid);
         else if (external)
-            tb_add(o, "\n%s called External Caps and won every trick: the trump maker's team pays 1 token more.",
-                    who);
+            tb_add(o, "%s%s called External Caps and won every trick: the trump maker's team pays 1 token more", dash,
+                   who);
         else
-            tb_add(o, "\n%s called Caps and won every trick%s.", who,
-                    r->caps_bonus ? ": +1 token for calling before the seventh trick" : "");
-        if (r->caps_broken) tb_add(o, " (A card of the stated order could not be played in turn.)");
+            tb_add(o, "%s%s called Caps and won every trick%s", dash, who,
+                   r->caps_bonus ? ": +1 token for calling before the seventh trick" : "");
+        if (r->caps_broken) tb_add(o, " (a card of the stated order could not be played in turn)");
     } else if (r->wrong_seat < G304_SEATS) {
-        tb_add(o, "\nWrong Caps: Caps was certain for %s but not called: nothing for the bid, 2 tokens to pay.",
-                render_who(names, r->wrong_seat));
+        tb_add(o, "%sWrong Caps: Caps was certain for %s but not called: nothing for the bid, 2 tokens to pay", dash,
+               render_who(names, r->wrong_seat));
     }
 }
 
-static void result_what(textbuf *o, const g304_state *st, const char *const names[])
+/* " — tokens: South–North 12 (+1), East–West 10 (−1)" */
+static void result_tokens(textbuf *o, const g304_state *st)
 {
     const g304_result *r = &st->result;
-    const char *next = render_who(names, r->next_dealer);
-    switch (r->end) {
-    case G304_END_REDEAL: tb_add(o, "Redeal: no score. %s deals again.", next); break;
-    case G304_END_ALL_PASS: tb_add(o, "No bid: no score. The deal passes to %s.", next); break;
-    case G304_END_SPOILT: tb_add(o, "Spoilt trumps: the hand is void, no score. %s deals again.", next); break;
-    case G304_END_VIOLATION: {
-        int caller = render_team(r->spoilt_seat), winners = !caller;
-        tb_add(o, "%s declared spoilt trumps wrongly: a rule violation. ", render_who(names, r->spoilt_seat));
-        out_team(o, names, winners);
-        tb_add(o, " win the hand plus 2 tokens.");
-        break;
-    }
-    case G304_END_PLAYED:
-        result_bid(o, st, names);
-        result_caps(o, st, names);
-        break;
-    }
-}
-
-static void result_tokens(textbuf *o, const g304_state *st, const char *const names[])
-{
-    const g304_result *r = &st->result;
-    if (r->delta[0] || r->delta[1]) {
-        tb_add(o, "\nTokens:");
-        for (int t = 0, k = 0; t < 2; t++) {
-            int d = r->delta[t];
-            if (!d) continue; /* bank scoring: only the payer's tokens change */
-            tb_add(o, "%s %s %s%d", k++ ? "," : "", render_team_label[t], d < 0 ? RENDER_MINUS : "+", d < 0 ? -d : d);
-            if (d < 0 && st->rules.scoring == G304_SCORING_BANK) tb_add(o, " (to the bank)");
-        }
-        tb_add(o, RENDER_DOT "now %s %d, %s %d.", render_team_label[0], st->tokens[0], render_team_label[1],
-                st->tokens[1]);
-    } else {
-        tb_add(o, "\nTokens: %s %d, %s %d.", render_team_label[0], st->tokens[0], render_team_label[1], st->tokens[1]);
-    }
-    if (r->match_over && r->match_winner < 2) {
-        tb_add(o, "\nMatch over: %s (", render_team_label[r->match_winner]);
-        out_team(o, names, r->match_winner);
-        tb_add(o, ") win the match!");
-    } else if (r->end == G304_END_PLAYED || r->end == G304_END_VIOLATION) {
-        tb_add(o, "\nNext dealer: %s.", render_who(names, r->next_dealer));
+    tb_add(o, " " RENDER_DASH " tokens:");
+    for (int t = 0; t < 2; t++) {
+        int d = r->delta[t];
+        tb_add(o, "%s %s %d", t ? "," : "", render_team_label[t], st->tokens[t]);
+        if (d) tb_add(o, " (%s%d%s)", d < 0 ? RENDER_MINUS : "+", d < 0 ? -d : d,
+                      d < 0 && st->rules.scoring == G304_SCORING_BANK ? " to the bank" : "");
     }
 }
 
 size_t render_result(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len)
 {
     textbuf o;
+    const g304_result *r = &st->result;
     tb_start(&o, buf, len);
-    if (st->phase != G304_PHASE_DONE || st->result.end == G304_END_NONE) return tb_end(&o);
-    result_what(&o, st, names);
-    result_tokens(&o, st, names);
+    if (st->phase != G304_PHASE_DONE || r->end == G304_END_NONE) return tb_end(&o);
+    switch (r->end) {
+    case G304_END_REDEAL:
+    case G304_END_ALL_PASS: tb_add(&o, "no score"); return tb_end(&o);
+    case G304_END_SPOILT: tb_add(&o, "the hand is void, no score"); return tb_end(&o);
+    case G304_END_VIOLATION: {
+        int winners = !render_team(r->spoilt_seat);
+        out_team(&o, names, winners);
+        tb_add(&o, " win the hand and 2 tokens for the violation");
+        break;
+    }
+    case G304_END_PLAYED:
+        result_bid(&o, st, names);
+        result_caps(&o, st, names);
+        break;
+    }
+    result_tokens(&o, st);
+    if (r->match_over && r->match_winner < 2) {
+        tb_add(&o, "\nMatch over: %s (", render_team_label[r->match_winner]);
+        out_team(&o, names, r->match_winner);
+        tb_add(&o, ") win the match!");
+    }
     return tb_end(&o);
 }
 
 /* ---- the rules ---- */
 
-size_t render_rules(const g304_rules *r, char *buf, size_t len)
+size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
-    tb_add(&o, "304: 32 cards (7 to A in four suits), ranked J 9 A 10 K Q 8 7 in every suit. "
-                "Points: J 30, 9 20, A 11, 10 10, K 3, Q 2 " RENDER_DASH " 304 in the pack.\n");
-    tb_add(&o, "Partners sit opposite: %s against %s; play goes counter-clockwise.\n", render_team_label[0],
-            render_team_label[1]);
-    tb_add(&o, "Bidding on four cards starts at 160; the highest bidder picks a trump card and keeps it "
-                "face down: the trump stays hidden until a trump is played face down or the game is opened. "
-                "Eight-card bids go from 250 up to Partner Close Caps.\n");
-    tb_add(&o, "The trump maker's team must take at least its bid in card points; winning all eight tricks "
-                "is Caps, and it must be called as soon as it is certain.\n");
-    tb_add(&o, "Each team starts with %d tokens; a made bid wins 1 to 4 tokens, a failed one costs 2 to 5; "
-                "the match ends when a team has none left.\n", r->start_tokens);
-    tb_add(&o, "This table:");
+    tb_add(&o, "304 for four players in two teams; this table's options:");
     for (int i = 0; g304_option_names[i]; i++) {
         char value[32];
         const char *v = g304_rules_get(r, g304_option_names[i], value, sizeof value);
         tb_add(&o, "%s %s=%s", i ? "," : "", g304_option_names[i], v ? v : "?");
     }
-    tb_add(&o, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
-                "check a deal with: cardroom verify SEED COMMITMENT");
+    tb_add(&o, " (%sset OPTION VALUE changes one before the start).\nThe rules in full: %s304.md", prefix, rules_url);
     return tb_end(&o);
 }

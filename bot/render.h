@@ -16,16 +16,27 @@
 
 #define RENDER_MAX 2048 /* enough for any one message */
 
-/* One event, as seen by viewer; st is the state after the move that produced it. */
+/* One event, as seen by viewer; st is the state after the move that produced it. A public
+ * event is a piece of a line ("bob (East) bids 160", "trick 1 to carol (North), +14"), a
+ * private one a sentence ("You play 7♦ face down."). */
 size_t render_event(const g304_state *st, const g304_event *e, int viewer,
                     const char *const names[G304_SEATS], char *buf, size_t len);
+
+/* What the room hears of one move (or deal): its public events' pieces on one line joined by
+ * " — " ("dave (West) plays Q♦ — trick 5 to alice (South), +52"); when the move ends the
+ * hand, the Caps judge's verdict and a played hand's result on lines of their own, and the
+ * cards each seat held on one last line. 0 when nothing is public. The caller adds whose
+ * turn it is (render_turn) to the end when the hand goes on. */
+size_t render_move(const g304_state *st, const g304_events *ev, const char *const names[G304_SEATS], char *buf,
+                   size_t len);
 
 /* A seat's hand, by suit in rank order (J 9 A 10 K Q 8 7), trumps first once the seat knows
  * them, the indicator marked for the maker: "♥ J 9 A · ♠ 10 7 · … (indicator: 7♠, face down)". */
 size_t render_hand(const g304_state *st, int seat, char *buf, size_t len);
 
-/* Whose turn it is and what they may do: "alice (South): bid 160 or more, pass, partner or
- * redeal" — short, for the room after each batch. */
+/* Whose turn it is and what they may do, in the words a player types: "bob (East) to bid:
+ * 170 or more, pass or partner", "alice (South) to play, ♠ led" — short, for the end of the
+ * room's line about the move before. */
 size_t render_turn(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len);
 
 /* The table now for viewer: dealer, bidding, maker, trump if known to the viewer, tricks
@@ -37,11 +48,14 @@ size_t render_table(const g304_state *st, int viewer, const char *const names[G3
 size_t render_last(const g304_state *st, int viewer, const char *const names[G304_SEATS],
                    char *buf, size_t len);
 
-/* The hand's result (once st->phase is DONE): made or failed, points, Caps, Wrong Caps,
- * spoilt trumps, token changes and tokens after, match over and winner. */
+/* The hand's result (once st->phase is DONE) on one line: made or failed and the points,
+ * Caps and Wrong Caps, and the tokens after with their changes; "Match over: …" on a second
+ * line when the match ends. A hand without a score (a redeal, no bid, spoilt trumps) gives
+ * only a piece of a line: "no score". */
 size_t render_result(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len);
 
-/* A short summary of the rules and this table's options for `rules`. */
-size_t render_rules(const g304_rules *r, char *buf, size_t len);
+/* `rules` in two lines: this table's options (prefix: the command prefix, for how to change
+ * them), and where the rules are in full (rules_url followed by "304.md"). */
+size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len);
 
 #endif

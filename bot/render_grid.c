@@ -5,7 +5,9 @@
  * secret from the event itself (a dealt hand goes only to its seat); the state passed in is
  * read for what everybody knows — grids, bids, tricks, the result once the hand is over — and,
  * in a seat's own copy, for that seat's hand. Cards are grid_card_pretty() text ("J♠", "10♥",
- * "🃏"); cells are "b3"; contracts are their short names ("alltrump"). */
+ * "🃏"); cells are "b3"; contracts are their short names ("alltrump"). As in render.c, a move
+ * is one line for the room (render_grid_move); the end of a hand adds a line per seat and the
+ * marks. */
 #include "render_grid.h"
 
 #include <stdarg.h>
@@ -95,15 +97,6 @@ static void rg_set(textbuf *o, grid_set set, int trump)
     if (!groups) tb_add(o, "no cards");
 }
 
-/* "10♥ J♥ 7♣" */
-static void rg_cards(textbuf *o, const card_t *cards, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (i) tb_add(o, " ");
-        rg_card(o, cards[i]);
-    }
-}
-
 /* "one, first, partner" — the contracts of a value mask; "nothing" for none. */
 static void rg_contracts(textbuf *o, uint16_t values, int ncontracts)
 {
@@ -164,6 +157,14 @@ size_t render_grid_grid(const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS],
     return tb_end(&o);
 }
 
+/* A seat's player without the seat: "alice (seat 1)" → "alice", "computer seat 2" → "computer". */
+static void rg_player(textbuf *o, const char *who)
+{
+    const char *cut = strstr(who, " (seat ");
+    if (!cut) cut = strstr(who, " seat ");
+    tb_add(o, "%.*s", cut ? (int)(cut - who) : (int)strlen(who), who);
+}
+
 size_t render_grid_marks(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len)
 {
     textbuf o;
@@ -171,7 +172,12 @@ size_t render_grid_marks(const grid_match *m, const char *const names[GRID_SEATS
     int side = grid_side(r);
     size_t width = (size_t)side * 2 + 4;
     tb_start(&o, buf, len);
-    tb_add(&o, "Marked cells (x):");
+    tb_add(&o, "Marked cells (x) of");
+    for (int s = 0; s < GRID_SEATS; s++) { /* "seat 1 alice, seat 2 bob and seat 3 computer" */
+        tb_add(&o, "%sseat %d ", s == 0 ? " " : s == GRID_SEATS - 1 ? " and " : ", ", s + 1);
+        rg_player(&o, rg_who(names, s));
+    }
+    tb_add(&o, ":");
     for (int s = 0; s < GRID_SEATS; s++) {
         char head[64];
         snprintf(head, sizeof head, "seat %d", s + 1);
@@ -192,12 +198,6 @@ size_t render_grid_marks(const grid_match *m, const char *const names[GRID_SEATS
             else tb_add(&o, "%s", cells);
         }
     }
-    tb_add(&o, "\n(");
-    for (int s = 0; s < GRID_SEATS; s++) { /* "alice (seat 1)" → "seat 1: alice" */
-        const char *who = rg_who(names, s), *cut = strstr(who, " (seat ");
-        tb_add(&o, "%sseat %d: %.*s", s ? ", " : "", s + 1, cut ? (int)(cut - who) : (int)strlen(who), who);
-    }
-    tb_add(&o, ")");
     return tb_end(&o);
 }
 
@@ -223,7 +223,8 @@ static void ev_dealt(textbuf *o, const grid_state *st, const grid_event *e)
     rg_set(o, set, -1);
 }
 
-static void ev_score(textbuf *o, const grid_state *st, const grid_event *e, const char *const names[])
+/* "scores 3 for unmarked values + 10 for bids + 0 for lines = 13, total 13; bids made: …" */
+static void ev_score(textbuf *o, const grid_state *st, const grid_event *e)
 {
     const grid_match *m = &st->match;
     const grid_rules *r = &m->rules;
@@ -231,41 +232,53 @@ static void ev_score(textbuf *o, const grid_state *st, const grid_event *e, cons
     uint16_t made = 0, bids = st->bids[s];
     for (int i = 0; i < grid_cells(r); i++)
         if (m->grid[s][i] < GRID_CONTRACTS && (st->result.values[s] >> m->grid[s][i] & 1)) made |= (uint16_t)(1u << i);
-    tb_add(o, "%s scores %d for unmarked values + %d for bids + %d for lines = %d, total %d.", rg_who(names, s),
+    tb_add(o, "scores %d for unmarked values + %d for bids + %d for lines = %d, total %d; bids made: ",
            e->part[GRID_PART_UNMARKED], e->part[GRID_PART_BIDS], e->part[GRID_PART_LINES], e->part[GRID_PART_TOTAL],
            (int)e->score);
-    tb_add(o, " Bids made: ");
     rg_cells(o, r, m->grid[s], bids & made);
     if (bids & ~made) {
         tb_add(o, "; missed: ");
         rg_cells(o, r, m->grid[s], bids & ~made);
     }
-    tb_add(o, ".");
     if (e->cells) {
-        tb_add(o, " Newly marked: ");
+        tb_add(o, "; newly marked: ");
         rg_cells(o, r, m->grid[s], e->cells);
-        tb_add(o, ".");
     }
+}
+
+static void ev_values(textbuf *o, const grid_state *st, const grid_event *e, const char *const names[])
+{
+    tb_add(o, "%s took %d trick%s and made ", rg_who(names, e->seat), e->amount, e->amount == 1 ? "" : "s");
+    rg_contracts(o, e->values, grid_contract_count(&st->match.rules));
 }
 
 static void ev_game_over(textbuf *o, const grid_state *st, const grid_event *e, const char *const names[])
 {
     const grid_match *m = &st->match;
-    tb_add(o, "Game over after %d hand%s. Ranking:", m->hands, m->hands == 1 ? "" : "s");
-    for (int place = 1; place <= GRID_SEATS; place++)
+    tb_add(o, "Game over after %d hand%s:", m->hands, m->hands == 1 ? "" : "s");
+    for (int place = 1, k = 0; place <= GRID_SEATS; place++)
         for (int s = 0; s < GRID_SEATS; s++) {
             if (m->place[s] != place) continue;
-            tb_add(o, " %d. %s %d", place, rg_who(names, s), (int)m->scores[s]);
+            tb_add(o, "%s %d. %s %d", k++ ? ";" : "", place, rg_who(names, s), (int)m->scores[s]);
             if (grid_match_complete(m, s)) tb_add(o, " (complete grid)");
             else if (m->scores[s] >= m->rules.cap) tb_add(o, " (reached the cap without a complete grid)");
-            tb_add(o, ";");
         }
-    if (o->used && !o->full && o->buf[o->used - 1] == ';') o->buf[--o->used] = 0;
     int k = 0, n = __builtin_popcount(e->flag);
-    tb_add(o, ". ");
+    tb_add(o, " " RG_DASH " ");
     for (int s = 0; s < GRID_SEATS; s++)
         if (e->flag >> s & 1) tb_add(o, "%s%s", k++ ? (k == n ? " and " : ", ") : "", rg_who(names, s));
     tb_add(o, n > 1 ? " share the win!" : " wins the game!");
+}
+
+/* "trick 3 to bob (seat 2), tricks by seat: 1, 1, 1": counted from the tricks up to this one. */
+static void ev_trick(textbuf *o, const grid_state *st, const grid_event *e, const char *const names[])
+{
+    tb_add(o, "trick %d to %s, tricks by seat:", e->amount + 1, rg_who(names, e->seat));
+    for (int s = 0; s < GRID_SEATS; s++) {
+        int k = 0;
+        for (int t = 0; t <= e->amount && t < GRID_HAND_MAX; t++) k += st->tricks[t].winner == s;
+        tb_add(o, "%s %d", s ? "," : "", k);
+    }
 }
 
 size_t render_grid_event(const grid_state *st, const grid_event *e, int viewer, const char *const names[GRID_SEATS],
@@ -283,53 +296,56 @@ size_t render_grid_event(const grid_state *st, const grid_event *e, int viewer, 
     case GRID_EV_EXCLUDE:
         tb_add(&o, "%s excludes ", who);
         rg_suit(&o, e->suit);
-        tb_add(&o, ".");
         break;
     case GRID_EV_TRUMP:
-        tb_add(&o, "Trump is ");
+        tb_add(&o, "trump is ");
         rg_suit(&o, e->suit);
-        tb_add(&o, ", the suit nobody excluded; the joker is the highest trump.");
+        tb_add(&o, ", the suit nobody excluded (the joker is the highest trump)");
         break;
     case GRID_EV_BID:
         tb_add(&o, "%s bids ", who);
         rg_cells(&o, &m->rules, m->grid[e->seat], e->cells);
-        tb_add(&o, ".");
         break;
     case GRID_EV_PLAY:
         tb_add(&o, "%s plays ", who);
         rg_card(&o, e->cards[0]);
-        tb_add(&o, ".");
         break;
-    case GRID_EV_TRICK: {
-        tb_add(&o, "Trick %d to %s: ", e->amount + 1, who);
-        rg_cards(&o, e->cards, e->n);
-        tb_add(&o, ". Tricks taken:");
-        for (int s = 0; s < GRID_SEATS; s++) { /* counted from the tricks up to this one */
-            int k = 0;
-            for (int t = 0; t <= e->amount && t < GRID_HAND_MAX; t++) k += st->tricks[t].winner == s;
-            tb_add(&o, "%s %s %d", s ? "," : "", rg_who(names, s), k);
-        }
-        tb_add(&o, ".");
-        break;
-    }
+    case GRID_EV_TRICK: ev_trick(&o, st, e, names); break;
     case GRID_EV_LEFT_OUT:
-        tb_add(&o, "The card left out of the deal was ");
+        tb_add(&o, "the card left out of the deal was ");
         rg_card(&o, e->cards[0]);
-        tb_add(&o, ".");
         break;
-    case GRID_EV_VALUES:
-        tb_add(&o, "%s took %d trick%s and made: ", who, e->amount, e->amount == 1 ? "" : "s");
-        rg_contracts(&o, e->values, grid_contract_count(&m->rules));
-        tb_add(&o, ".");
+    case GRID_EV_VALUES: ev_values(&o, st, e, names); break;
+    case GRID_EV_SCORE:
+        tb_add(&o, "%s ", who);
+        ev_score(&o, st, e);
         break;
-    case GRID_EV_SCORE: ev_score(&o, st, e, names); break;
-    case GRID_EV_HAND_END:
-        render_grid_marks(m, names, buf, len);
-        o.used = strlen(buf);
-        o.full = o.used + 1 >= len;
-        if (e->seat < GRID_SEATS) tb_add(&o, "\nNext dealer: %s.", who);
-        break;
+    case GRID_EV_HAND_END: return render_grid_marks(m, names, buf, len);
     case GRID_EV_GAME_OVER: ev_game_over(&o, st, e, names); break;
+    }
+    return tb_end(&o);
+}
+
+/* The pieces of the move on the first line; at the end of a hand, each seat's tricks, contracts
+ * and score on a line of its own, then the marks. The end of the game is for the caller. */
+size_t render_grid_move(const grid_state *st, const grid_events *ev, const char *const names[GRID_SEATS], char *buf,
+                        size_t len)
+{
+    textbuf o;
+    char piece[2048];
+    int pieces = 0;
+    tb_start(&o, buf, len);
+    for (int i = 0; i < ev->n; i++) {
+        const grid_event *e = &ev->ev[i];
+        if (e->vis != GRID_VIS_ALL || e->kind == GRID_EV_SCORE || e->kind == GRID_EV_GAME_OVER) continue;
+        if (!render_grid_event(st, e, -1, names, piece, sizeof piece)) continue;
+        int own_line = e->kind == GRID_EV_VALUES || e->kind == GRID_EV_HAND_END;
+        tb_add(&o, "%s%s", !pieces++ ? "" : own_line ? "\n" : " " RG_DASH " ", piece);
+        for (int k = 0; e->kind == GRID_EV_VALUES && k < ev->n; k++) /* the seat's score on its line */
+            if (ev->ev[k].kind == GRID_EV_SCORE && ev->ev[k].seat == e->seat) {
+                tb_add(&o, " " RG_DASH " ");
+                ev_score(&o, st, &ev->ev[k]);
+            }
     }
     return tb_end(&o);
 }
@@ -355,27 +371,19 @@ size_t render_grid_turn(const grid_state *st, const char *const names[GRID_SEATS
     const char *who = rg_who(names, s);
     switch (st->phase) {
     case GRID_PHASE_EXCLUDE:
-        tb_add(&o, "%s: exclude a suit you do not want as trump " RG_DASH " %sexclude ", who, prefix);
+        tb_add(&o, "%s to exclude a suit: %sexclude ", who, prefix);
         rg_free_suits(&o, st->excluded);
-        tb_add(&o, " (the suit nobody excludes is trump).");
         break;
     case GRID_PHASE_BID:
-        tb_add(&o, "%s: bid %d cell%s of your grid " RG_DASH " %smark CELL... (trump is %s).", who,
-               st->match.rules.bids, st->match.rules.bids == 1 ? "" : "s", prefix, suit_symbol(st->trump));
+        tb_add(&o, "%s to bid %d cell%s of the grid: %smark CELL...", who, st->match.rules.bids,
+               st->match.rules.bids == 1 ? "" : "s", prefix);
         break;
     case GRID_PHASE_PLAY: {
         const grid_trick *t = &st->tricks[st->trick_no];
-        if (t->n == 0) {
-            tb_add(&o, "%s: lead to trick %d " RG_DASH " %splay CARD.", who, st->trick_no + 1, prefix);
-        } else {
-            tb_add(&o, "%s: play to trick %d (", who, st->trick_no + 1);
-            for (int i = 0; i < t->n; i++) {
-                if (i) tb_add(&o, ", ");
-                rg_card(&o, t->card[i]);
-                tb_add(&o, " by %s", rg_who(names, t->seat[i]));
-            }
-            tb_add(&o, ") " RG_DASH " %splay CARD.", prefix);
-        }
+        if (t->n == 0)
+            tb_add(&o, "%s to lead", who);
+        else
+            tb_add(&o, "%s to play, %s led", who, suit_symbol(grid_suit_of(t->card[0], st->trump)));
         break;
     }
     }
@@ -491,12 +499,6 @@ static int rg_most_lines(const grid_rules *r, uint16_t marked)
     return best;
 }
 
-int render_grid_hand_max(const grid_rules *r)
-{
-    uint16_t lines[GRID_MAX_LINES];
-    return grid_contract_count(r) * r->unmarked_point + r->bids * 5 + grid_lines(r, lines) * 5;
-}
-
 size_t render_grid_cap_risk(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len)
 {
     textbuf o;
@@ -520,36 +522,17 @@ size_t render_grid_cap_risk(const grid_match *m, const char *const names[GRID_SE
 
 /* ---- rules ---- */
 
-size_t render_grid_rules(const grid_rules *r, char *buf, size_t len)
+size_t render_grid_rules(const grid_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
     textbuf o;
-    int side = grid_side(r);
-    uint16_t lines[GRID_MAX_LINES];
     tb_start(&o, buf, len);
-    tb_add(&o, "ContractGrid, three players: %d cards (%s in four suits, A highest) and the joker (JK), the highest "
-               "trump; %d cards each%s. Play and the deal go clockwise.\n",
-           grid_deck_size(r) - 1, r->deck == 25 ? "9 to A" : "7 to A", grid_hand_size(r),
-           r->deck == 25 ? ", one left out face down until the hand ends" : "");
-    tb_add(&o, "Before the first hand each player arranges the %d contracts on a %dx%d grid (public): zero, one, two "
-               "(tricks mod 3), first, second, third, different, soloist, partner%s.\n",
-           grid_contract_count(r), side, side,
-           r->small ? "" : ", alltrump, notrump, spades, hearts, diamonds, clubs, play");
-    tb_add(&o, "Each hand: in turn from the dealer's left each player excludes a suit (the one left is trump), then "
-               "bids %d cell%s of his grid, then %d tricks are played (follow suit; the joker counts as a trump).\n",
-           r->bids, r->bids == 1 ? "" : "s", grid_hand_size(r));
-    tb_add(&o, "Scoring: %d per contract made whose cell is unmarked, 5 per bid made (its cell becomes marked), 5 per "
-               "completely marked line (%d lines) every hand.\n",
-           r->unmarked_point, grid_lines(r, lines));
-    tb_add(&o, "The game ends when someone reaches the cap (%d) or marks his whole grid; whoever reached the cap "
-               "without a complete grid ranks below everyone else.\n",
-           r->cap);
-    tb_add(&o, "This table:");
+    tb_add(&o, "ContractGrid for three players, each with a grid of contracts; this table's options:");
     for (int i = 0; grid_option_names[i]; i++) {
         char value[32];
         const char *v = grid_rules_get(r, grid_option_names[i], value, sizeof value);
         tb_add(&o, "%s %s=%s", i ? "," : "", grid_option_names[i], v ? v : "?");
     }
-    tb_add(&o, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
-               "cardroom verify SEED COMMITMENT checks the commitment.");
+    tb_add(&o, " (%sset OPTION VALUE changes one before the start).\nThe rules in full: %scontractgrid.md", prefix,
+           rules_url);
     return tb_end(&o);
 }

@@ -26,19 +26,29 @@ size_t render_grid_grid(const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS],
 size_t render_grid_cells(const grid_rules *r, const uint8_t grid[GRID_MAX_CELLS], uint16_t cells, char *buf,
                          size_t len);
 
-/* The marks of all three grids side by side (x marked, . not), one row per grid row. */
+/* The marks of all three grids side by side (x marked, . not), one row per grid row, under a
+ * title naming each seat's player. */
 size_t render_grid_marks(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len);
 
 /* A seat's cards by suit, strongest first, the joker first; the trump suit first once known:
  * "♣ 🃏 A 9 (trump) · ♠ K Q 7 · ♥ 10 · ♦ J 8". */
 size_t render_grid_hand(const grid_state *st, int seat, char *buf, size_t len);
 
-/* One event as seen by viewer; st is the state after the move that produced it. */
+/* One event as seen by viewer; st is the state after the move that produced it. A public
+ * event is a piece of a line ("bob (seat 2) excludes ♠ spades"), a private one a sentence. */
 size_t render_grid_event(const grid_state *st, const grid_event *e, int viewer, const char *const names[GRID_SEATS],
                          char *buf, size_t len);
 
-/* Whose turn it is and what they may do, with the commands (prefix "!"):
- * "alice (seat 1): exclude a suit you do not want as trump — !exclude ♠, ♥, ♦ or ♣". */
+/* What the room hears of one move: its public events' pieces on one line joined by " — "
+ * ("carol (seat 3) plays 8♠ — trick 10 to bob (seat 2), tricks by seat: 5, 3, 2"); when the
+ * move ends the hand, each seat's tricks, contracts and score on a line of its own and the
+ * marks of the three grids. The end of the game (GRID_EV_GAME_OVER) is left to the caller, and
+ * whose turn it is too (render_grid_turn). 0 when nothing is public. */
+size_t render_grid_move(const grid_state *st, const grid_events *ev, const char *const names[GRID_SEATS], char *buf,
+                        size_t len);
+
+/* Whose turn it is and what they may do, with the commands (prefix "!"): "alice (seat 1) to
+ * exclude a suit: !exclude ♠, ♥, ♦ or ♣", "bob (seat 2) to play, ♥ led". */
 size_t render_grid_turn(const grid_state *st, const char *const names[GRID_SEATS], const char *prefix, char *buf,
                         size_t len);
 
@@ -57,10 +67,8 @@ size_t render_grid_scores(const grid_match *m, const char *const names[GRID_SEAT
  * a complete grid, in a sentence; 0 when nobody does. */
 size_t render_grid_cap_risk(const grid_match *m, const char *const names[GRID_SEATS], char *buf, size_t len);
 
-/* The most one hand can score with these options (unmarked values, bids, lines). */
-int render_grid_hand_max(const grid_rules *r);
-
-/* A short summary of ContractGrid and this table's options for `rules`. */
-size_t render_grid_rules(const grid_rules *r, char *buf, size_t len);
+/* `rules` in two lines: this table's options (prefix: the command prefix, for how to change
+ * them), and where the rules are in full (rules_url followed by "contractgrid.md"). */
+size_t render_grid_rules(const grid_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len);
 
 #endif

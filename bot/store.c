@@ -103,7 +103,9 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     "  value TEXT NOT NULL,"
     "  PRIMARY KEY (ns, key)"
     ") WITHOUT ROWID;",
-    /* 2 -> 3: what an adapter put on the wire for a message (stored before its first attempt,
+    /* 2 -> 3: a private message only for reading (sent as an IRC NOTICE). */
+    "ALTER TABLE outbox ADD COLUMN notice INTEGER NOT NULL DEFAULT 0 CHECK (notice IN (0, 1));",
+    /* 3 -> 4: what an adapter put on the wire for a message (stored before its first attempt,
      * so a retry sends the same), and the message a throttled one was merged into. */
     "ALTER TABLE outbox ADD COLUMN wire TEXT;"
     "ALTER TABLE outbox ADD COLUMN merged_into INTEGER;",
@@ -144,7 +146,7 @@ enum store_stmt_id {
     ST_COUNT
 };
 
-#define STORE_MSG_COLUMNS "id, net, room, user, mention, text, wire"
+#define STORE_MSG_COLUMNS "id, net, room, user, mention, text, notice, wire"
 #define STORE_STANDING_COLUMNS "user, matches, matches_won, made, failed, tokens, hands"
 
 static const char *const store_sql[ST_COUNT] = {
@@ -173,8 +175,8 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_JOURNAL_EACH] = "SELECT seq, entry FROM journal WHERE table_id = ?1 ORDER BY seq",
     [ST_HAND_ADD] = "INSERT INTO hands(table_id, hand_no, seed) VALUES (?1, ?2, ?3)",
     [ST_HAND_SEED] = "SELECT seed FROM hands WHERE table_id = ?1 AND hand_no = ?2",
-    [ST_OUTBOX_ADD] = "INSERT INTO outbox(net, room, user, mention, text) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_OUTBOX_ADD] = "INSERT INTO outbox(net, room, user, mention, text, notice) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OUTBOX_PENDING] = "SELECT " STORE_MSG_COLUMNS " FROM outbox "
                           "WHERE net = ?1 AND sent = 0 ORDER BY id LIMIT ?2",
     /* a delivered private message keeps no text (and no wire form, which may hold it) */
@@ -724,14 +726,14 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
 /* ---- Outbox ---- */
 
 int store_outbox_add(store *s, const char *net, const char *room, const char *user,
-                     const char *mention, const char *text, int64_t *id)
+                     const char *mention, int notice, const char *text, int64_t *id)
 {
     sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_ADD, "outbox add");
     if (!st) return -1;
     if (store_bind_text(st, 1, net) || store_bind_text(st, 2, room) ||
         store_bind_text(st, 3, user ? user : "") ||
         store_bind_text(st, 4, mention ? mention : "") || store_bind_text(st, 5, text) ||
-        store_step_done(st))
+        sqlite3_bind_int(st, 6, notice != 0) || store_step_done(st))
         return store_fail(s, st, "outbox add");
     store_reset(st);
     if (id) *id = sqlite3_last_insert_rowid(s->db);
@@ -752,9 +754,10 @@ static int store_msg_row(sqlite3_stmt *st, void *call)
     store_copy_text(m.room, sizeof m.room, st, 2);
     store_copy_text(m.user, sizeof m.user, st, 3);
     store_copy_text(m.mention, sizeof m.mention, st, 4);
-    const unsigned char *text = sqlite3_column_text(st, 5), *wire = sqlite3_column_text(st, 6);
+    const unsigned char *text = sqlite3_column_text(st, 5), *wire = sqlite3_column_text(st, 7);
     /* The struct's text is not const; SQLite's buffer is only lent for the callback. */
     m.text = text ? (char *)text : (char *)"";
+    m.notice = sqlite3_column_int(st, 6);
     m.wire = wire ? (char *)wire : NULL;
     return c->fn(c->ctx, &m);
 }

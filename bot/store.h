@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 #define STORE_SEED_BYTES 32
 
 typedef struct store store;
@@ -83,23 +83,26 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
 /* ---- Outbox: messages to send, in id order; a message is queued once and sent until done ----
  * dest_user empty = to the room; else privately to that user (the room names the table the
  * message belongs to). mention: a user the message mentions ("" none), for networks that
- * notify. The txn id is fixed when queued ("cr<id>"), so a retry cannot post twice. The wire
- * form is the adapter's own: what it decided to send for the message (Matrix: the room, the
- * event type and the content, encrypted or not), stored before its first attempt so that every
- * retry, after a crash too, sends exactly that. A delivered private message keeps neither its
- * text nor its wire form: the store holds private text only while it is needed. */
+ * notify. notice: a private message that is only for reading, which a network with a kind
+ * of message for that sends so (IRC: NOTICE, never answered automatically). The txn id is
+ * fixed when queued ("cr<id>"), so a retry cannot post twice. The wire form is the adapter's
+ * own: what it decided to send for the message (Matrix: the room, the event type and the
+ * content, encrypted or not), stored before its first attempt so that every retry, after a
+ * crash too, sends exactly that. A delivered private message keeps neither its text nor its
+ * wire form: the store holds private text only while it is needed. */
 typedef struct {
     int64_t id;
     char net[16];
     char room[256];
     char user[256];
     char mention[256];
+    int notice;
     char *text;          /* owned by the store until the callback returns */
     char *wire;          /* NULL until the adapter stored one; owned like text */
 } store_msg;
 
 int store_outbox_add(store *s, const char *net, const char *room, const char *user,
-                     const char *mention, const char *text, int64_t *id);
+                     const char *mention, int notice, const char *text, int64_t *id);
 /* Calls fn for each unsent message of net in id order (at most limit; 0 = all). */
 int store_outbox_pending(store *s, const char *net, int limit,
                          int (*fn)(void *ctx, const store_msg *m), void *ctx);

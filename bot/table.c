@@ -1,15 +1,18 @@
-/* table.c — one table: seats, options, the match, its journal (see table.h); 304 itself here,
- * ContractGrid's own entries and commands in gridtable.c.
+/* table.c — the table core (table.h): seats, people and computer players, away and back, the
+ * journal and its rebuild, timers, messages and standings, for whatever game the table hosts
+ * (game.h).
  *
- * Every change goes through table_exec() as a journal entry, live or on replay, so a table
- * rebuilt from its journal is the table that was running. The entries are short text lines:
- *   join SEAT USER | bot SEAT | leave SEAT | set OPTION VALUE | start | deal DEALER T0 T1 |
- *   away SEAT | back SEAT | abort | move SEAT ACTION   (ACTION as table_action_text writes it)
- * Commands from people are checked here first (table_command) so that a refusal says why in
- * words and leaves no entry. Messages are only collected when an out is given: a replay says
- * nothing. A ContractGrid table shares the seat, timer and message code; table.c hands it its
- * game entries (set, start, deal, move, grid) and game commands (gridtable.h), and lends it
- * the helpers at the end of this file. */
+ * Every change goes through exec_entry() as a journal entry, live or on a rebuild, so a table
+ * rebuilt from its journal is the table that was running. The core's own entries are
+ *   join SEAT USER | bot SEAT | leave SEAT | away SEAT | back SEAT | abort
+ * and every other entry is the game's (game->entry). Commands from people are checked first,
+ * so that a refusal says why in words and leaves no entry: seats, `set`, `start` and what one
+ * may see (`hand`, `table`, `last`) here, asking the game what it alone knows; moves and the
+ * game's own commands in game->command, which gives one entry or a refusal. Messages are only
+ * collected when an out is given: a rebuild says nothing.
+ *
+ * A game reaches the core only through the game_host made for each call (host_of): its
+ * services are the static host_* functions at the end of the out and names sections below. */
 #include "table.h"
 
 #include <inttypes.h>
@@ -18,14 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deal.h"
-#include "gridtable.h"
-#include "judge.h"
-#include "render.h"
-#include "seed.h"
+#include "game.h"
 
 #define NAME_MAX_LEN 320
-#define LINE_MAX_LEN 512
 
 /* ---- out: entries, messages, scores ---- */
 
@@ -64,8 +62,9 @@ static void out_entry(table_out *o, int64_t seq, const char *entry)
 }
 
 /* Adds text for user ("" = the room). Messages to one destination in one batch are joined
- * into one message, line after line: fewer messages, same order for each reader. */
-static void out_text(table_out *o, const char *user, const char *mention, const char *text)
+ * into one message, line after line: fewer messages, same order for each reader. head starts
+ * a new message (NULL: none); a joined line goes without it. */
+static void out_text(table_out *o, const char *user, const char *mention, const char *head, const char *text)
 {
     if (!o || !text || !*text) return;
     for (int i = 0; i < o->nmsgs; i++) {
@@ -84,32 +83,39 @@ static void out_text(table_out *o, const char *user, const char *mention, const 
     table_msg *m = &o->msgs[o->nmsgs++];
     snprintf(m->user, sizeof m->user, "%s", user);
     snprintf(m->mention, sizeof m->mention, "%s", mention ? mention : "");
-    m->text = strdup(text);
+    size_t a = head ? strlen(head) : 0, b = strlen(text);
+    m->text = malloc(a + b + 1);
     if (!m->text) abort();
+    memcpy(m->text, head ? head : "", a);
+    memcpy(m->text + a, text, b + 1);
 }
 
-static void out_room(table_out *o, const char *mention, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void out_vroom(table_out *o, const char *mention, const char *fmt, va_list ap)
+{
+    char line[TABLE_TEXT_MAX];
+    if (!o) return;
+    vsnprintf(line, sizeof line, fmt, ap);
+    out_text(o, "", mention, NULL, line);
+}
+
+static void out_room(table_out *o, const char *mention, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void out_room(table_out *o, const char *mention, const char *fmt, ...)
 {
-    char line[RENDER_MAX];
     va_list ap;
-    if (!o) return;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    out_vroom(o, mention, fmt, ap);
     va_end(ap);
-    out_text(o, "", mention, line);
 }
 
-/* A private message names the room and table it belongs to. */
+/* A private message names the room and table it belongs to, once at its start. */
 static void out_private(table_out *o, const table_env *env, const table *t, const char *user, const char *text)
 {
-    char line[2 * RENDER_MAX + TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
+    char head[TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
     const char *label = t->room;
     if (!o || !user[0]) return;
     if (env && env->room_name && env->room_name(env->ctx, t->room, room, sizeof room)) label = room;
-    snprintf(line, sizeof line, "[%s · table %" PRId64 "] %s", label, t->id, text);
-    out_text(o, user, NULL, line);
+    snprintf(head, sizeof head, "[%s · table %" PRId64 "] ", label, t->id);
+    out_text(o, user, NULL, head, text);
 }
 
 static void out_score(table_out *o, const store_standing *d)
@@ -128,20 +134,13 @@ static const char *user_name(const table_env *env, const table *t, const char *u
     return buf;
 }
 
-static int is_grid(const table *t) { return t->game == TABLE_GAME_GRID; }
+/* Seats at the table, as its game and options have it (none before it has a game). */
+static int nseats(const table *t) { return t->game ? t->game->seats(t->game_state.bytes) : 0; }
 
-/* Seats at the table: four for 304, three for ContractGrid. */
-static int nseats(const table *t) { return is_grid(t) ? GRID_SEATS : G304_SEATS; }
+static const char *seat_word(const table *t, int s) { return t->game->seat_name(t->game_state.bytes, s); }
 
-/* A seat's name: South, East, North, West (304); seat 1, seat 2, seat 3 (ContractGrid). */
-static const char *seat_word(const table *t, int s)
-{
-    static const char *const grid_words[GRID_SEATS] = {"seat 1", "seat 2", "seat 3"};
-    if (is_grid(t)) return s >= 0 && s < GRID_SEATS ? grid_words[s] : "?";
-    return cmd_seat_name(s);
-}
-
-/* "alice (South)", "computer (East)", "alice (South, away)"; "alice (seat 1)" at ContractGrid. */
+/* "alice (South)", "computer East", "alice (South, away)"; "alice (seat 1)" and "computer seat 2"
+ * at ContractGrid: the computer players are told apart by their seats. */
 static const char *seat_label(const table *t, const table_env *env, int s, char *buf, size_t len)
 {
     char who[TABLE_USER_MAX];
@@ -150,21 +149,10 @@ static const char *seat_label(const table *t, const table_env *env, int s, char 
         snprintf(buf, len, "%s (%s%s)", user_name(env, t, p->user, who, sizeof who), seat_word(t, s),
                  p->away ? ", away" : "");
     else if (p->bot)
-        snprintf(buf, len, "computer (%s)", seat_word(t, s));
+        snprintf(buf, len, "computer %s", seat_word(t, s));
     else
         snprintf(buf, len, "%s", seat_word(t, s));
     return buf;
-}
-
-typedef struct {
-    char buf[G304_SEATS][NAME_MAX_LEN];
-    const char *names[G304_SEATS];
-} seat_names;
-
-static void names_of(const table *t, const table_env *env, seat_names *n)
-{
-    for (int s = 0; s < G304_SEATS; s++)
-        n->names[s] = s < nseats(t) ? seat_label(t, env, s, n->buf[s], sizeof n->buf[s]) : "";
 }
 
 int table_seat_of(const table *t, const char *user)
@@ -174,227 +162,154 @@ int table_seat_of(const table *t, const char *user)
     return -1;
 }
 
-static int seated(const table_seat *p) { return p->user[0] || p->bot; }
-
-static int computer_plays(const table_seat *p) { return p->bot || p->away || !p->user[0]; }
-
 /* A hand is being played: someone may be to act. */
 static int hand_in_play(const table *t)
 {
-    if (is_grid(t)) return t->started && !t->over && t->hand_no > 0 && t->g.st.phase != GRID_PHASE_DONE;
-    return t->started && !t->over && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE;
+    return t->started && !t->over && t->game->in_hand(t->game_state.bytes);
 }
 
-/* The engine's seat to act (G304_NO_SEAT = GRID_NO_SEAT when nobody's). */
-static int engine_to_act(const table *t) { return is_grid(t) ? t->g.st.to_act : t->st.to_act; }
-
-void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator,
-                const g304_rules *defaults)
+void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator)
 {
     memset(t, 0, sizeof *t);
     t->id = id;
     snprintf(t->net, sizeof t->net, "%s", net);
     snprintf(t->room, sizeof t->room, "%s", room);
     snprintf(t->creator, sizeof t->creator, "%s", creator);
-    t->rules = *defaults;
-    t->st.phase = G304_PHASE_DONE;
-    t->st.to_act = G304_NO_SEAT;
-    t->turn_seat = G304_NO_SEAT;
+    t->turn_seat = TABLE_NO_SEAT;
 }
 
-int table_set_game(table *t, const char *game)
+int table_set_game(table *t, const char *game, const cfg *config)
 {
-    if (strcmp(game, "304") == 0) {
-        t->game = TABLE_GAME_304;
-        return 0;
-    }
-    if (strcmp(game, "grid") != 0) return -1;
-    t->game = TABLE_GAME_GRID;
-    grid_rules_default(&t->g.rules);
-    t->g.st.phase = GRID_PHASE_DONE;
-    t->g.st.to_act = GRID_NO_SEAT;
+    const table_game *g = game_find(game);
+    if (!g) return -1;
+    t->game = g;
+    memset(&t->game_state, 0, sizeof t->game_state);
+    g->init(t->game_state.bytes, config);
     return 0;
 }
 
-/* ---- actions as journal text ---- */
+/* ---- the host: what a game may ask of the core during one call ---- */
 
-size_t table_action_text(const g304_action *a, char *buf, size_t len)
+typedef struct {
+    game_host h; /* first: the services find the rest from it */
+    table *t;
+    const table_env *env;
+    table_out *out;
+} host;
+
+static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void vreply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                   const char *fmt, va_list ap);
+static void vrefuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                              const char *fmt, va_list ap);
+
+static void host_say(const game_host *h, const char *mention, const char *fmt, ...)
 {
-    size_t used;
-    switch (a->kind) {
-    case G304_DO_BID:
-        if (a->amount == G304_PCC) return (size_t)snprintf(buf, len, "bid pcc");
-        return (size_t)snprintf(buf, len, "bid %u", (unsigned)a->amount);
-    case G304_DO_CUT: return (size_t)snprintf(buf, len, "cut %u", (unsigned)a->amount);
-    case G304_DO_TRUMP:
-    case G304_DO_PLAY:
-        return (size_t)snprintf(buf, len, "%s %s", g304_do_name(a->kind), card_str(a->card));
-    case G304_DO_CAPS:
-        used = (size_t)snprintf(buf, len, "caps");
-        for (int i = 0; i < a->n && used < len; i++)
-            used += (size_t)snprintf(buf + used, len - used, " %s", card_str(a->order[i]));
-        return used;
-    default: return (size_t)snprintf(buf, len, "%s", g304_do_name(a->kind));
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    out_vroom(((const host *)h)->out, mention, fmt, ap);
+    va_end(ap);
 }
 
-int table_action_parse(const char *text, g304_action *a)
+static void host_say_line(const game_host *h, int to_act, const char *const *pieces, int n)
 {
-    char word[16];
-    int off = 0;
-    memset(a, 0, sizeof *a);
-    a->card = CARD_NONE;
-    if (sscanf(text, "%15s%n", word, &off) != 1) return -1;
-    const char *rest = text + off;
-    int kind = -1;
-    for (int k = 0; k < G304_DO_COUNT; k++)
-        if (strcmp(word, g304_do_name((g304_do)k)) == 0) kind = k;
-    if (kind < 0) return -1;
-    a->kind = (uint8_t)kind;
-    unsigned v;
-    char c[8];
-    switch (kind) {
-    case G304_DO_BID:
-        if (strcmp(rest, " pcc") == 0) return a->amount = G304_PCC, 0;
-        if (sscanf(rest, " %u", &v) != 1 || v > G304_MAX_BID) return -1;
-        return a->amount = (uint16_t)v, 0;
-    case G304_DO_CUT:
-        if (sscanf(rest, " %u", &v) != 1 || v >= CARD_COUNT) return -1;
-        return a->amount = (uint16_t)v, 0;
-    case G304_DO_TRUMP:
-    case G304_DO_PLAY:
-        if (sscanf(rest, " %7s", c) != 1 || card_parse(c, strlen(c), &a->card, NULL, 0) != 0) return -1;
-        return 0;
-    case G304_DO_CAPS:
-        while (sscanf(rest, " %7s%n", c, &off) == 1) {
-            if (a->n >= G304_TRICKS || card_parse(c, strlen(c), &a->order[a->n], NULL, 0) != 0) return -1;
-            a->n++;
-            rest += off;
-        }
-        return 0;
-    default: return *rest ? -1 : 0;
-    }
+    static const char dash[] = " \xE2\x80\x94 ";
+    const host *x = (const host *)h;
+    size_t len = 0, used = 0;
+    if (!x->out) return;
+    for (int i = 0; i < n; i++) len += pieces[i] ? strlen(pieces[i]) + sizeof dash : 0;
+    char *line = malloc(len + 1);
+    if (!line) abort();
+    line[0] = 0;
+    for (int i = 0; i < n; i++)
+        if (pieces[i] && pieces[i][0])
+            used += (size_t)snprintf(line + used, len + 1 - used, "%s%s", used ? dash : "", pieces[i]);
+    const table_seat *p = to_act >= 0 && to_act < nseats(x->t) ? &x->t->seat[to_act] : NULL;
+    out_text(x->out, "", p && !table_seat_computer(p) ? p->user : NULL, NULL, line);
+    free(line);
+}
+
+static void host_tell(const game_host *h, const char *user, const char *text)
+{
+    const host *x = (const host *)h;
+    out_private(x->out, x->env, x->t, user, text);
+}
+
+static void host_reply(const game_host *h, const char *user, int is_private, const char *fmt, ...)
+{
+    const host *x = (const host *)h;
+    va_list ap;
+    va_start(ap, fmt);
+    vreply(x->out, x->t, x->env, user, is_private, fmt, ap);
+    va_end(ap);
+}
+
+static void host_refuse(const game_host *h, const char *user, int is_private, const char *fmt, ...)
+{
+    const host *x = (const host *)h;
+    va_list ap;
+    va_start(ap, fmt);
+    vrefuse_privately(x->out, x->t, x->env, user, is_private, fmt, ap);
+    va_end(ap);
+}
+
+static const char *host_seat_label(const game_host *h, int s, char *buf, size_t len)
+{
+    const host *x = (const host *)h;
+    return seat_label(x->t, x->env, s, buf, len);
+}
+
+static int host_notify(const game_host *h, const char *user)
+{
+    const host *x = (const host *)h;
+    return !x->env->notify || x->env->notify(x->env->ctx, user);
+}
+
+static int host_seed(const game_host *h, int hand_no, uint8_t seed[STORE_SEED_BYTES])
+{
+    const host *x = (const host *)h;
+    if (!x->env->seed) return -1;
+    return x->env->seed(x->env->ctx, x->t->id, hand_no, seed);
+}
+
+static int host_exec(const game_host *h, const char *fmt, ...)
+{
+    const host *x = (const host *)h;
+    char entry[TABLE_ENTRY_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(entry, sizeof entry, fmt, ap);
+    va_end(ap);
+    return exec_live(x->t, x->env, x->out, "%s", entry);
+}
+
+static void host_add_score(const game_host *h, const store_standing *d) { out_score(((const host *)h)->out, d); }
+
+static void host_begin(const game_host *h) { ((const host *)h)->t->started = 1; }
+
+static void host_finish(const game_host *h)
+{
+    const host *x = (const host *)h;
+    x->t->over = 1;
+    if (x->out) x->out->closed = "finished";
+}
+
+static void host_of(host *x, table *t, const table_env *env, table_out *out)
+{
+    x->h = (game_host){.t = t, .prefix = env->prefix, .private_how = env->private_how, .judge = env->judge,
+                       .talk = out != NULL, .say = host_say, .say_line = host_say_line, .tell = host_tell,
+                       .reply = host_reply, .refuse = host_refuse, .seat_label = host_seat_label,
+                       .notify = host_notify, .seed = host_seed, .exec = host_exec, .add_score = host_add_score,
+                       .begin = host_begin, .finish = host_finish};
+    x->t = t;
+    x->env = env;
+    x->out = out;
 }
 
 /* ---- applying entries ---- */
-
-/* Renders events: the public ones to the room, the rest to each human seat that may see them. */
-static void say_events(const table *t, const table_env *env, const g304_events *ev, table_out *out)
-{
-    seat_names n;
-    char text[RENDER_MAX];
-    if (!out) return;
-    names_of(t, env, &n);
-    for (int i = 0; i < ev->n; i++) {
-        const g304_event *e = &ev->ev[i];
-        if (e->vis == G304_VIS_ALL) {
-            if (render_event(&t->st, e, -1, n.names, text, sizeof text)) out_room(out, NULL, "%s", text);
-            continue;
-        }
-        for (int s = 0; s < G304_SEATS; s++) {
-            if (!t->seat[s].user[0] || !g304_event_visible(e, s)) continue;
-            if (render_event(&t->st, e, s, n.names, text, sizeof text)) out_private(out, env, t, t->seat[s].user, text);
-        }
-    }
-}
-
-static void hand_over(table *t, table_out *out)
-{
-    const g304_result *r = &t->st.result;
-    char hex[SEED_HEX], chex[SEED_HEX];
-    uint8_t commit[SEED_BYTES];
-    seed_commitment(t->seed, commit);
-    out_room(out, NULL, "Seed of hand %d: %s (check the deal: cardroom verify %s %s)", t->hand_no,
-             seed_hex(t->seed, hex), hex, seed_hex(commit, chex));
-    for (int s = 0; s < G304_SEATS && out; s++) {
-        const table_seat *p = &t->seat[s];
-        if (!p->user[0]) continue;
-        store_standing d;
-        memset(&d, 0, sizeof d);
-        snprintf(d.user, sizeof d.user, "%s", p->user);
-        d.hands = 1;
-        d.tokens = r->delta[s & 1];
-        if (s == t->st.maker && r->made >= 0) {
-            d.made = r->made == 1;
-            d.failed = r->made == 0;
-        }
-        if (r->match_over) {
-            d.matches = 1;
-            d.matches_won = r->match_winner == (s & 1);
-        }
-        out_score(out, &d);
-    }
-    t->tokens[0] = t->st.tokens[0];
-    t->tokens[1] = t->st.tokens[1];
-    t->dealer = r->next_dealer;
-    if (r->match_over) {
-        t->over = 1;
-        if (out) out->closed = "finished";
-    }
-}
-
-static int exec_move(table *t, const table_env *env, int seat, const char *text, table_out *out,
-                     char *err, size_t errlen)
-{
-    g304_action a;
-    g304_events ev;
-    g304_error e;
-    ev.n = 0;
-    if (!t->started || t->hand_no == 0 || table_action_parse(text, &a) != 0) {
-        snprintf(err, errlen, "move \"%s\" does not apply here", text);
-        return -1;
-    }
-    if (judge_apply(env->judge, &t->st, seat, &a, &ev, &e) != G304_OK) {
-        snprintf(err, errlen, "move \"%s\" by seat %d refused: %s", text, seat, e.msg);
-        return -1;
-    }
-    say_events(t, env, &ev, out);
-    if (t->st.phase == G304_PHASE_DONE) hand_over(t, out);
-    return 0;
-}
-
-/* "deal DEALER TOKENS0 TOKENS1": the next hand, with the dealer and tokens it starts from. They
- * follow from the hands before; the entry states them so that a rebuild may skip the moves of
- * finished hands (table_replay) and so that a damaged journal shows. */
-static int exec_deal(table *t, const table_env *env, const char *args, int skipped, table_out *out, char *err,
-                     size_t errlen)
-{
-    card_t deck[CARD_COUNT];
-    g304_events ev;
-    char hex[SEED_HEX], label[NAME_MAX_LEN];
-    uint8_t commit[SEED_BYTES];
-    int dealer, t0, t1;
-    if (sscanf(args, "%d %d %d", &dealer, &t0, &t1) != 3 || dealer < 0 || dealer >= G304_SEATS) {
-        snprintf(err, errlen, "deal \"%.40s\" names no dealer and tokens", args);
-        return -1;
-    }
-    if (!t->started || t->over || (!skipped && t->hand_no > 0 && t->st.phase != G304_PHASE_DONE)) {
-        snprintf(err, errlen, "no deal is due");
-        return -1;
-    }
-    if (!env->seed || env->seed(env->ctx, t->id, t->hand_no + 1, t->seed) != 0) {
-        snprintf(err, errlen, "no seed for hand %d", t->hand_no + 1);
-        return -1;
-    }
-    if (t->hand_no == 0) t->dealer = t->seed[SEED_BYTES - 1] & 3; /* the first dealer is dealt too */
-    if (skipped) t->dealer = (uint8_t)dealer, t->tokens[0] = (int16_t)t0, t->tokens[1] = (int16_t)t1;
-    if (t->dealer != dealer || t->tokens[0] != t0 || t->tokens[1] != t1) {
-        snprintf(err, errlen, "deal %d %d %d does not follow from the hands before (%d %d %d)", dealer, t0, t1,
-                 t->dealer, t->tokens[0], t->tokens[1]);
-        return -1;
-    }
-    t->hand_no++;
-    deal_shuffle(t->seed, deck, CARD_COUNT);
-    ev.n = 0;
-    g304_start(&t->st, &t->rules, t->dealer, t->tokens, deck, &ev);
-    judge_update(env->judge, &t->st);
-    seed_commitment(t->seed, commit);
-    out_room(out, NULL, "Hand %d — dealer %s. Tokens: South–North %d, East–West %d. Seed commitment: %s",
-             t->hand_no, seat_label(t, env, t->dealer, label, sizeof label), t->tokens[0], t->tokens[1],
-             seed_hex(commit, hex));
-    say_events(t, env, &ev, out);
-    return 0;
-}
 
 static int parse_seat(const table *t, const char *s, int *seat)
 {
@@ -405,37 +320,23 @@ static int parse_seat(const table *t, const char *s, int *seat)
     return 0;
 }
 
-static int exec_entry(table *t, const table_env *env, const char *entry, int skipped, table_out *out, char *err,
-                      size_t errlen)
+static int is_word(const char *word, const char *const *words)
 {
-    char word[16], label[NAME_MAX_LEN];
-    int off = 0, seat = -1, rc = 0;
-    if (t->over || sscanf(entry, "%15s%n", word, &off) != 1) {
-        snprintf(err, errlen, "entry \"%.60s\" does not apply to a closed table", entry);
-        return -1;
-    }
-    const char *rest = entry + off;
-    while (*rest == ' ') rest++;
-    int with_seat = strcmp(word, "join") == 0 || strcmp(word, "bot") == 0 || strcmp(word, "leave") == 0 ||
-                    strcmp(word, "away") == 0 || strcmp(word, "back") == 0 || strcmp(word, "move") == 0 ||
-                    (is_grid(t) && strcmp(word, "grid") == 0);
-    if (with_seat) {
-        if (parse_seat(t, rest, &seat) != 0) {
-            snprintf(err, errlen, "entry \"%.60s\" names no seat", entry);
-            return -1;
-        }
-        rest += 1;
-        while (*rest == ' ') rest++;
-    }
-    table_seat *p = seat >= 0 ? &t->seat[seat] : NULL;
-    int grid_own = is_grid(t) ? gridtable_entry(t, env, word, seat, rest, out, err, errlen) : 1;
-    if (grid_own < 0) return -1;
-    if (is_grid(t) && seat >= 0 && !t->started &&
-        (!strcmp(word, "join") || !strcmp(word, "bot") || !strcmp(word, "leave")))
-        t->g.has_grid &= (uint8_t)~(1u << seat); /* ContractGrid: a new player arranges a new grid */
-    if (grid_own == 0) {
-        /* a ContractGrid entry, applied by gridtable_entry() */
-    } else if (strcmp(word, "join") == 0 && *rest) {
+    for (int i = 0; words && words[i]; i++)
+        if (strcmp(word, words[i]) == 0) return 1;
+    return 0;
+}
+
+static const char *const seat_entries[] = {"join", "bot", "leave", "away", "back", NULL};
+
+/* The core's own entries for seat. Returns 0 when applied, 1 when the entry does not apply. */
+static int exec_seat_entry(table *t, const table_env *env, const char *word, int seat, const char *rest,
+                           table_out *out)
+{
+    char label[NAME_MAX_LEN];
+    table_seat *p = &t->seat[seat];
+    int before_start = !t->started;
+    if (strcmp(word, "join") == 0 && *rest) {
         int was_bot = p->bot;
         snprintf(p->user, sizeof p->user, "%s", rest);
         p->bot = p->away = 0;
@@ -444,9 +345,8 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
             if (t->started && was_bot) out_room(out, NULL, "%s takes over from the computer player.", label);
             else out_room(out, NULL, "%s sits down.", label);
             if (hand_in_play(t)) {
-                char hand[RENDER_MAX + 32], cards[RENDER_MAX];
-                if (is_grid(t)) gridtable_hand_text(t, seat, cards, sizeof cards);
-                else render_hand(&t->st, seat, cards, sizeof cards);
+                char hand[TABLE_TEXT_MAX + 32], cards[TABLE_TEXT_MAX];
+                t->game->cards(t->game_state.bytes, seat, cards, sizeof cards);
                 snprintf(hand, sizeof hand, "You now play %s. Your hand: %s", seat_word(t, seat), cards);
                 out_private(out, env, t, p->user, hand);
             }
@@ -455,7 +355,7 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
         p->user[0] = 0;
         p->bot = 1;
         p->away = 0;
-        if (out) out_room(out, NULL, "A computer player sits down as %s.", seat_word(t, seat));
+        if (out) out_room(out, NULL, "%s sits down.", seat_label(t, env, seat, label, sizeof label));
     } else if (strcmp(word, "leave") == 0) {
         if (out) seat_label(t, env, seat, label, sizeof label);
         p->user[0] = 0;
@@ -472,39 +372,53 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int ski
     } else if (strcmp(word, "back") == 0 && p->away) {
         p->away = 0;
         if (out) out_room(out, NULL, "%s is back.", seat_label(t, env, seat, label, sizeof label));
-    } else if (strcmp(word, "set") == 0 && !t->started) {
-        char name[64], value[64];
-        g304_error e;
-        if (sscanf(rest, "%63s %63s", name, value) != 2 || g304_rules_set(&t->rules, name, value, &e) != 0) {
-            snprintf(err, errlen, "entry \"%.60s\" sets no option", entry);
+    } else {
+        return 1;
+    }
+    if (before_start && t->game->seat_changed && strcmp(word, "away") != 0 && strcmp(word, "back") != 0)
+        t->game->seat_changed(t->game_state.bytes, seat);
+    return 0;
+}
+
+static int exec_entry(table *t, const table_env *env, const char *entry, int rebuilding, table_out *out, char *err,
+                      size_t errlen)
+{
+    char word[16];
+    int off = 0, seat = -1, rc;
+    if (t->over || !t->game || sscanf(entry, "%15s%n", word, &off) != 1) {
+        snprintf(err, errlen, "entry \"%.60s\" does not apply to a closed table", entry);
+        return -1;
+    }
+    const char *rest = entry + off;
+    while (*rest == ' ') rest++;
+    int own = is_word(word, seat_entries);
+    if (own || is_word(word, t->game->seat_entries)) {
+        if (parse_seat(t, rest, &seat) != 0) {
+            snprintf(err, errlen, "entry \"%.60s\" names no seat", entry);
             return -1;
         }
-        if (out) out_room(out, NULL, "Option %s is now %s.", name, value);
-    } else if (strcmp(word, "start") == 0 && !t->started) {
-        for (int s = 0; s < G304_SEATS; s++)
-            if (!seated(&t->seat[s])) {
-                snprintf(err, errlen, "start with seat %d empty", s);
-                return -1;
-            }
-        t->started = 1;
-        t->tokens[0] = t->tokens[1] = t->rules.start_tokens;
-        if (out) out_room(out, NULL, "The match begins: first team to win all the tokens (%d each).",
-                          t->rules.start_tokens);
-    } else if (strcmp(word, "deal") == 0) {
-        rc = exec_deal(t, env, rest, skipped, out, err, errlen);
+        rest += 1;
+        while (*rest == ' ') rest++;
+    }
+    if (own) {
+        rc = exec_seat_entry(t, env, word, seat, rest, out);
     } else if (strcmp(word, "abort") == 0) {
         t->over = 1;
         if (out) {
             out_room(out, NULL, "The table is closed.");
             out->closed = "aborted";
         }
-    } else if (strcmp(word, "move") == 0) {
-        rc = exec_move(t, env, seat, rest, out, err, errlen);
+        rc = 0;
     } else {
+        host x;
+        host_of(&x, t, env, out);
+        rc = t->game->entry(t->game_state.bytes, &x.h, word, seat, rest, rebuilding, err, errlen);
+        if (rc < 0) return -1;
+    }
+    if (rc != 0) {
         snprintf(err, errlen, "entry \"%.60s\" does not apply", entry);
         return -1;
     }
-    if (rc != 0) return rc;
     t->seq++;
     if (out) out_entry(out, t->seq, entry);
     return 0;
@@ -517,29 +431,28 @@ int table_exec(table *t, const table_env *env, const char *entry, table_out *out
 
 int table_replay(table *t, const table_env *env, char *const *entries, int n, char *err, size_t errlen)
 {
-    int last_deal = -1;
-    for (int i = 0; i < n; i++)
-        if (strncmp(entries[i], "deal ", 5) == 0) last_deal = i;
-    if (is_grid(t)) last_deal = -1; /* ContractGrid moves are cheap: every hand is replayed, so the
-                                        match (its history and tie-break too) is rebuilt exactly */
-    for (int i = 0; i < n; i++) {
-        int finished_hand = i < last_deal;
-        if (finished_hand && strncmp(entries[i], "move ", 5) == 0) {
-            t->seq++; /* a move of a hand that is over: the next deal states where it left things */
+    uint8_t *skip = NULL;
+    int bad = 0;
+    if (t->game && t->game->rebuild_skips && n > 0) {
+        skip = calloc((size_t)n, 1);
+        if (!skip) abort();
+        t->game->rebuild_skips(entries, n, skip);
+    }
+    for (int i = 0; i < n && !bad; i++) {
+        if (skip && skip[i]) {
+            t->seq++; /* restated by a later entry */
             continue;
         }
-        int is_deal = strncmp(entries[i], "deal ", 5) == 0; /* the hand before may have been skipped */
-        if (exec_entry(t, env, entries[i], is_deal, NULL, err, errlen) != 0) return i + 1;
+        if (exec_entry(t, env, entries[i], 1, NULL, err, errlen) != 0) bad = i + 1;
     }
-    return 0;
+    free(skip);
+    return bad;
 }
 
 /* Executes an entry made live; a refusal here is a bug, reported to the room rather than lost. */
 static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
 {
-    char entry[LINE_MAX_LEN], err[256];
+    char entry[TABLE_ENTRY_MAX], err[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(entry, sizeof entry, fmt, ap);
@@ -551,18 +464,31 @@ static int exec_live(table *t, const table_env *env, table_out *out, const char 
 
 /* ---- commands from people ---- */
 
-static void reply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
-                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void vreply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                   const char *fmt, va_list ap)
+{
+    char text[TABLE_TEXT_MAX], who[TABLE_USER_MAX];
+    vsnprintf(text, sizeof text, fmt, ap);
+    if (is_private) out_private(out, env, t, user, text);
+    else out_room(out, NULL, "%s: %s", user_name(env, t, user, who, sizeof who), text);
+}
+
 static void reply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
                   const char *fmt, ...)
 {
-    char text[RENDER_MAX], who[TABLE_USER_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vreply(out, t, env, user, is_private, fmt, ap);
     va_end(ap);
-    if (is_private) out_private(out, env, t, user, text);
-    else out_room(out, NULL, "%s: %s", user_name(env, t, user, who, sizeof who), text);
+}
+
+static void vrefuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
+                              const char *fmt, va_list ap)
+{
+    char text[TABLE_TEXT_MAX];
+    vsnprintf(text, sizeof text, fmt, ap);
+    out_private(out, env, t, user, text);
+    if (!is_private) reply(out, t, env, user, 0, "not allowed; I sent you the reason privately.");
 }
 
 static int free_seat(const table *t, int want, int for_bot)
@@ -577,6 +503,20 @@ static int free_seat(const table *t, int want, int for_bot)
     return -1;
 }
 
+/* "a ContractGrid table has seats 1 to 3: !join 1, !join 2 or !join 3." */
+static void reply_seats(table *t, const table_env *env, const char *user, int is_private, const char *what,
+                        table_out *out)
+{
+    char list[256];
+    size_t used = 0;
+    int n = nseats(t);
+    list[0] = 0;
+    for (int s = 1; s <= n && used < sizeof list; s++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s%s %d", s == 1 ? "" : s == n ? " or " : ", ",
+                                 env->prefix, what, s);
+    reply(out, t, env, user, is_private, "a %s table has seats 1 to %d: %s.", t->game->title, n, list);
+}
+
 static int cmd_join(table *t, const table_env *env, const char *user, int is_private, const cmd *c, table_out *out)
 {
     int mine = table_seat_of(t, user);
@@ -585,8 +525,7 @@ static int cmd_join(table *t, const table_env *env, const char *user, int is_pri
         return 0;
     }
     if (c->seat >= nseats(t)) {
-        reply(out, t, env, user, is_private, "a ContractGrid table has seats 1 to 3: %sjoin 1, %sjoin 2 or %sjoin 3.",
-              env->prefix, env->prefix, env->prefix);
+        reply_seats(t, env, user, is_private, "join", out);
         return 0;
     }
     int s = free_seat(t, c->seat, 0);
@@ -605,8 +544,7 @@ static int cmd_bot(table *t, const table_env *env, const char *user, int is_priv
         return 0;
     }
     if (c->seat >= nseats(t)) {
-        reply(out, t, env, user, is_private, "a ContractGrid table has seats 1 to 3: %sbot 1, %sbot 2 or %sbot 3.",
-              env->prefix, env->prefix, env->prefix);
+        reply_seats(t, env, user, is_private, "bot", out);
         return 0;
     }
     int s = free_seat(t, c->seat, 1);
@@ -622,196 +560,95 @@ static int may_manage(const table *t, const char *user, int moderator)
     return moderator || strcmp(t->creator, user) == 0 || table_seat_of(t, user) >= 0;
 }
 
+/* The checks `set` and `start` share: before the start, by someone who may manage the table.
+ * Returns 1 to go on, or 0 after telling user why not (doing: "set options", "start it"). */
+static int may_change(table *t, const table_env *env, const char *user, int moderator, int is_private,
+                      const char *doing, table_out *out)
+{
+    if (t->started) {
+        if (!strcmp(doing, "start it")) reply(out, t, env, user, is_private, "the %s is already under way.", t->game->match);
+        else reply(out, t, env, user, is_private, "options are set before the %s starts.", t->game->match);
+        return 0;
+    }
+    if (!may_manage(t, user, moderator)) {
+        reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may %s.", doing);
+        return 0;
+    }
+    return 1;
+}
+
 static int cmd_set(table *t, const table_env *env, const char *user, int moderator, int is_private, const cmd *c,
                    table_out *out)
 {
-    g304_rules r = t->rules;
-    g304_error e;
-    char value[64], typed[sizeof c->arg2];
-    table_option_value(c, typed, sizeof typed);
-    if (!table_may_change(t, env, user, moderator, is_private, "match", "set options", out)) return 0;
-    if (g304_rules_set(&r, c->arg, typed, &e) != 0) {
-        reply(out, t, env, user, is_private, "%s", e.msg);
+    char value[64], msg[TABLE_TEXT_MAX], typed[sizeof c->arg2];
+    snprintf(typed, sizeof typed, "%s", c->arg2); /* option values are lower case */
+    for (char *p = typed; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    if (!may_change(t, env, user, moderator, is_private, "set options", out)) return 0;
+    if (t->game->option(t->game_state.bytes, c->arg, typed, value, sizeof value, msg, sizeof msg) != 0) {
+        reply(out, t, env, user, is_private, "%s", msg);
         return 0;
     }
-    g304_rules_get(&r, c->arg, value, sizeof value);
     return exec_live(t, env, out, "set %s %s", c->arg, value);
 }
 
 static int cmd_start(table *t, const table_env *env, const char *user, int moderator, int is_private, table_out *out)
 {
-    if (!table_may_change(t, env, user, moderator, is_private, "match", "start it", out)) return 0;
-    int n = 0;
-    for (int s = 0; s < G304_SEATS; s++) n += seated(&t->seat[s]);
-    if (n < G304_SEATS) {
-        reply(out, t, env, user, is_private, "%d of 4 seats are taken: %sjoin or add computer players with %sbot.", n,
-              env->prefix, env->prefix);
+    if (!may_change(t, env, user, moderator, is_private, "start it", out)) return 0;
+    int n = 0, seats = nseats(t), applied = 0;
+    for (int s = 0; s < seats; s++) n += table_seat_taken(&t->seat[s]);
+    if (n < seats) {
+        reply(out, t, env, user, is_private, "%d of %d seats %s taken: %sjoin or add computer players with %sbot.", n,
+              seats, n == 1 ? "is" : "are", env->prefix, env->prefix);
         return 0;
     }
-    return exec_live(t, env, out, "start");
-}
-
-/* Whether a refusal's words are public knowledge. The others may name the player's cards, the
- * trump or a hand's points ("you must follow ♥: you hold 9♥ 7♥"), so for a command given in the
- * room they go to the player privately and the room only hears that it was refused. */
-static int refusal_is_public(g304_code code)
-{
-    switch (code) {
-    case G304_E_PHASE: case G304_E_TURN: case G304_E_SEAT: case G304_E_AMOUNT: case G304_E_BID_LOW:
-    case G304_E_BID_200: case G304_E_PARTNER_BID: case G304_E_ONCE: case G304_E_ASK: case G304_E_OPEN:
-    case G304_E_SPOILT: case G304_E_CUT: case G304_E_OVER:
-        return 1;
-    default:
-        return 0;
+    if (t->game->start) {
+        host x;
+        host_of(&x, t, env, out);
+        applied = t->game->start(t->game_state.bytes, &x.h, user, is_private);
+        if (applied < 0) return 0;
     }
-}
-
-static void refuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
-                             const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void refuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
-                             const char *fmt, ...)
-{
-    char text[RENDER_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    out_private(out, env, t, user, text);
-    if (!is_private) reply(out, t, env, user, 0, "not allowed; I sent you the reason privately.");
-}
-
-/* Turns a game command into an engine action. Returns 0, or -1 after replying. */
-static int action_of(const table *t, const table_env *env, const char *user, int is_private, int seat, const cmd *c,
-                     g304_action *a, table_out *out)
-{
-    memset(a, 0, sizeof *a);
-    a->card = c->card;
-    a->amount = c->amount;
-    switch (c->kind) {
-    case CMD_CUT: a->kind = G304_DO_CUT; break;
-    case CMD_BID: a->kind = G304_DO_BID; break;
-    case CMD_PASS: a->kind = G304_DO_PASS; break;
-    case CMD_PARTNER: a->kind = G304_DO_PARTNER; break;
-    case CMD_REDEAL: a->kind = G304_DO_REDEAL; break;
-    case CMD_TRUMP: a->kind = G304_DO_TRUMP; break;
-    case CMD_OPEN: a->kind = G304_DO_OPEN; break;
-    case CMD_PLAY: a->kind = G304_DO_PLAY; break;
-    case CMD_SPOILT: a->kind = G304_DO_SPOILT; break;
-    case CMD_CAPS:
-        a->kind = G304_DO_CAPS;
-        if (c->ncards == 0) {
-            char hand[RENDER_MAX];
-            render_hand(&t->st, seat, hand, sizeof hand);
-            refuse_privately(out, t, env, user, is_private, "a Caps call lists all your cards in the order you will "
-                             "play them, e.g. %scaps J♥ 9♥ …; you hold %s", env->prefix, hand);
-            return -1;
-        }
-        a->n = c->ncards > G304_TRICKS ? G304_TRICKS : c->ncards;
-        memcpy(a->order, c->cards, a->n);
-        break;
-    default: return -1;
-    }
-    return 0;
-}
-
-static int is_facedown_play(const table *t, int seat, const g304_action *a)
-{
-    g304_state copy = t->st;
-    g304_events ev;
-    ev.n = 0;
-    if (a->kind != G304_DO_PLAY || g304_apply(&copy, seat, a, &ev, NULL) != G304_OK) return 0;
-    for (int i = 0; i < ev.n; i++)
-        if (ev.ev[i].kind == G304_EV_FACEDOWN && ev.ev[i].seat == seat) return 1;
-    return 0;
-}
-
-static int cmd_move(table *t, const table_env *env, const char *user, int is_private, const cmd *c, table_out *out)
-{
-    int seat = table_seat_of(t, user);
-    int quiet = c->kind == CMD_PLAY && c->bare;
-    if (c->kind == CMD_PLAY && c->joker) { /* 304 has no joker; "JK" alone in the room is chat, as it always was */
-        if (!c->bare || is_private)
-            reply(out, t, env, user, is_private, "304 has no joker: a card is rank then suit, like JS, 10h, "
-                  "J\xE2\x99\xA0 or jack of spades.");
-        return 0;
-    }
-    if (seat < 0 || !t->started || t->hand_no == 0) {
-        if (!quiet)
-            reply(out, t, env, user, is_private, seat < 0 ? "you are not playing at this table (%sjoin to sit down)."
-                                                          : "the match has not started (%sstart).", env->prefix);
-        return 0;
-    }
-    if (quiet && t->st.to_act != seat) return 0; /* a card said on one's own turn is a move, else chat */
-    if (c->kind == CMD_TRUMP && !is_private) {
-        reply(out, t, env, user, 0, "the indicator is secret: send %strump CARD to me privately (%s). "
-              "Everyone here saw this message, so choose your indicator with that in mind.", env->prefix, env->private_how);
-        return 0;
-    }
-    g304_action a;
-    if (action_of(t, env, user, is_private, seat, c, &a, out) != 0) return 0;
-    g304_state copy = t->st;
-    g304_error e;
-    if (g304_apply(&copy, seat, &a, NULL, &e) != G304_OK) {
-        if (e.code == G304_E_TURN && t->st.to_act != G304_NO_SEAT) {
-            char label[NAME_MAX_LEN];
-            reply(out, t, env, user, is_private, "it is not your turn: %s is to act.",
-                  seat_label(t, env, t->st.to_act, label, sizeof label));
-        } else if (refusal_is_public(e.code)) {
-            reply(out, t, env, user, is_private, "%s", e.msg);
-        } else {
-            refuse_privately(out, t, env, user, is_private, "%s", e.msg);
-        }
-        return 0;
-    }
-    if (!is_private && is_facedown_play(t, seat, &a)) {
-        reply(out, t, env, user, 0, "that card would go face down, which is secret: send %splay CARD to me privately (%s).",
-              env->prefix, env->private_how);
-        return 0;
-    }
-    int applied = 0;
-    if (t->seat[seat].away) applied += exec_live(t, env, out, "back %d", seat);
-    char text[LINE_MAX_LEN];
-    table_action_text(&a, text, sizeof text);
-    return applied + exec_live(t, env, out, "move %d %s", seat, text);
+    return applied + exec_live(t, env, out, "start");
 }
 
 static void cmd_show(table *t, const table_env *env, const char *user, int is_private, const cmd *c, table_out *out)
 {
-    char text[RENDER_MAX];
-    seat_names n;
+    char text[2 * TABLE_TEXT_MAX];
+    host x;
     int seat = table_seat_of(t, user);
-    names_of(t, env, &n);
+    host_of(&x, t, env, out);
     if (c->kind == CMD_HAND) {
-        if (seat < 0 || !t->started || t->hand_no == 0) {
+        if (seat < 0 || !t->game->view(t->game_state.bytes, &x.h, GAME_VIEW_HAND, seat, text, sizeof text)) {
             reply(out, t, env, user, is_private, "you hold no cards at this table.");
             return;
         }
-        render_hand(&t->st, seat, text, sizeof text);
         out_private(out, env, t, user, text);
         if (!is_private) reply(out, t, env, user, 0, "I sent you your hand privately.");
         return;
     }
-    int viewer = is_private ? seat : -1;
-    if (!t->started || t->hand_no == 0) {
-        size_t used = (size_t)snprintf(text, sizeof text, "Table %" PRId64 " (not started):", t->id);
-        for (int s = 0; s < G304_SEATS && used < sizeof text; s++)
-            used += (size_t)snprintf(text + used, sizeof text - used, " %s%s", n.names[s], s < 3 ? "," : ".");
-    } else if (c->kind == CMD_TABLE) {
-        render_table(&t->st, viewer, n.names, text, sizeof text);
-    } else {
-        render_last(&t->st, viewer, n.names, text, sizeof text);
-    }
+    t->game->view(t->game_state.bytes, &x.h, c->kind == CMD_TABLE ? GAME_VIEW_TABLE : GAME_VIEW_LAST,
+                  is_private ? seat : -1, text, sizeof text);
     if (is_private) out_private(out, env, t, user, text);
     else out_room(out, NULL, "%s", text);
+}
+
+/* A game command: one entry, after "back" if the player was away (acting ends it). */
+static int cmd_game(table *t, const table_env *env, const char *user, int is_private, const cmd *c, table_out *out)
+{
+    char entry[TABLE_ENTRY_MAX];
+    host x;
+    int seat = table_seat_of(t, user), applied = 0;
+    host_of(&x, t, env, out);
+    if (!t->game->command(t->game_state.bytes, &x.h, user, seat, is_private, c, entry, sizeof entry)) return 0;
+    if (seat >= 0 && t->seat[seat].away) applied += exec_live(t, env, out, "back %d", seat);
+    return applied + exec_live(t, env, out, "%s", entry);
 }
 
 int table_command(table *t, const table_env *env, const char *user, int moderator, int is_private, const cmd *c,
                   table_out *out)
 {
     int seat = table_seat_of(t, user);
-    int shared = c->kind == CMD_JOIN || c->kind == CMD_BOT || c->kind == CMD_LEAVE || c->kind == CMD_BACK ||
-                 c->kind == CMD_ABORT;
-    if (is_grid(t) && !shared) return gridtable_command(t, env, user, moderator, is_private, c, out);
+    if (!t->game) return 0;
     switch (c->kind) {
     case CMD_JOIN: return cmd_join(t, env, user, is_private, c, out);
     case CMD_BOT: return cmd_bot(t, env, user, is_private, c, out);
@@ -827,7 +664,6 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
             return 0;
         }
         return exec_live(t, env, out, "back %d", seat);
-    case CMD_START: return cmd_start(t, env, user, moderator, is_private, out);
     case CMD_ABORT:
         if (!moderator && strcmp(user, t->creator) != 0) {
             reply(out, t, env, user, is_private, "only the table's creator or a room moderator may abort it.");
@@ -835,128 +671,72 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
         }
         return exec_live(t, env, out, "abort");
     case CMD_SET: return cmd_set(t, env, user, moderator, is_private, c, out);
+    case CMD_START: return cmd_start(t, env, user, moderator, is_private, out);
     case CMD_HAND:
     case CMD_TABLE:
     case CMD_LAST: cmd_show(t, env, user, is_private, c, out); return 0;
-    case CMD_CUT:
-    case CMD_BID:
-    case CMD_PASS:
-    case CMD_PARTNER:
-    case CMD_REDEAL:
-    case CMD_TRUMP:
-    case CMD_OPEN:
-    case CMD_PLAY:
-    case CMD_CAPS:
-    case CMD_SPOILT: return cmd_move(t, env, user, is_private, c, out);
-    case CMD_MARK:
-        if (strcmp(c->word, "bid") == 0) { /* "bid a1 …": what the parser said of it before ContractGrid */
-            reply(out, t, env, user, is_private, "a bid is a number like 160 (or 60), or pcc: %sbid 160", env->prefix);
-            return 0;
-        }
-        /* fall through */
-    case CMD_GRID:
-    case CMD_EXCLUDE:
-        reply(out, t, env, user, is_private, "%s%s is a ContractGrid command, and this table plays 304 (%shelp lists "
-              "the commands).", env->prefix, c->word, env->prefix);
-        return 0;
-    default:
-        reply(out, t, env, user, is_private, "%s%s is not a 304 command (%shelp lists them).", env->prefix, c->word,
-              env->prefix);
-        return 0;
+    default: return cmd_game(t, env, user, is_private, c, out);
     }
 }
 
 /* ---- what happens by itself ---- */
 
-/* The order to call Caps with for a computer seat, from the judge's record: the cards it still
- * holds, in the proven order. Returns the count, or 0 if the record does not cover them. */
-static int caps_order_for(const table *t, int s, card_t order[G304_TRICKS])
-{
-    cardset_t held = g304_cards_of(&t->st, s), listed = 0;
-    int n = 0;
-    for (int i = 0; i < t->st.certain_n[s]; i++) {
-        card_t c = t->st.certain_order[s][i];
-        if (held & CARDSET_BIT(c)) order[n++] = c, listed |= CARDSET_BIT(c);
-    }
-    return n > 0 && listed == held ? n : 0;
-}
-
 int table_auto(table *t, const table_env *env, table_out *out)
 {
-    int added = 0;
-    if (is_grid(t)) return gridtable_auto(t, env, out);
-    for (int guard = 0; guard < 8 && t->started && !t->over; guard++) {
-        if (t->hand_no == 0 || t->st.phase == G304_PHASE_DONE) {
-            uint8_t seed[STORE_SEED_BYTES];
-            int dealer = t->dealer;
-            if (t->hand_no == 0) { /* the first dealer comes from the first seed */
-                if (!env->seed || env->seed(env->ctx, t->id, 1, seed) != 0) break;
-                dealer = seed[SEED_BYTES - 1] & 3;
-            }
-            if (!exec_live(t, env, out, "deal %d %d %d", dealer, t->tokens[0], t->tokens[1])) break;
-            added++;
-            continue;
-        }
-        int called = 0;
-        for (int s = 0; s < G304_SEATS && !called; s++) {
-            card_t order[G304_TRICKS];
-            int n;
-            if (!computer_plays(&t->seat[s]) || t->st.phase != G304_PHASE_PLAY || !g304_caps_open_for(&t->st, s) ||
-                t->st.certain_at[s] == G304_NEVER || (n = caps_order_for(t, s, order)) == 0)
-                continue;
-            g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE, .n = (uint8_t)n};
-            memcpy(a.order, order, (size_t)n);
-            char text[LINE_MAX_LEN];
-            table_action_text(&a, text, sizeof text);
-            called = exec_live(t, env, out, "move %d %s", s, text);
-        }
-        if (!called) break;
-        added++;
-    }
-    return added;
+    host x;
+    if (!t->started || t->over) return 0;
+    host_of(&x, t, env, out);
+    return t->game->follow_up(t->game_state.bytes, &x.h);
 }
+
+int table_to_act(const table *t) { return t->game ? t->game->to_act(t->game_state.bytes) : -1; }
 
 int table_computer_to_act(const table *t)
 {
     if (!hand_in_play(t)) return -1;
-    int s = engine_to_act(t);
-    if (s == G304_NO_SEAT || !computer_plays(&t->seat[s])) return -1;
+    int s = table_to_act(t);
+    if (s < 0 || !table_seat_computer(&t->seat[s])) return -1;
     return s;
 }
 
-int table_to_act(const table *t)
+table_think table_computer_question(const table *t, int seat, table_question *q)
 {
-    int s = engine_to_act(t);
-    return s == G304_NO_SEAT ? -1 : s;
+    t->game->ask(t->game_state.bytes, seat, q);
+    return t->game->think;
 }
 
-int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const g304_action *a, table_out *out)
+int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const table_question *q, int ok,
+                        table_out *out)
 {
-    char text[LINE_MAX_LEN];
-    if (is_grid(t) || seq != t->seq || table_computer_to_act(t) != seat) return 0;
-    g304_state copy = t->st;
-    g304_action act = *a;
-    if (g304_apply(&copy, seat, &act, NULL, NULL) != G304_OK) {
-        g304_action legal[G304_MAX_LEGAL];
-        if (g304_legal(&t->st, seat, legal) == 0) return 0;
-        act = legal[0]; /* a computer player's mistake must not stall the table */
-    }
-    table_action_text(&act, text, sizeof text);
-    return exec_live(t, env, out, "move %d %s", seat, text);
+    char entry[TABLE_ENTRY_MAX];
+    if (seq != t->seq || table_computer_to_act(t) != seat) return 0;
+    if (!t->game->answer(t->game_state.bytes, seat, q, ok, entry, sizeof entry)) return 0;
+    return exec_live(t, env, out, "%s", entry);
+}
+
+void table_prompt(table *t, const table_env *env, table_out *out)
+{
+    host x;
+    if (t->prompted == t->seq || !hand_in_play(t)) return;
+    int s = table_to_act(t);
+    if (s < 0 || table_seat_computer(&t->seat[s])) return;
+    t->prompted = t->seq;
+    host_of(&x, t, env, out);
+    t->game->prompt(t->game_state.bytes, &x.h, s);
 }
 
 /* ---- timers ---- */
 
 static int human_to_act(const table *t)
 {
-    int s = hand_in_play(t) ? engine_to_act(t) : G304_NO_SEAT;
-    return s != G304_NO_SEAT && !computer_plays(&t->seat[s]) ? s : -1;
+    int s = hand_in_play(t) ? table_to_act(t) : -1;
+    return s >= 0 && !table_seat_computer(&t->seat[s]) ? s : -1;
 }
 
 void table_note_turn(table *t, int64_t now)
 {
     int s = human_to_act(t);
-    uint8_t key = s < 0 ? G304_NO_SEAT : (uint8_t)s;
+    uint8_t key = s < 0 ? TABLE_NO_SEAT : (uint8_t)s;
     if (key == t->turn_seat && t->turn_seq == t->seq) return;
     t->turn_since = now;
     t->reminded = 0;
@@ -991,11 +771,11 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
         exec_live(t, env, out, "away %d", s);
         table_note_turn(t, now);
     } else if (s >= 0 && remind_ms > 0 && !t->reminded && now - t->turn_since >= remind_ms) {
-        char text[RENDER_MAX];
-        seat_names n;
-        names_of(t, env, &n);
-        size_t said = is_grid(t) ? gridtable_turn_text(t, env, text, sizeof text) : render_turn(&t->st, n.names, text, sizeof text);
-        if (said) out_room(out, t->seat[s].user, "Reminder — %s", text);
+        char text[TABLE_TEXT_MAX];
+        host x;
+        host_of(&x, t, env, out);
+        if (t->game->turn_text(t->game_state.bytes, &x.h, text, sizeof text))
+            out_room(out, t->seat[s].user, "Reminder — %s", text);
         t->reminded = 1;
     }
     return table_next_timer(t, remind_ms, idle_ms, close_ms);
@@ -1003,125 +783,12 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
 
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len)
 {
-    seat_names n;
-    if (is_grid(t)) return gridtable_match_text(t, env, buf, len);
-    names_of(t, env, &n);
-    if (!t->started || t->hand_no == 0)
-        return (size_t)snprintf(buf, len, "Table %" PRId64 " has not started.", t->id);
-    int16_t tok[2] = {t->tokens[0], t->tokens[1]};
-    if (t->st.phase == G304_PHASE_DONE) tok[0] = t->st.tokens[0], tok[1] = t->st.tokens[1];
-    return (size_t)snprintf(buf, len, "Match at table %" PRId64 ", hand %d: %s & %s %d tokens, %s & %s %d tokens.",
-                            t->id, t->hand_no, n.names[0], n.names[2], tok[0], n.names[1], n.names[3], tok[1]);
+    host x;
+    host_of(&x, (table *)t, env, NULL); /* match_text only reads: it asks the host for seat labels */
+    return t->game->match_text(t->game_state.bytes, &x.h, buf, len);
 }
 
-void table_prompt(table *t, const table_env *env, table_out *out)
+size_t table_rules_text(const table *t, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
-    char text[RENDER_MAX + 32], hand[RENDER_MAX];
-    seat_names n;
-    if (is_grid(t)) {
-        gridtable_prompt(t, env, out);
-        return;
-    }
-    if (t->prompted == t->seq || !hand_in_play(t)) return;
-    int s = t->st.to_act;
-    if (s == G304_NO_SEAT || computer_plays(&t->seat[s])) return;
-    t->prompted = t->seq;
-    names_of(t, env, &n);
-    if (render_turn(&t->st, n.names, text, sizeof text)) out_room(out, t->seat[s].user, "%s", text);
-    if (t->st.phase == G304_PHASE_PLAY || t->st.phase == G304_PHASE_TRUMP) {
-        render_hand(&t->st, s, hand, sizeof hand);
-        snprintf(text, sizeof text, "Your turn. Your hand: %s", hand);
-        out_private(out, env, t, t->seat[s].user, text);
-    }
-    g304_action legal[G304_MAX_LEGAL];
-    int nlegal = t->st.phase == G304_PHASE_BID4 ? g304_legal(&t->st, s, legal) : 0;
-    for (int i = 0; i < nlegal; i++)
-        if (legal[i].kind == G304_DO_REDEAL) {
-            snprintf(text, sizeof text, "Your four cards are worth %d points: you may ask for a redeal (%sredeal) "
-                     "before you bid or pass.", cardset_points(t->st.hand[s]), env->prefix);
-            out_private(out, env, t, t->seat[s].user, text);
-        }
+    return t->game->rules_text(t->game_state.bytes, prefix, rules_url, buf, len);
 }
-
-size_t table_rules_text(const table *t, char *buf, size_t len)
-{
-    if (is_grid(t)) return gridtable_rules_text(&t->g.rules, buf, len);
-    return render_rules(&t->rules, buf, len);
-}
-
-/* ---- helpers lent to gridtable.c (gridtable.h) ---- */
-
-void table_say(table_out *o, const char *mention, const char *fmt, ...)
-{
-    char line[RENDER_MAX];
-    va_list ap;
-    if (!o) return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    out_text(o, "", mention, line);
-}
-
-void table_say_private(table_out *o, const table_env *env, const table *t, const char *user, const char *text)
-{
-    out_private(o, env, t, user, text);
-}
-
-void table_reply(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
-                 const char *fmt, ...)
-{
-    char text[RENDER_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    reply(out, t, env, user, is_private, "%s", text);
-}
-
-void table_refuse_privately(table_out *out, const table *t, const table_env *env, const char *user, int is_private,
-                            const char *text)
-{
-    refuse_privately(out, t, env, user, is_private, "%s", text);
-}
-
-int table_exec_live(table *t, const table_env *env, table_out *out, const char *entry)
-{
-    return exec_live(t, env, out, "%s", entry);
-}
-
-const char *table_seat_label(const table *t, const table_env *env, int s, char *buf, size_t len)
-{
-    return seat_label(t, env, s, buf, len);
-}
-
-const char *table_seat_word(const table *t, int s) { return seat_word(t, s); }
-
-void table_add_score(table_out *o, const store_standing *d) { out_score(o, d); }
-
-int table_may_manage(const table *t, const char *user, int moderator) { return may_manage(t, user, moderator); }
-
-int table_may_change(table *t, const table_env *env, const char *user, int moderator, int is_private,
-                     const char *game, const char *doing, table_out *out)
-{
-    if (t->started) {
-        if (!strcmp(doing, "start it")) reply(out, t, env, user, is_private, "the %s is already under way.", game);
-        else reply(out, t, env, user, is_private, "options are set before the %s starts.", game);
-        return 0;
-    }
-    if (!may_manage(t, user, moderator)) {
-        reply(out, t, env, user, is_private, "only players at the table, its creator or a moderator may %s.", doing);
-        return 0;
-    }
-    return 1;
-}
-
-void table_option_value(const cmd *c, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s", c->arg2);
-    for (char *p = buf; *p; p++)
-        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
-}
-
-int table_computer_plays(const table *t, int s) { return computer_plays(&t->seat[s]); }
-
-int table_seated(const table *t, int s) { return seated(&t->seat[s]); }

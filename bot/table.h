@@ -1,18 +1,17 @@
-/* table.h — one table in a room (304, or ContractGrid): seats, options, the match, its journal.
+/* table.h — the table core: one table in a room, whatever game it hosts — seats, people and
+ * computer players, away and back, the journal and its rebuild, timers, messages and
+ * standings. The game itself sits behind one interface (game.h) and keeps its state in the
+ * table's game_state, which the core never reads.
  *
  * A table is a deterministic machine over its journal: every change (a seat taken, an option
  * set, a hand dealt, a move) is one text entry, and table_exec() applies one. Live, the core
  * asks table_command() to turn a player's command into entries (or a refusal), runs the
  * follow-ups table_auto() finds (deal the next hand, a computer player's Caps call), and
  * writes the entries and the messages to the store in one transaction. On restart the core
- * feeds the stored entries back through table_exec() without collecting messages, which
- * rebuilds the table exactly. Computer moves are chosen elsewhere (ai304, on a worker) and
- * come back as a command-like move through table_computer_move().
- *
- * The same machinery hosts both games: seats, people and computer players, the journal, the
- * timers and the messages are shared (table.c); what is particular to ContractGrid — its
- * options, grids, hands and words — lives in gridtable.c, which table.c hands a grid table's
- * game entries and commands to. A table is a 304 table unless table_set_game() says else. */
+ * feeds the stored entries back through table_replay() without collecting messages, which
+ * rebuilds the table exactly. Computer players think elsewhere (on a worker, from the
+ * question table_computer_question() gives) and their answer comes back through
+ * table_computer_move(). */
 #ifndef CARDROOM_TABLE_H
 #define CARDROOM_TABLE_H
 
@@ -21,12 +20,19 @@
 
 #include "caps.h"
 #include "command.h"
-#include "g304.h"
-#include "grid.h"
+#include "config.h"
 #include "store.h"
 
+#define TABLE_MAX_SEATS 6         /* the most seats any game has (304 for six) */
+#define TABLE_NO_SEAT 0xFF
 #define TABLE_USER_MAX 256
 #define TABLE_ROOM_MAX 256
+#define TABLE_TEXT_MAX 2048       /* the longest line a table says in one go */
+#define TABLE_ENTRY_MAX 512       /* the longest journal entry */
+#define TABLE_GAME_STATE_MAX 2048 /* room for the largest game's state (each game checks it fits) */
+#define TABLE_QUESTION_MAX 2048   /* room for the largest computer player's question */
+
+typedef struct table_game table_game; /* a game's operations (game.h) */
 
 typedef struct {
     char user[TABLE_USER_MAX]; /* the player ("" for none) */
@@ -34,9 +40,14 @@ typedef struct {
     uint8_t away;              /* the player is away: a computer player takes his turns (`back`) */
 } table_seat;
 
+/* Whether a computer plays the seat: a computer player, an away player, or nobody. */
+static inline int table_seat_computer(const table_seat *p) { return p->bot || p->away || !p->user[0]; }
+/* Whether the seat is taken, by a person or a computer. */
+static inline int table_seat_taken(const table_seat *p) { return p->user[0] || p->bot; }
+
 /* What a table needs from the process around it. */
 typedef struct {
-    caps_solver *judge;        /* the Caps judge's search (one per thread) */
+    caps_solver *judge;        /* the Caps judge's search (one per thread), for games that judge Caps */
     /* The seed of hand hand_no of table id: read from the store, or made and stored the first
      * time. Returns 0, or -1 (the table cannot deal). */
     int (*seed)(void *ctx, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
@@ -45,13 +56,17 @@ typedef struct {
     /* A room's name for people, for the head of private messages; writes into buf (may be
      * NULL, or return NULL: the room id is used). */
     const char *(*room_name)(void *ctx, const char *room, char *buf, size_t len);
+    /* Whether a user wants a private notice with his hand on each turn (`notify`; may be
+     * NULL: everybody does). */
+    int (*notify)(void *ctx, const char *user);
     void *ctx;
     const char *prefix;        /* the command prefix, for hints */
     const char *private_how;   /* "in your direct chat with me" */
 } table_env;
 
 /* One message a table wants sent. user "" = to the room; else privately to that user (the text
- * then starts by naming the room and table). mention: a user to notify ("" none). */
+ * then starts by naming the room and table, once: the lines a batch has for one user are one
+ * message). mention: a user to notify ("" none). */
 typedef struct {
     char user[TABLE_USER_MAX];
     char mention[TABLE_USER_MAX];
@@ -78,33 +93,32 @@ typedef struct {
 
 void table_out_clear(table_out *o);
 
-typedef enum { TABLE_GAME_304 = 0, TABLE_GAME_GRID = 1 } table_game;
-
-/* A ContractGrid table's game (gridtable.c). */
+/* A computer player's question: what one seat may know, in the game's own layout, and room
+ * for the answer. Plain bytes, so it travels to a worker thread by copy. */
 typedef struct {
-    grid_rules rules;                          /* the options; fixed once the game starts */
-    uint8_t grid[GRID_SEATS][GRID_MAX_CELLS];  /* each seat's grid: the contract on each cell */
-    uint8_t has_grid;                          /* bit s: seat s has arranged its grid */
-    grid_state st;                             /* the hand (phase DONE between hands), with the
-                                                  match: grids, marks, scores, dealer */
-} table_grid;
+    union {
+        max_align_t align;
+        unsigned char bytes[TABLE_QUESTION_MAX];
+    };
+} table_question;
 
-typedef struct {
+/* Thinks about a question (on a worker thread: a pure function of the question and seed).
+ * Returns 1 when a move was chosen (kept in the question), 0 when there is none. */
+typedef int (*table_think)(table_question *q, uint64_t seed);
+
+typedef struct table {
     int64_t id;
     char net[16];
     char room[TABLE_ROOM_MAX];
     char creator[TABLE_USER_MAX];
     uint8_t started;
     uint8_t over;               /* closed: no more commands */
-    uint8_t game;               /* table_game */
-    g304_rules rules;
-    table_seat seat[G304_SEATS];
-    int hand_no;                /* hands dealt so far (the current one is hand_no) */
-    int16_t tokens[2];          /* tokens at the start of the current hand */
-    uint8_t dealer;
-    uint8_t seed[STORE_SEED_BYTES];
-    g304_state st;              /* 304 only (a grid table keeps it in phase DONE) */
-    table_grid g;               /* ContractGrid only */
+    const table_game *game;     /* NULL until table_set_game() */
+    union {                     /* the game's own state: only the game reads or writes it */
+        max_align_t align;
+        unsigned char bytes[TABLE_GAME_STATE_MAX];
+    } game_state;
+    table_seat seat[TABLE_MAX_SEATS]; /* the game says how many are in use */
     int64_t seq;                /* journal entries applied */
     /* runtime only (timers), never journaled */
     int64_t turn_since;         /* ms: when the seat to act got the turn */
@@ -115,23 +129,24 @@ typedef struct {
     uint8_t turn_seat;
 } table;
 
-/* A new, empty table (its creation is not a journal entry: the store's table row is). */
-void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator,
-                const g304_rules *defaults);
+/* A new, empty table without a game (its creation is not a journal entry: the store's table
+ * row is). */
+void table_init(table *t, int64_t id, const char *net, const char *room, const char *creator);
 
-/* Makes a fresh table (before any entry) a table of game "304" or "grid" (store_table.game).
- * Returns 0, or -1 for an unknown game. */
-int table_set_game(table *t, const char *game);
+/* Gives a fresh table (before any entry) its game, by the name !new and the store use ("304",
+ * "grid"), with the configuration's defaults for its options. Returns 0, or -1 for an unknown
+ * game. */
+int table_set_game(table *t, const char *game, const cfg *config);
 
 /* Applies one journal entry. out may be NULL (replay: nothing is said). With out, the entry is
  * also recorded in out->entries. Returns 0, or -1 with a message in err if the entry does not
  * apply (a damaged journal). */
 int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen);
 
-/* Rebuilds a table from all its journal entries. The moves of hands that are over are skipped
- * (each deal entry states the dealer and tokens the next hand starts from), so a rebuild costs
- * the current hand, not the whole match. Returns 0, or the number (from 1) of the entry that
- * does not apply, with a message in err. */
+/* Rebuilds a table from all its journal entries. Entries whose effect a later entry states
+ * again are skipped where the game allows it (304 skips the moves of hands that are over), so
+ * a rebuild costs the current hand, not the whole match. Returns 0, or the number (from 1) of
+ * the entry that does not apply, with a message in err. */
 int table_replay(table *t, const table_env *env, char *const *entries, int n, char *err, size_t errlen);
 
 /* A player's table command (anything but new/help/rules/standings, which the core answers).
@@ -156,13 +171,15 @@ int table_computer_to_act(const table *t);
 /* The seat whose move it is in the hand being played (person or computer), or -1. */
 int table_to_act(const table *t);
 
-/* A computer player's move for seat, chosen at journal position seq: applied only if the table
- * has not moved on since (seq == t->seq). Returns 1 if applied. */
-int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const g304_action *a,
+/* Fills q with what the computer seat may know now, and returns the function that thinks
+ * about it (to run on a worker). */
+table_think table_computer_question(const table *t, int seat, table_question *q);
+
+/* A computer player's answer for seat to the question asked at journal position seq (ok: the
+ * thinking chose a move): applied only if the table has not moved on since (seq == t->seq);
+ * a move the rules refuse gives way to a legal one. Returns 1 if applied. */
+int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, const table_question *q, int ok,
                         table_out *out);
-/* The same at a ContractGrid table (gridtable.c). */
-int table_computer_move_grid(table *t, const table_env *env, int seat, int64_t seq, const grid_action *a,
-                             table_out *out);
 
 /* Timers (ms): remind the player to act after remind_ms, let a computer take the seat after
  * idle_ms, close the table when untouched for close_ms (0 = that timer is off). Returns the
@@ -178,16 +195,12 @@ int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int
 /* The seat of user, or -1. */
 int table_seat_of(const table *t, const char *user);
 
-/* Running match in words for `standings`: tokens per team, hand number (ContractGrid: the
- * scores, marks and who risks the cap). */
+/* The running match in words for `standings` (304: tokens per team and hand number;
+ * ContractGrid: the scores, marks and who risks the cap). */
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len);
 
-/* The rules of the table's game and its options, for `rules`. */
-size_t table_rules_text(const table *t, char *buf, size_t len);
-
-/* The canonical journal text of a move: "bid 160", "play JH", "caps JH 9H". */
-size_t table_action_text(const g304_action *a, char *buf, size_t len);
-/* Reads it back. Returns 0, or -1. */
-int table_action_parse(const char *text, g304_action *a);
+/* The table's options and where its game's rules are in full (rules_url and the game's file
+ * name), for `rules`. */
+size_t table_rules_text(const table *t, const char *prefix, const char *rules_url, char *buf, size_t len);
 
 #endif

@@ -53,11 +53,7 @@ static void ring_pop(ring *r, work_job *j)
     r->count--;
 }
 
-static void think(work_job *j)
-{
-    if (j->grid) j->ok = aigrid_choose(&j->gin, j->seed, &j->gaction) == 0;
-    else j->ok = ai304_choose(&j->in, j->seed, &j->action) == 0;
-}
+static void think(work_job *j) { j->ok = j->think(&j->q, j->seed); }
 
 static void *worker_main(void *arg)
 {

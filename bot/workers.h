@@ -1,16 +1,17 @@
 /* workers.h — computer players think on worker threads, off the event loop.
  *
- * The loop submits a job (a seat's knowledge, ai304_input or aigrid_input, and where the
- * table stood); a worker runs ai304_choose() or aigrid_choose() and queues the result; the loop's wake-up descriptor turns
- * readable and the loop collects results with work_take(). With zero threads a job is
- * answered at once on the caller's thread (tests, small tools). */
+ * The loop submits a job (a computer player's question from its table, the game's function
+ * that thinks about it, and where the table stood); a worker runs the function and queues the
+ * job with its answer; the loop's wake-up descriptor turns readable and the loop collects
+ * results with work_take(). Workers know no game: the question is plain bytes the game laid
+ * out. With zero threads a job is answered at once on the caller's thread (tests, small
+ * tools). */
 #ifndef CARDROOM_WORKERS_H
 #define CARDROOM_WORKERS_H
 
 #include <stdint.h>
 
-#include "ai304.h"
-#include "aigrid.h"
+#include "table.h"
 
 typedef struct workers workers;
 
@@ -20,16 +21,9 @@ typedef struct {
     int seat;
     uint64_t seed;
     int64_t not_before;   /* ms: the answer is not used before this time (a thinking pause) */
-    int grid;             /* 1: a ContractGrid seat (gin, gaction); 0: 304 (in, action) */
-    union {
-        ai304_input in;
-        aigrid_input gin;
-    };
-    int ok;               /* result: an action was chosen */
-    union {
-        g304_action action;   /* result */
-        grid_action gaction;  /* result (ContractGrid) */
-    };
+    table_think think;    /* the game's thinking (table_computer_question) */
+    table_question q;     /* the seat's knowledge; with the answer once thought about */
+    int ok;               /* result: a move was chosen */
 } work_job;
 
 workers *work_new(int threads);

@@ -987,8 +987,8 @@ static g304_code check_caps(const g304_state *st, int seat, const g304_action *a
         listed |= CARDSET_BIT(a->order[i]);
     }
     if (listed != have || a->n != cardset_count(have))
-        return fail(err, G304_E_CAPS, "a Caps call lists each of your %d cards once, in playing order: %s",
-                    cardset_count(have), cards_text(have, buf, sizeof buf));
+        return fail(err, G304_E_CAPS, "a Caps call lists every card you hold once, in playing order: %s",
+                    cards_text(have, buf, sizeof buf));
     return G304_OK;
 }
 

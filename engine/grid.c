@@ -795,7 +795,8 @@ static grid_code check_bid(const grid_state *st, const grid_action *a, uint16_t 
         set |= (uint16_t)(1u << c);
     }
     if (a->n != r->bids)
-        return fail(err, GRID_E_BID_COUNT, "bid exactly %d cells of your grid (you gave %d)", r->bids, a->n);
+        return fail(err, GRID_E_BID_COUNT, "bid exactly %d cell%s of your grid (you gave %d)", r->bids,
+                    r->bids == 1 ? "" : "s", a->n);
     *cells = set;
     return GRID_OK;
 }

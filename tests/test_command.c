@@ -169,6 +169,10 @@ static const row rows[] = {
     PLAIN("!last", CMD_LAST),
     PLAIN("!rules", CMD_RULES),
     BAD("!rules please", "rules", "takes no argument"),
+    {"!notify", .kind = CMD_NOTIFY, .arg = ""},
+    {"!Notify OFF", .kind = CMD_NOTIFY, .arg = "off"},
+    {"notify on", .opt = 1, .kind = CMD_NOTIFY, .arg = "on"},
+    BAD("!notify maybe", "notify", "notify takes on or off: !notify off"),
 
     /* cut */
     CUT("!cut 0", 0),
@@ -506,8 +510,9 @@ Test(command, help_for_every_kind)
         cr_assert_not_null(h, "no help for %s", name);
         snprintf(want, sizeof want, "!%s", name);
         cr_expect(starts_with(h, want), "help %s starts: %s", name, h);
-        const char *nl = strchr(h, '\n');
-        cr_expect(nl && strchr(nl, '.'), "help %s: a usage line, then sentences: %s", name, h);
+        const char *dot = strstr(h, ". ");
+        cr_expect(!strchr(h, '\n') && dot && strchr(dot + 2, '.'), "help %s: one line, the usage then sentences: %s",
+                  name, h);
         cr_expect(is_utf8(h));
 
         h = help(name, "cr:");
@@ -554,12 +559,34 @@ Test(command, help_list)
     cr_expect(h && strstr(h, "\ncr:bid ") && !strstr(h, "\n!"), "list with cr: %s", h);
 }
 
+/* The one line help says in a room: every command word, and where the rest went. */
+Test(command, help_line_for_a_room)
+{
+    char line[1024], small[40];
+    cr_assert_eq(cmd_help_line("!", line, sizeof line), line);
+    cr_expect_null(strchr(line, '\n'));
+    cr_expect(starts_with(line, "Commands: new, join, "), "%s", line);
+    for (int k = CMD_NEW; k < CMD_KIND_COUNT; k++) {
+        char word[40];
+        snprintf(word, sizeof word, " %s%s", cmd_name((cmd_kind)k), k == CMD_KIND_COUNT - 1 ? "." : ",");
+        cr_expect(strstr(line, word), "the line lacks%s: %s", word, line);
+    }
+    cr_expect(strstr(line, "!help COMMAND tells more of one; I sent you the list privately."), "%s", line);
+    cmd_help_line("cr:", line, sizeof line);
+    cr_expect(strstr(line, "cr:help COMMAND") && !strchr(line, '~'), "%s", line);
+    cr_assert_eq(cmd_help_line("!", small, sizeof small), small);
+    cr_expect_lt(strlen(small), sizeof small);
+    cr_expect(is_utf8(small));
+    cr_expect_null(cmd_help_line("!", small, 0));
+}
+
 Test(command, help_says_what_matters)
 {
     cr_expect(strstr(help("trump", "!"), "privately"));
     cr_expect(strstr(help("play", "!"), "face-down") && strstr(help("play", "!"), "privately"));
     cr_expect(strstr(help("caps", "!"), "remaining") && strstr(help("caps", "!"), "order"));
     cr_expect(strstr(help("rules", "!"), "options") && strstr(help("rules", "!"), "check"));
+    cr_expect(strstr(help("notify", "!"), "privately") && strstr(help("notify", "!"), "Matrix"));
     cr_expect(strstr(help("bid", "!"), "60") && strstr(help("bid", "!"), "!bid pcc"));
     cr_expect(strstr(help("join", "!"), "south, east, north, west"));
 }

@@ -111,6 +111,7 @@ Test(config, defaults)
     cr_expect_str_eq(c.database, "cardroom.db");
     cr_expect_str_eq(c.log_level, "info");
     cr_expect_eq(c.threads, 2);
+    cr_expect_str_eq(c.rules_url, "docs/");
     cr_expect_eq(c.remind_after, 120);
     cr_expect_eq(c.idle_takeover, 600);
     cr_expect_eq(c.table_idle_close, 86400);
@@ -151,7 +152,7 @@ Test(config, example_file_names_every_key)
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = '\0';
-    static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ",
+    static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "rules_url = ",
                                        "[timers]", "remind_after = ", "idle_takeover = ", "table_idle_close = ",
                                        "bot_delay_ms = ", "[rules]", "[console]", "user = ", "room = "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -172,6 +173,7 @@ Test(config, every_key)
                                   "database = /var/lib/cardroom/state.db\n"
                                   "log_level = debug\n"
                                   "threads = 64\n"
+                                  "rules_url = https://cards.example.org/rules/\n"
                                   "[timers]\n"
                                   "remind_after = 0\n"
                                   "idle_takeover = 2592000\n"
@@ -195,6 +197,7 @@ Test(config, every_key)
     cr_expect_str_eq(c.database, "/var/lib/cardroom/state.db");
     cr_expect_str_eq(c.log_level, "debug");
     cr_expect_eq(c.threads, 64);
+    cr_expect_str_eq(c.rules_url, "https://cards.example.org/rules/");
     cr_expect_eq(c.remind_after, 0);
     cr_expect_eq(c.idle_takeover, 2592000);
     cr_expect_eq(c.table_idle_close, 3600);
@@ -269,6 +272,8 @@ Test(config, bad_numbers)
     load_fails("[timers]\nbot_delay_ms = 1.5\n",
                "2: [timers] bot_delay_ms: must be a number of milliseconds from 0 to 60000, not '1.5'");
     load_fails("[bot]\nthreads = 0\n", "2: [bot] threads: must be a whole number from 1 to 64, not '0'");
+    load_fails("[bot]\nrules_url = my rules\n", "2: [bot] rules_url: must be 1 to 255 characters without blanks: where "
+               "the rules are published, like https://example.org/cardroom/, not 'my rules'");
     load_fails("[bot]\nthreads = 65\n", "2: [bot] threads: must be a whole number from 1 to 64, not '65'");
     load_fails("[bot]\nthreads = 99999999999999999999\n",
                "2: [bot] threads: must be a whole number from 1 to 64, not '99999999999999999999'");
@@ -328,7 +333,7 @@ Test(config, unknown_key)
 {
     load_fails("[timers]\nremind = 5\n",
                "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, table_idle_close, bot_delay_ms)");
-    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads)");
+    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "

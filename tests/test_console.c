@@ -404,20 +404,32 @@ typedef struct {
     int private_plays;
 } sim;
 
+/* The room's lines for a move (render_move), the last ending with whose turn it is when the
+ * hand goes on, as the bot says them. */
+static void move_room_lines(const g304_state *st, const g304_events *ev, const char *const names[G304_SEATS],
+                            lines *out)
+{
+    char text[RENDER_MAX], turn[RENDER_MAX], line[2 * RENDER_MAX + 8];
+    size_t n = render_move(st, ev, names, text, sizeof text);
+    if (st->phase != G304_PHASE_DONE && st->to_act < G304_SEATS && render_turn(st, names, turn, sizeof turn)) {
+        if (!n) return; /* a deal: its line is the hand's header, checked on its own */
+        snprintf(line, sizeof line, "%s " EM_DASH " %s", text, turn);
+        lines_split(out, line);
+    } else if (n) {
+        lines_split(out, text);
+    }
+}
+
 static void sim_expect(sim *g, const g304_events *ev)
 {
-    char text[RENDER_MAX], line[RENDER_MAX + 64];
+    char text[RENDER_MAX];
+    move_room_lines(&g->st, ev, g->names, &g->room_exp);
     for (int i = 0; i < ev->n; i++) {
         const g304_event *e = &ev->ev[i];
-        if (e->vis == G304_VIS_ALL) {
-            if (render_event(&g->st, e, -1, g->names, text, sizeof text)) lines_split(&g->room_exp, text);
-            continue;
-        }
-        for (int s = 0; s < G304_SEATS; s++) {
-            if (!g304_event_visible(e, s) || !render_event(&g->st, e, s, g->names, text, sizeof text)) continue;
-            snprintf(line, sizeof line, "[%s \xC2\xB7 table %lld] %s", ROOM, (long long)g->table_id, text);
-            lines_split(&g->priv_exp[s], line);
-        }
+        if (e->vis == G304_VIS_ALL) continue;
+        for (int s = 0; s < G304_SEATS; s++)
+            if (g304_event_visible(e, s) && render_event(&g->st, e, s, g->names, text, sizeof text))
+                lines_split(&g->priv_exp[s], text);
     }
 }
 
@@ -622,7 +634,7 @@ static const char *rp_label(const rp *r, int s, char *buf, size_t len)
     if (r->user[s][0])
         snprintf(buf, len, "%s (%s%s)", r->user[s], seat_word[s], r->away[s] ? ", away" : "");
     else if (r->bot[s])
-        snprintf(buf, len, "computer (%s)", seat_word[s]);
+        snprintf(buf, len, "computer %s", seat_word[s]);
     else
         snprintf(buf, len, "%s", seat_word[s]);
     return buf;
@@ -656,7 +668,7 @@ static void rp_record(rp *r, const g304_events *ev, int deal)
 {
     expected *x = r->x;
     if (!x) return;
-    char lab[G304_SEATS][96], text[RENDER_MAX];
+    char lab[G304_SEATS][96];
     const char *names[G304_SEATS];
     for (int s = 0; s < G304_SEATS; s++) names[s] = rp_label(r, s, lab[s], sizeof lab[s]);
     if (x->ns == x->cs) {
@@ -668,6 +680,8 @@ static void rp_record(rp *r, const g304_events *ev, int deal)
     memset(st, 0, sizeof *st);
     st->deal = (uint8_t)deal;
     st->first = x->nl;
+    cardset_t pub = 0;
+    int all = 0;
     for (int i = 0; i < ev->n; i++) {
         const g304_event *e = &ev->ev[i];
         if (e->vis != G304_VIS_ALL) {
@@ -677,22 +691,22 @@ static void rp_record(rp *r, const g304_events *ev, int deal)
                         if (e->cards[k] < CARD_COUNT) st->known_add[s] |= CARDSET_BIT(e->cards[k]);
             continue;
         }
-        if (!render_event(&r->st, e, -1, names, text, sizeof text)) continue;
-        int all;
-        cardset_t pub = event_public(e, &all);
-        lines tmp = {0};
-        lines_split(&tmp, text);
-        for (int k = 0; k < tmp.n; k++) {
-            if (x->nl == x->cl) {
-                x->cl = x->cl ? x->cl * 2 : 1024;
-                x->l = realloc(x->l, (size_t)x->cl * sizeof *x->l);
-                cr_assert_not_null(x->l);
-            }
-            x->l[x->nl++] = (exp_line){tmp.v[k], pub, (uint8_t)all, x->ns};
-            tmp.v[k] = NULL;
-        }
-        free(tmp.v);
+        int ends;
+        pub |= event_public(e, &ends);
+        all |= ends;
     }
+    lines tmp = {0};
+    move_room_lines(&r->st, ev, names, &tmp); /* the step's public cards may be named on any of its lines */
+    for (int k = 0; k < tmp.n; k++) {
+        if (x->nl == x->cl) {
+            x->cl = x->cl ? x->cl * 2 : 1024;
+            x->l = realloc(x->l, (size_t)x->cl * sizeof *x->l);
+            cr_assert_not_null(x->l);
+        }
+        x->l[x->nl++] = (exp_line){tmp.v[k], pub, (uint8_t)all, x->ns};
+        tmp.v[k] = NULL;
+    }
+    free(tmp.v);
     st->n = x->nl - st->first;
     x->ns++;
 }
@@ -1069,19 +1083,25 @@ static void check_match(sim *g, const run_result *r)
     int k = subsequence(&o.room, &g->room_exp, &missing);
     cr_assert_eq(k, g->room_exp.n, "room line %d of %d never came: %s", k + 1, g->room_exp.n, missing);
     cr_assert_eq(lines_count(&o.room, " bids "), g->kinds[G304_DO_BID]);
-    cr_assert_eq(lines_count(&o.room, " passes."), g->kinds[G304_DO_PASS]);
+    cr_assert_eq(lines_count(&o.room, " passes"), g->kinds[G304_DO_PASS]);
 
     /* each player's private lines are exactly the private events, plus turn prompts and the
-     * private word that a redeal may be asked for */
+     * private word that a redeal may be asked for; a message names the room and table once, at
+     * its start, so a line may or may not begin with that head */
     char tag[64];
     snprintf(tag, sizeof tag, "[%s \xC2\xB7 table %lld] ", ROOM, (long long)g->table_id);
     for (int s = 0; s < G304_SEATS; s++) {
         lines mine = {0};
-        char prompt[96], redeal[96];
-        snprintf(prompt, sizeof prompt, "%sYour turn. Your hand: ", tag);
-        snprintf(redeal, sizeof redeal, "%sYour four cards are worth ", tag);
-        for (int i = 0; i < o.priv[s].n; i++)
-            if (!starts(o.priv[s].v[i], prompt) && !starts(o.priv[s].v[i], redeal)) lines_add(&mine, o.priv[s].v[i]);
+        cr_assert(o.priv[s].n == 0 || starts(o.priv[s].v[0], tag), "%s's first private line has no head",
+                  g->user[s]);
+        for (int i = 0; i < o.priv[s].n; i++) {
+            const char *t = o.priv[s].v[i] + (starts(o.priv[s].v[i], tag) ? strlen(tag) : 0);
+            cr_assert(!starts(t, "["), "a second head: %s", o.priv[s].v[i]);
+            /* the indicator and the next four cards are one message: one head */
+            if (i > 0 && starts(t, "Your next four cards: ") && strstr(o.priv[s].v[i - 1], "Your indicator: "))
+                cr_assert(!starts(o.priv[s].v[i], tag), "a head in the middle of a message: %s", o.priv[s].v[i]);
+            if (!starts(t, "Your turn.") && !starts(t, "Your four cards are worth ")) lines_add(&mine, t);
+        }
         for (int i = 0; i < mine.n && i < g->priv_exp[s].n; i++)
             cr_assert_str_eq(mine.v[i], g->priv_exp[s].v[i], "%s's private line %d", g->user[s], i + 1);
         cr_assert_eq(mine.n, g->priv_exp[s].n, "%s: %d private lines, %d expected", g->user[s], mine.n,
@@ -1099,11 +1119,16 @@ static void check_match(sim *g, const run_result *r)
         if (starts(l, ROOM_PREFIX) && sscanf(l + strlen(ROOM_PREFIX), "Hand %d " EM_DASH, &h) == 1) hand = h;
         for (int s = 0; s < G304_SEATS && hand > 0; s++) {
             char p[128];
-            snprintf(p, sizeof p, "[@%s] %s", g->user[s], tag);
+            snprintf(p, sizeof p, "[@%s] ", g->user[s]);
             if (!starts(l, p)) continue;
             const char *t = l + strlen(p);
-            if (starts(t, "Your first four cards: ") || starts(t, "Your next four cards: "))
-                got[hand][s] |= cards_named(strchr(t, ':') + 1);
+            if (starts(t, tag)) t += strlen(tag);
+            if (starts(t, "Your first four cards: ") || starts(t, "Your next four cards: ")) {
+                char four[RENDER_MAX]; /* "Your next four cards: … — your hand: …" */
+                const char *end = strstr(t, " " EM_DASH " ");
+                snprintf(four, sizeof four, "%.*s", end ? (int)(end - t) : (int)strlen(t), t);
+                got[hand][s] |= cards_named(strchr(four, ':') + 1);
+            }
         }
     }
     cr_assert_eq(hand, g->hand_no, "hand headers: %d, hands dealt: %d", hand, g->hand_no);
@@ -1114,40 +1139,50 @@ static void check_match(sim *g, const run_result *r)
             cr_assert(cardset_count(want) == 4 || cardset_count(want) == 8);
         }
 
-    /* seed commitments at the deal, seeds at the end, and `cardroom verify` agrees */
+    /* seed commitments at the deal, the tokens after each hand that changed them, seeds at the
+     * end, and `cardroom verify` agrees */
     for (int h = 1; h <= g->hand_no; h++) {
         const hand_rec *hr = &g->hands[h - 1];
-        char head[64], seedl[64], verify[4096];
-        snprintf(head, sizeof head, "Hand %d " EM_DASH " dealer %s", h, g->names[hr->dealer]);
+        char head[128], seedl[64], verify[4096];
+        snprintf(head, sizeof head, "Hand %d " EM_DASH " dealer %s, seed commitment ", h, g->names[hr->dealer]);
         int hi = lines_find(&o.room, 0, head);
         cr_assert_geq(hi, 0, "no header '%s'", head);
-        cr_assert_eq(parse_tokens_after(o.room.v[hi], "South" EN_DASH "North "), hr->tokens_before[0]);
-        cr_assert_eq(parse_tokens_after(o.room.v[hi], "East" EN_DASH "West "), hr->tokens_before[1]);
-        const char *cm = strstr(o.room.v[hi], "Seed commitment: ");
-        cr_assert_not_null(cm);
+        cr_assert(starts(o.room.v[hi], head), "%s", o.room.v[hi]);
+        const char *cm = o.room.v[hi] + strlen(head);
         char commit_hex[SEED_HEX];
-        snprintf(commit_hex, sizeof commit_hex, "%.64s", cm + strlen("Seed commitment: "));
+        snprintf(commit_hex, sizeof commit_hex, "%.64s", cm);
         uint8_t commit[SEED_BYTES], c2[SEED_BYTES], seed[SEED_BYTES];
         cr_assert_eq(seed_parse_hex(commit_hex, commit), 0, "bad commitment %s", commit_hex);
         seed_commitment(hr->seed, c2);
         cr_assert_eq(memcmp(commit, c2, SEED_BYTES), 0, "hand %d: the commitment is not BLAKE2b of the seed", h);
-        snprintf(seedl, sizeof seedl, "Seed of hand %d: ", h);
+        snprintf(seedl, sizeof seedl, "Seed of hand %d " EM_DASH " check the deal: cardroom verify ", h);
         int si = lines_find(&o.room, hi, seedl);
         if (!hr->done) {
             cr_assert_lt(si, 0, "the seed of hand %d was shown before it ended", h);
             continue;
         }
         cr_assert_geq(si, 0, "no '%s'", seedl);
-        char seed_hex_text[SEED_HEX], v1[SEED_HEX], v2[SEED_HEX];
-        snprintf(seed_hex_text, sizeof seed_hex_text, "%.64s", o.room.v[si] + strlen(seedl));
-        cr_assert_eq(seed_parse_hex(seed_hex_text, seed), 0);
+        cr_assert(starts(o.room.v[si], seedl), "%s", o.room.v[si]);
+        char v1[SEED_HEX], v2[SEED_HEX], tail;
+        int vd;
+        cr_assert_eq(sscanf(o.room.v[si] + strlen(seedl), "%64s %64s %d%c", v1, v2, &vd, &tail), 3, "%s", o.room.v[si]);
+        cr_assert_eq(seed_parse_hex(v1, seed), 0);
         cr_assert_eq(memcmp(seed, hr->seed, SEED_BYTES), 0, "hand %d: revealed seed is not seed_fixed()", h);
-        const char *vp = strstr(o.room.v[si], "cardroom verify ");
-        cr_assert_not_null(vp);
-        cr_assert_eq(sscanf(vp, "cardroom verify %64s %64s", v1, v2), 2);
-        cr_assert_str_eq(v1, seed_hex_text);
         cr_assert_str_eq(v2, commit_hex);
-        cr_assert_eq(seed_verify(v1, v2, hr->dealer, verify, sizeof verify), 0, "%s", verify);
+        cr_assert_eq(vd, hr->dealer, "verify names the dealer's seat");
+        cr_assert_eq(seed_verify(v1, v2, vd, verify, sizeof verify), 0, "%s", verify);
+        int16_t after[2] = {h < g->hand_no ? g->hands[h].tokens_before[0] : g->tokens[0],
+                            h < g->hand_no ? g->hands[h].tokens_before[1] : g->tokens[1]};
+        int ti = -1;
+        for (int i = hi + 1; i < si; i++)
+            if (strstr(o.room.v[i], EM_DASH " tokens: ")) ti = i;
+        int scored = hr->result.end == G304_END_PLAYED || hr->result.end == G304_END_VIOLATION;
+        cr_assert_eq(ti >= 0, scored, "hand %d: a result with tokens only for a hand that changes them", h);
+        if (ti >= 0) {
+            const char *now = strstr(o.room.v[ti], EM_DASH " tokens: ");
+            cr_assert_eq(parse_tokens_after(now, "South" EN_DASH "North "), after[0]);
+            cr_assert_eq(parse_tokens_after(now, "East" EN_DASH "West "), after[1]);
+        }
         if (!hr->cut) {
             lines vl = {0};
             lines_split(&vl, verify);
@@ -1164,15 +1199,8 @@ static void check_match(sim *g, const run_result *r)
         }
     }
 
-    /* tokens and the end of the match */
-    int last = -1;
-    for (int i = 0; i < o.room.n; i++)
-        if (starts(o.room.v[i], "Tokens: ") && strstr(o.room.v[i], " now ")) last = i;
+    /* the end of the match */
     if (g->over) {
-        cr_assert_geq(last, 0);
-        const char *now = strstr(o.room.v[last], " now ");
-        cr_assert_eq(parse_tokens_after(now, "South" EN_DASH "North "), g->tokens[0]);
-        cr_assert_eq(parse_tokens_after(now, "East" EN_DASH "West "), g->tokens[1]);
         cr_assert_eq(lines_count(&o.room, "Match over: "), 1);
         int w = g->st.result.match_winner;
         cr_assert_lt(w, 2);
@@ -1544,7 +1572,7 @@ Test(console, refusals_and_answers)
     snprintf(buf[4], sizeof buf[4], "%s> !bid 170", people[third]);
     snprintf(buf[5], sizeof buf[5], "%s> JS", people[second]);
     snprintf(buf[6], sizeof buf[6], "%s> !leave", people[first]);
-    snprintf(buf[7], sizeof buf[7], "computer (%s) ", seat_word[first]); /* it bids or passes at once */
+    snprintf(buf[7], sizeof buf[7], "computer %s ", seat_word[first]); /* it bids or passes at once */
     snprintf(buf[8], sizeof buf[8], "%s> JS", people[first]);
     snprintf(buf[9], sizeof buf[9], "%s: cards are played after the bidding", people[first]);
     g304_rules r = c.rules;
@@ -1561,6 +1589,8 @@ Test(console, refusals_and_answers)
         {"seat taken", "alice> !new 304\nalice> !join\n", "bob> !join 1", ROOM_PREFIX, "bob: South is taken."},
         {"start with two", "alice> !new 304\nalice> !join\nbob> !join\n", "bob> !start", ROOM_PREFIX,
          "bob: 2 of 4 seats are taken"},
+        {"start with one", "alice> !new 304\nalice> !join\n", "alice> !start", ROOM_PREFIX,
+         "alice: 1 of 4 seats is taken"},
         {"start twice", STARTED, "bob> !start", ROOM_PREFIX, "bob: the match is already under way."},
         {"a move before the start", SETUP4, "alice> !bid 160", ROOM_PREFIX, "alice: the match has not started"},
         {"bid out of turn", STARTED, buf[0], ROOM_PREFIX, buf[1]},
@@ -1610,21 +1640,33 @@ Test(console, refusals_and_answers)
 Test(console, help_and_rules)
 {
     cfg c;
-    char text[4096];
-    lines reply, want = {0};
+    char text[4096], line[4200];
+    lines reply;
     test_cfg(&c);
+
+    /* help on one command: one line, where it was asked */
     cr_assert_not_null(cmd_help("bid", "!", text, sizeof text));
-    lines_split(&want, text);
+    cr_assert_null(strchr(text, '\n'));
     probe_reply(&c, SETUP4, "carol> !help bid", &reply);
-    cr_assert_eq(reply.n, want.n);
-    for (int i = 0; i < want.n; i++) {
-        char line[4200];
-        snprintf(line, sizeof line, ROOM_PREFIX "%s", want.v[i]);
-        cr_assert_str_eq(reply.v[i], line);
-    }
-    cr_assert_geq(lines_find(&reply, 0, "!bid"), 0);
+    cr_assert_eq(reply.n, 1);
+    snprintf(line, sizeof line, ROOM_PREFIX "%s", text);
+    cr_assert_str_eq(reply.v[0], line);
+    cr_assert(starts(text, "!bid N|pcc \xE2\x80\x94 bid N points (60 means 160) or Partner Close Caps. Bids go from"),
+              "%s", text);
     lines_free(&reply);
-    lines_free(&want);
+
+    /* help in the room: one line there, the whole list privately */
+    probe_reply(&c, SETUP4, "carol> !help", &reply);
+    int room = 0;
+    for (int i = 0; i < reply.n; i++) room += starts(reply.v[i], ROOM_PREFIX);
+    cr_assert_eq(room, 1, "help says one line in the room");
+    cr_assert_str_eq(reply.v[0], ROOM_PREFIX "Commands: new, join, leave, bot, start, abort, back, cut, bid, pass, "
+                                 "partner, redeal, trump, open, play, caps, spoilt, hand, table, last, standings, "
+                                 "rules, notify, set, help, grid, exclude, mark. !help COMMAND tells more of one; I sent "
+                                 "you the list privately.");
+    cr_assert_gt(reply.n, 20);
+    for (int i = 1; i < reply.n; i++) cr_assert(starts(reply.v[i], "[@carol] "), "%s", reply.v[i]);
+    lines_free(&reply);
 
     /* help privately goes back privately; the whole list names every command */
     probe_reply(&c, "", "erin>> help", &reply);
@@ -1632,7 +1674,7 @@ Test(console, help_and_rules)
     for (int i = 0; i < reply.n; i++) cr_assert(starts(reply.v[i], "[@erin] "), "%s", reply.v[i]);
     static const char *const words[] = {"new", "join", "leave", "bot", "start", "abort", "bid", "pass", "partner",
                                         "redeal", "trump", "open", "play", "caps", "spoilt", "hand", "table",
-                                        "last", "standings", "rules", "set", "help"};
+                                        "last", "standings", "rules", "notify", "set", "help"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
         char w[32];
         snprintf(w, sizeof w, "!%s", words[i]);
@@ -1640,21 +1682,32 @@ Test(console, help_and_rules)
     }
     lines_free(&reply);
 
-    /* rules show this table's options, after a change too */
+    /* rules: two lines, this table's options after a change too, and where to read them */
     probe_reply(&c, SETUP4 "alice> !set caps strict\nbob> !set start_tokens 7\n", "dave> !rules", &reply);
     g304_rules r = c.rules;
     g304_error e;
     cr_assert_eq(g304_rules_set(&r, "caps", "strict", &e), 0);
     cr_assert_eq(g304_rules_set(&r, "start_tokens", "7", &e), 0);
-    int at = lines_find(&reply, 0, "This table:");
-    cr_assert_geq(at, 0);
+    cr_assert_eq(reply.n, 2);
+    cr_assert(starts(reply.v[0], ROOM_PREFIX "304 for four players in two teams; this table's options: "));
     for (int i = 0; g304_option_names[i]; i++) {
         char v[32], kv[96];
         snprintf(kv, sizeof kv, "%s=%s", g304_option_names[i], g304_rules_get(&r, g304_option_names[i], v, sizeof v));
-        cr_expect(strstr(reply.v[at], kv), "rules do not show %s: %s", kv, reply.v[at]);
+        cr_expect(strstr(reply.v[0], kv), "rules do not show %s: %s", kv, reply.v[0]);
     }
-    cr_assert(strstr(reply.v[at], "caps=strict"));
-    cr_assert_geq(lines_find(&reply, 0, "starts with 7 tokens"), 0);
+    cr_assert(strstr(reply.v[0], "caps=strict") && strstr(reply.v[0], "start_tokens=7"));
+    cr_assert_str_eq(reply.v[1], ROOM_PREFIX "The rules in full: docs/304.md. Fair dealing: each hand's seed is "
+                                 "committed when it is dealt and shown when it ends; cardroom verify SEED COMMITMENT "
+                                 "checks it.");
+    lines_free(&reply);
+
+    /* the operator's address for them */
+    snprintf(c.rules_url, sizeof c.rules_url, "https://cards.example.org/rules/");
+    probe_reply(&c, "alice> !new grid\n", "alice> !rules", &reply);
+    cr_assert_eq(reply.n, 2);
+    cr_assert(starts(reply.v[0], ROOM_PREFIX "ContractGrid for three players"), "%s", reply.v[0]);
+    cr_assert(starts(reply.v[1], ROOM_PREFIX "The rules in full: https://cards.example.org/rules/contractgrid.md. "),
+              "%s", reply.v[1]);
     lines_free(&reply);
 }
 
@@ -1774,7 +1827,7 @@ Test(console, secrets_sent_in_the_room_are_refused)
              people[s.seat]);
     expect_reply(&c, "face-down play in the room", sb_str(&s.script), s.line, ROOM_PREFIX, want);
     probe_reply(&c, sb_str(&s.script), s.line, &reply);
-    cr_assert_eq(lines_count(&reply, "face down."), 0, "the card was played anyway");
+    cr_assert_eq(lines_count(&reply, "plays \xF0\x9F\x82\xA0 face down"), 0, "the card was played anyway");
     lines_free(&reply);
     /* the same card privately is taken */
     snprintf(s.line, sizeof s.line, "%s>> !play %s", people[s.seat], card_str(s.card));
@@ -1849,7 +1902,7 @@ Test(console, caps_without_cards_in_the_room_shows_no_hand)
 
 /* Found as a bug: a Caps call with a wrong list, sent in the room, is refused in the room with the engine's
  * message listing all the caller's cards, the face-down indicator included ("a Caps call lists
- * each of your 8 cards once, in playing order: …"). */
+ * every card you hold once, in playing order: …"). */
 Test(console, wrong_caps_order_in_the_room_shows_no_hand)
 {
     cfg c;
@@ -1928,8 +1981,9 @@ static standing *standing_of(standing *all, int *n, const char *user)
 
 static void standing_row(const standing *s, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s " EM_DASH " %d match%s, %d won; as trump maker %d made, %d failed; %d hands, tokens %+d",
-             s->user, s->matches, s->matches == 1 ? "" : "es", s->won, s->made, s->failed, s->hands, s->tokens);
+    snprintf(buf, len, "%s " EM_DASH " %d match%s, %d won; as trump maker %d made, %d failed; %d hand%s, tokens %+d",
+             s->user, s->matches, s->matches == 1 ? "" : "es", s->won, s->made, s->failed, s->hands,
+             s->hands == 1 ? "" : "s", s->tokens);
 }
 
 static int standing_cmp(const void *a, const void *b)
@@ -2083,9 +2137,9 @@ Test(console, people_never_read_a_secret_card)
 {
     cfg c;
     test_cfg(&c);
-    static const char *const corners[] = {"Partner Close Caps!", "calls Caps: ", "declares an open game",
-                                          "A trump was played face down!", "they stay face down",
-                                          "cuts with the indicator", "The old indicator goes back to"};
+    static const char *const corners[] = {"bids Partner Close Caps", "calls Caps: ", "declares an open game",
+                                          "a trump was played face down!", "they stay face down",
+                                          "cuts with the indicator", "the old indicator goes back to"};
     int seen[sizeof corners / sizeof *corners] = {0};
     static const uint64_t seeds[] = {40, 43, 50, 51};
     for (size_t si = 0; si < sizeof seeds / sizeof *seeds; si++) {
@@ -2550,11 +2604,11 @@ static void grid_check_transcript(const run_result *rr, const grid_expected *x)
             int seat = -1, u, b, l, sum, tot;
             for (int s = 0; s < GRID_SEATS; s++) {
                 char who[64];
-                snprintf(who, sizeof who, ROOM_PREFIX "%s (seat %d) scores ", grid_people[s], s + 1);
+                snprintf(who, sizeof who, ROOM_PREFIX "%s (seat %d) took ", grid_people[s], s + 1);
                 if (starts(line, who)) seat = s;
             }
             cr_assert_geq(seat, 0, "%s", line);
-            cr_assert_eq(sscanf(sc, " scores %d for unmarked values + %d for bids + %d for lines = %d, total %d.", &u, &b,
+            cr_assert_eq(sscanf(sc, " scores %d for unmarked values + %d for bids + %d for lines = %d, total %d;", &u, &b,
                                 &l, &sum, &tot), 5, "%s", line);
             cr_assert_eq(u + b + l, sum, "%s", line);
             cr_assert_eq(sum, x->points[hand][seat], "hand %d, %s: %s", hand + 1, grid_people[seat], line);
@@ -2578,14 +2632,14 @@ static void grid_check_transcript(const run_result *rr, const grid_expected *x)
             cr_assert(strstr(all->v[at], who), "%s", all->v[at]);
         }
     }
-    cr_assert_geq(lines_find(all, at, ROOM_PREFIX "Table 1 is closed: the game is over."), 0);
+    cr_assert(strstr(all->v[at], " Table 1 is closed; !new grid opens a new one."), "%s", all->v[at]);
     /* after the end: standings rows, no table */
     int st = lines_find(all, at, "No match is running here.");
     cr_assert_geq(st, 0, "standings after the game");
     for (int s = 0; s < GRID_SEATS; s++) {
         char row[128];
-        snprintf(row, sizeof row, "%s \xE2\x80\x94 1 match, %d won; as trump maker 0 made, 0 failed; %d hands", grid_people[s],
-                 x->end.winners >> s & 1, x->hands);
+        snprintf(row, sizeof row, "%s \xE2\x80\x94 1 match, %d won; as trump maker 0 made, 0 failed; %d hand%s, ",
+                 grid_people[s], x->end.winners >> s & 1, x->hands, x->hands == 1 ? "" : "s");
         cr_assert_geq(lines_find(all, st, row), 0, "no standings row '%s'", row);
     }
 }
@@ -2622,8 +2676,10 @@ Test(console, grid_game_for_three_people)
     cr_assert_eq(rr.rc, 0, "%s", rr.err);
     grid_check_transcript(&rr, &x);
     /* the rules, the table and standings during the game */
-    cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "ContractGrid, three players"), 0);
-    cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "This table: cap=60, bids=3, deck=33, unmarked_point=1, small=true"), 0);
+    int rules = lines_find(&rr.all, 0, ROOM_PREFIX "ContractGrid for three players");
+    cr_assert_geq(rules, 0);
+    cr_assert(strstr(rr.all.v[rules], "options: cap=60, bids=3, deck=33, unmarked_point=1, small=true"), "%s",
+              rr.all.v[rules]);
     cr_assert_geq(lines_find(&rr.all, 0, "[@carol] [room \xC2\xB7 table 1] "), 0);
     cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "Last trick (2) to "), 0);
     if (x.hands > 1) cr_assert_geq(lines_find(&rr.all, 0, ROOM_PREFIX "ContractGrid at table 1, hand 2 (cap 60): "), 0);

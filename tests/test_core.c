@@ -5,8 +5,11 @@
  * Covers: the timers (reminder once after remind_after, a computer taking an idle player's
  * seat, `!back`, closing an untouched table, timers switched off), one batch being one store
  * transaction (all or nothing), core_restore() rebuilding a table mid-hand that then goes on,
- * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), and players leaving the
- * room (a free seat before the start, an away seat during a match). */
+ * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), players leaving the
+ * room (a free seat before the start, an away seat during a match), and what the core says
+ * itself: help in a room (one line there, the list privately as a notice), and `notify` (the
+ * network's default, a player's choice kept in the store across restarts, the face-down warning
+ * sent whatever the choice). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sqlite3.h>
@@ -21,6 +24,7 @@
 #include "config.h"
 #include "core.h"
 #include "g304.h"
+#include "game304.h"
 #include "judge.h"
 #include "store.h"
 #include "table.h"
@@ -38,6 +42,7 @@ typedef struct {
     int64_t id;
     char room[256], user[256], mention[256];
     char *text;
+    int notice;
     int code; /* what send() answered */
 } offer;
 
@@ -64,6 +69,7 @@ static int mem_send(void *ctx, const store_msg *m)
     snprintf(o->room, sizeof o->room, "%s", m->room);
     snprintf(o->user, sizeof o->user, "%s", m->user);
     snprintf(o->mention, sizeof o->mention, "%s", m->mention);
+    o->notice = m->notice;
     o->text = strdup(m->text);
     cr_assert_not_null(o->text);
     o->code = code;
@@ -88,6 +94,7 @@ typedef struct {
     mem_net net;
     int64_t now;
     caps_solver *judge;
+    int notify_off;        /* the adapter's default: no private turn notices (as Matrix) */
     int problems;          /* warnings and errors the core logged */
     char first_problem[512];
 } rig;
@@ -108,7 +115,8 @@ static void rig_core(rig *r)
                       .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
     r->core = core_new(&o, err, sizeof err);
     cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message"};
+    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
+                 .notify_off = r->notify_off};
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
 
@@ -147,13 +155,13 @@ static void batch(rig *r, adapter_event *e, int n)
 
 static void say(rig *r, const char *user, const char *text)
 {
-    adapter_event e = {ADAPTER_MESSAGE, ROOM, user, text, 0, 0};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = user, .text = text};
     batch(r, &e, 1);
 }
 
 static void whisper(rig *r, const char *user, const char *text)
 {
-    adapter_event e = {ADAPTER_MESSAGE, NULL, user, text, 1, 0};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .sender = user, .text = text, .is_private = 1};
     batch(r, &e, 1);
 }
 
@@ -256,11 +264,15 @@ static void table_of(rig *r, int64_t id, table *t)
     char err[256];
     table_env env = {.judge = r->judge, .seed = env_seed, .ctx = r, .prefix = "!", .private_how = ""};
     journal_of(r, id, &l);
-    table_init(t, id, NET, ROOM, "", &r->conf.rules);
+    table_init(t, id, NET, ROOM, "");
+    cr_assert_eq(table_set_game(t, "304", &r->conf), 0);
     for (int i = 0; i < l.n; i++)
         cr_assert_eq(table_exec(t, &env, l.e[i], NULL, err, sizeof err), 0, "entry %d '%s': %s", i + 1, l.e[i], err);
     entries_free(&l);
 }
+
+/* The hand being played at a 304 table. */
+static const g304_state *st_of(const table *t) { return &game304_of(t)->st; }
 
 static int is_facedown(const g304_state *st, int seat, const g304_action *a)
 {
@@ -281,8 +293,9 @@ static void play_one(rig *r, const char *user, int seat)
     g304_action legal[G304_MAX_LEGAL], a;
     char text[64];
     table_of(r, 1, &t);
-    cr_assert_eq(t.st.to_act, seat, "seat %d is not to act (phase %d, to act %d)", seat, t.st.phase, t.st.to_act);
-    int n = g304_legal(&t.st, seat, legal);
+    cr_assert_eq(st_of(&t)->to_act, seat, "seat %d is not to act (phase %d, to act %d)", seat, st_of(&t)->phase,
+                 st_of(&t)->to_act);
+    int n = g304_legal(st_of(&t), seat, legal);
     cr_assert_gt(n, 0);
     a = legal[0];
     for (int i = 0; i < n; i++)
@@ -296,7 +309,7 @@ static void play_one(rig *r, const char *user, int seat)
     default: snprintf(text, sizeof text, "!%s", g304_do_name(a.kind)); break;
     }
     int before = journal_count(r, 1);
-    if (a.kind == G304_DO_TRUMP || is_facedown(&t.st, seat, &a))
+    if (a.kind == G304_DO_TRUMP || is_facedown(st_of(&t), seat, &a))
         whisper(r, user, text);
     else
         say(r, user, text);
@@ -314,7 +327,7 @@ static void alice_and_computers(rig *r)
     cr_assert_eq(core_busy(r->core), 0);
     table t;
     table_of(r, 1, &t);
-    cr_assert_eq(t.st.to_act, 0, "the computers stopped with seat %d to act", t.st.to_act);
+    cr_assert_eq(st_of(&t)->to_act, 0, "the computers stopped with seat %d to act", st_of(&t)->to_act);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -374,7 +387,7 @@ Test(core, reminder_once_then_takeover_then_back)
     table_of(&r, 1, &t);
     cr_assert(!t.seat[0].away);
     if (!t.over) {
-        cr_assert_eq(t.st.to_act, 0, "after !back the computers stop at alice's turn");
+        cr_assert_eq(st_of(&t)->to_act, 0, "after !back the computers stop at alice's turn");
         int prompts = 0;
         for (int i = mark; i < r.net.n; i++) prompts += strcmp(r.net.o[i].mention, "alice") == 0;
         cr_assert_gt(prompts, 0, "alice was not told it is her turn");
@@ -398,7 +411,7 @@ Test(core, reminder_again_for_a_new_turn)
     settle(&r, 1000);
     table t;
     table_of(&r, 1, &t);
-    cr_assert_eq(t.st.to_act, 0);
+    cr_assert_eq(st_of(&t)->to_act, 0);
     int64_t turn = r.now;
     r.now = turn + 59999;
     tick(&r);
@@ -510,11 +523,14 @@ Test(core, one_batch_is_one_transaction)
 
     /* a batch of many events lands together, with its position */
     adapter_event many[] = {
-        {ADAPTER_MESSAGE, ROOM, "alice", "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "alice", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "bob", "!join", 0, 0},      {ADAPTER_JOIN, ROOM, "zed", NULL, 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "carol", "!join", 0, 0},    {ADAPTER_MESSAGE, ROOM, "dave", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "alice", "!set caps strict", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "bob", "!start", 0, 0},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!new 304"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!join"},
+        {.kind = ADAPTER_JOIN, .room = ROOM, .sender = "zed"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "carol", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "dave", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!set caps strict"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!start"},
     };
     core_stats s0, s1;
     core_stats_of(r.core, &s0);
@@ -533,11 +549,11 @@ Test(core, one_batch_is_one_transaction)
     sql(db, "CREATE TRIGGER boom BEFORE INSERT ON journal WHEN NEW.entry LIKE '%boom%' "
             "BEGIN SELECT RAISE(ABORT, 'boom'); END;");
     adapter_event bad[] = {
-        {ADAPTER_MESSAGE, "!other", "xavier", "!new 304", 0, 0},
-        {ADAPTER_MESSAGE, "!other", "xavier", "!join", 0, 0},
-        {ADAPTER_MESSAGE, "!other", "yvonne", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "alice", "!table", 0, 0},
-        {ADAPTER_MESSAGE, "!other", "boom", "!join", 0, 0},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "xavier", .text = "!new 304"},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "xavier", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "yvonne", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!table"},
+        {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "boom", .text = "!join"},
     };
     cr_assert_eq(core_batch(r.core, NET, bad, 5, "p2"), -1, "the failed batch was reported as done");
     cr_assert_eq(open_tables(&r), 1, "the new table of the failed batch is stored");
@@ -607,12 +623,12 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     for (int guard = 0; guard < 400; guard++) {
         table_of(&r, 1, &t);
         cr_assert(!t.over, "the match ended before a hand reached its third trick");
-        if (t.st.phase == G304_PHASE_PLAY && t.st.trick_no >= 2 && t.st.to_act == 0) break;
+        if (st_of(&t)->phase == G304_PHASE_PLAY && st_of(&t)->trick_no >= 2 && st_of(&t)->to_act == 0) break;
         play_one(&r, "alice", 0);
         settle(&r, 1000);
     }
-    cr_assert(t.st.phase == G304_PHASE_PLAY && t.st.trick_no >= 2);
-    g304_state before = t.st;
+    cr_assert(st_of(&t)->phase == G304_PHASE_PLAY && st_of(&t)->trick_no >= 2);
+    g304_state before = *st_of(&t);
     views v1, v2;
     views_of(&r, &v1);
     cr_assert(strstr(v1.alice_hand, "\xE2\x99"), "no cards in: %s", v1.alice_hand);
@@ -629,7 +645,7 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     cr_assert_str_eq(v2.alice_hand, v1.alice_hand);
     cr_assert_str_eq(v2.alice_last, v1.alice_last);
     table_of(&r, 1, &t);
-    cr_assert_eq(memcmp(&t.st, &before, sizeof before), 0, "the rebuilt state differs");
+    cr_assert_eq(memcmp(st_of(&t), &before, sizeof before), 0, "the rebuilt state differs");
 
     /* play goes on: alice moves, the computers answer */
     int n0 = journal_count(&r, 1);
@@ -645,7 +661,7 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     /* a restart while a computer is to move: its move is asked for again */
     for (int guard = 0; guard < 20; guard++) { /* no settle: the computers' answer stays pending */
         table_of(&r, 1, &t);
-        if (t.over || t.st.to_act != 0) break;
+        if (t.over || st_of(&t)->to_act != 0) break;
         play_one(&r, "alice", 0);
     }
     cr_assert(!t.over);
@@ -657,7 +673,7 @@ Test(core, restore_rebuilds_a_table_mid_hand)
     settle(&r, 1000);
     cr_assert_gt(journal_count(&r, 1), n1, "the computers did not move after the restore");
     table_of(&r, 1, &t);
-    cr_assert(t.over || t.st.to_act == 0);
+    cr_assert(t.over || st_of(&t)->to_act == 0);
     rig_stop(&r);
 }
 
@@ -882,10 +898,10 @@ static void lines_to(const rows *o, const char *room, const char *user, char *bu
 Test(core, one_message_per_destination_per_transaction)
 {
     adapter_event ev[] = {
-        {ADAPTER_MESSAGE, ROOM, "alice", "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "alice", "!join", 0, 0},
-        {ADAPTER_MESSAGE, ROOM, "bob", "!join", 0, 0},      {ADAPTER_MESSAGE, NULL, "bob", "!help pass", 1, 0},
-        {ADAPTER_MESSAGE, ROOM, "carol", "!join", 0, 0},    {ADAPTER_MESSAGE, ROOM, "dave", "!join", 0, 0},
-        {ADAPTER_MESSAGE, NULL, "bob", "!help bid", 1, 0},  {ADAPTER_MESSAGE, ROOM, "bob", "!start", 0, 0},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!new 304"}, {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!join"},      {.kind = ADAPTER_MESSAGE, .sender = "bob", .text = "!help pass", .is_private = 1},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "carol", .text = "!join"},    {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "dave", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .sender = "bob", .text = "!help bid", .is_private = 1},  {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!start"},
     };
     int n = (int)(sizeof ev / sizeof ev[0]);
     rig one, many;
@@ -938,7 +954,7 @@ Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
     rig r;
     rig_start(&r, 0, 0, 0, NULL);
     adapter_event ev[40];
-    for (int i = 0; i < 40; i++) ev[i] = (adapter_event){ADAPTER_MESSAGE, NULL, "alice", "!help", 1, 0};
+    for (int i = 0; i < 40; i++) ev[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .sender = "alice", .text = "!help", .is_private = 1};
     cr_assert_eq(core_batch(r.core, NET, ev, 40, NULL), 0);
     static rows o;
     rows_of(&r, &o, 0);
@@ -1150,7 +1166,7 @@ Test(core, standings_find_the_player_meant_and_name_the_room)
 
 static void leave(rig *r, const char *user)
 {
-    adapter_event e = {ADAPTER_LEAVE, ROOM, user, NULL, 0, 0};
+    adapter_event e = {.kind = ADAPTER_LEAVE, .room = ROOM, .sender = user};
     batch(r, &e, 1);
 }
 
@@ -1174,7 +1190,7 @@ Test(core, leaving_an_unstarted_table_frees_the_seat)
     mark = r.net.n;
     int n = journal_count(&r, 1);
     leave(&r, "zed");
-    adapter_event j = {ADAPTER_JOIN, ROOM, "yan", NULL, 0, 0};
+    adapter_event j = {.kind = ADAPTER_JOIN, .room = ROOM, .sender = "yan"};
     batch(&r, &j, 1);
     cr_assert_eq(r.net.n, mark);
     cr_assert_eq(journal_count(&r, 1), n);
@@ -1254,7 +1270,7 @@ Test(core, moderators_may_abort_any_table)
     say(&r, "bob", "!abort");
     cr_assert_eq(offers_with(&r, mark, "bob: only the table's creator or a room moderator may abort it."), 1);
     cr_assert_gt(core_table_of(r.core, NET, ROOM), 0);
-    adapter_event e = {ADAPTER_MESSAGE, ROOM, "mod", "!abort", 0, 1};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "mod", .text = "!abort", .moderator = 1};
     batch(&r, &e, 1);
     cr_assert_eq(offers_with(&r, mark, "The table is closed."), 1);
     cr_assert_eq(core_table_of(r.core, NET, ROOM), 0);
@@ -1270,12 +1286,150 @@ Test(core, names_too_long_for_a_table_are_ignored)
     memset(name, 'a', sizeof name - 1);
     name[sizeof name - 1] = 0;
     rig_start(&r, 0, 0, 0, NULL);
-    adapter_event e[2] = {{ADAPTER_MESSAGE, ROOM, name, "!new 304", 0, 0}, {ADAPTER_MESSAGE, ROOM, "bob", "!new 304", 0, 0}};
+    adapter_event e[2] = {{.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = name, .text = "!new 304"},
+                          {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!new 304"}};
     batch(&r, e, 2);
     cr_assert_eq(r.problems, 1, "one warning for the long name");
     cr_assert(strstr(r.first_problem, "too long"), "%s", r.first_problem);
     cr_assert_eq(core_table_of(r.core, NET, ROOM), 1, "bob's table is the first one");
     cr_assert_eq(offers_with(&r, 0, "is open for 304"), 1);
     r.problems = 0;
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (f) What the core says itself: help, notify                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Offers to user (NULL: the room) since from containing needle. */
+static int offers_to(const rig *r, int from, const char *user, const char *needle)
+{
+    int k = 0;
+    for (int i = from; i < r->net.n; i++)
+        k += strcmp(r->net.o[i].user, user ? user : "") == 0 && strstr(r->net.o[i].text, needle) != NULL;
+    return k;
+}
+
+Test(core, help_in_a_room_is_one_line_and_the_list_a_private_notice)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    int mark = r.net.n;
+    say(&r, "alice", "!help");
+    cr_assert_eq(r.net.n, mark + 2, "one message in the room, one to alice");
+    const offer *room = &r.net.o[mark], *list = &r.net.o[mark + 1];
+    cr_assert_str_eq(room->user, "");
+    cr_assert_null(strchr(room->text, '\n'), "one line in the room: %s", room->text);
+    cr_assert(strstr(room->text, "I sent you the list privately."), "%s", room->text);
+    cr_assert_eq(room->notice, 0);
+    cr_assert_str_eq(list->user, "alice");
+    cr_assert(strstr(list->text, "\n!bid N|pcc \xE2\x80\x94 "), "%s", list->text);
+    cr_assert_eq(list->notice, 1, "the list is only for reading (an IRC NOTICE)");
+    mark = r.net.n;
+    whisper(&r, "alice", "help");
+    cr_assert_eq(r.net.n, mark + 1, "asked privately: only the list");
+    cr_assert_eq(r.net.o[mark].notice, 1);
+    mark = r.net.n;
+    say(&r, "alice", "!help bid");
+    cr_assert_eq(r.net.n, mark + 1);
+    cr_assert_str_eq(r.net.o[mark].user, "", "help on one command answers where it was asked");
+    cr_assert_eq(r.net.o[mark].notice, 0);
+    rig_stop(&r);
+}
+
+/* Plays alice's turns (at least one; the computers' in between) until pred holds for her next
+ * turn; returns the index of the first offer of the moves that gave her that turn. */
+static int alice_until(rig *r, int (*pred)(const g304_state *st))
+{
+    for (int guard = 0; guard < 600; guard++) {
+        int mark = r->net.n;
+        play_one(r, "alice", 0);
+        settle(r, 1000);
+        table t;
+        table_of(r, 1, &t);
+        cr_assert(!t.over, "the match ended first");
+        if (st_of(&t)->to_act == 0 && pred(st_of(&t))) return mark;
+    }
+    cr_assert_fail("alice never got that turn");
+    return -1;
+}
+
+/* alice is to play and every card she may play goes face down (a closed game, a suit she lacks). */
+static int must_play_face_down(const g304_state *st)
+{
+    g304_action legal[G304_MAX_LEGAL];
+    if (st->phase != G304_PHASE_PLAY || st->tricks[st->trick_no].n == 0) return 0;
+    int n = g304_legal(st, 0, legal);
+    for (int i = 0; i < n; i++)
+        if (legal[i].kind == G304_DO_PLAY && is_facedown(st, 0, &legal[i])) return 1;
+    return 0;
+}
+
+static int plays_face_up(const g304_state *st) { return st->phase == G304_PHASE_PLAY && !must_play_face_down(st); }
+
+Test(core, notify_is_the_networks_default_then_the_players_choice)
+{
+    char *dir = temp_dir("core"), path[512];
+    snprintf(path, sizeof path, "%s/notify.db", dir);
+    rig r;
+    rig_start(&r, 0, 0, 0, path);
+    alice_and_computers(&r);
+    int mark = alice_until(&r, plays_face_up);
+    cr_assert_eq(offers_to(&r, mark, "alice", "Your turn. Your hand: "), 1, "on by default here");
+    mark = r.net.n;
+    whisper(&r, "alice", "notify off");
+    cr_assert_eq(offers_to(&r, mark, "alice", "your turn notices are off"), 1);
+    mark = alice_until(&r, plays_face_up);
+    cr_assert_eq(offers_to(&r, mark, "alice", "Your turn."), 0, "a turn notice after !notify off");
+    cr_assert_gt(offers_to(&r, mark, NULL, "alice (South) to "), 0, "the room still names her");
+
+    /* kept in the store: a restart, and the choice stands */
+    core_free(r.core);
+    store_close(r.db);
+    char err[256];
+    cr_assert_eq(store_open(&r.db, path, err, sizeof err), 0, "%s", err);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    mark = r.net.n;
+    say(&r, "alice", "!notify");
+    cr_assert_eq(offers_to(&r, mark, NULL, "alice: your turn notices are off"), 1);
+    say(&r, "alice", "!notify on");
+    cr_assert_eq(offers_to(&r, mark, NULL, "alice: your turn notices are on"), 1);
+
+    /* a network whose mention notifies (Matrix): off until the player asks */
+    core_free(r.core);
+    r.notify_off = 1;
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    mark = r.net.n;
+    whisper(&r, "bob", "notify");
+    cr_assert_eq(offers_to(&r, mark, "bob", "your turn notices are off"), 1, "the network's default");
+    whisper(&r, "alice", "notify");
+    cr_assert_eq(offers_to(&r, mark, "alice", "your turn notices are on"), 1, "alice's own choice stands");
+    rig_stop(&r);
+    temp_dir_remove(dir);
+}
+
+/* A player who cannot follow in a closed game is told privately to send the card privately
+ * (saying it in the room would show it), whether turn notices are on or off. */
+Test(core, the_face_down_warning_comes_with_notify_off)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.notify_off = 1; /* as on Matrix */
+    core_free(r.core);
+    rig_core(&r);
+    alice_and_computers(&r);
+    int mark = alice_until(&r, must_play_face_down);
+    table t;
+    table_of(&r, 1, &t);
+    const g304_trick *k = &st_of(&t)->tricks[st_of(&t)->trick_no];
+    char want[256];
+    snprintf(want, sizeof want, "Your turn. You cannot follow %s, so your card goes face down: send !play CARD "
+             "privately (in a private message). Your hand: ", suit_symbol(CARD_SUIT(k->card[0])));
+    cr_assert_eq(offers_to(&r, mark, "alice", want), 1, "no warning for a face-down card");
+    const offer *o = last_offer_with(&r, mark, want);
+    cr_assert(strncmp(o->text, "[" ROOM " \xC2\xB7 table 1] ", strlen("[" ROOM " \xC2\xB7 table 1] ")) == 0, "%s",
+              o->text);
     rig_stop(&r);
 }

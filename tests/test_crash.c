@@ -53,6 +53,7 @@
 #include "config.h"
 #include "store.h"
 #include "table.h"
+#include "test_journal.h"
 
 #ifndef CARDROOM_BIN
 #error "build with -DCARDROOM_BIN=\"/path/to/build/cardroom\""
@@ -363,6 +364,7 @@ typedef struct {
     int64_t table_ids[64];
     int ntables;
     int closed[64];
+    char game[64][16];    /* each table's game, as the store names it */
 } dump;
 
 static void dump_free(dump *d)
@@ -431,6 +433,7 @@ static void dump_of(const char *path, dump *d)
         cr_assert_lt(d->ntables, 64);
         d->table_ids[d->ntables] = sqlite3_column_int64(st, 0);
         d->closed[d->ntables] = sqlite3_column_int(st, 5);
+        snprintf(d->game[d->ntables], sizeof d->game[d->ntables], "%s", (const char *)sqlite3_column_text(st, 3));
         d->ntables++;
         lines_add(&d->tables, "%lld" SEP "%s" SEP "%s" SEP "%s" SEP "%s" SEP "%d" SEP "%s",
                   (long long)sqlite3_column_int64(st, 0), sqlite3_column_text(st, 1), sqlite3_column_text(st, 2),
@@ -494,24 +497,6 @@ static int replay_seed(void *ctx, int64_t table_id, int hand_no, uint8_t seed[ST
     return store_hand_seed(r->s, table_id, hand_no, seed) == 0 ? 0 : -1;
 }
 
-typedef struct {
-    char **v;
-    int n, cap;
-} entries;
-
-static int collect_entry(void *ctx, int64_t seq, const char *entry)
-{
-    entries *e = ctx;
-    (void)seq;
-    if (e->n == e->cap) {
-        e->cap = e->cap ? 2 * e->cap : 256;
-        e->v = realloc(e->v, (size_t)e->cap * sizeof *e->v);
-        cr_assert_not_null(e->v);
-    }
-    e->v[e->n++] = strdup(entry);
-    return 0;
-}
-
 /* Every table's journal rebuilds the table with table_exec(), the way core_restore() does,
  * and a closed table's journal ends with the table over (nothing after the end). */
 static void replay_all(const char *path, const dump *d)
@@ -528,9 +513,10 @@ static void replay_all(const char *path, const dump *d)
     table *t = malloc(sizeof *t);
     cr_assert_not_null(t);
     for (int i = 0; i < d->ntables; i++) {
-        entries e = {0};
-        cr_assert_eq(store_journal_each(s, d->table_ids[i], collect_entry, &e), 0, "%s", store_error(s));
-        table_init(t, d->table_ids[i], "console", config.console_room, "", &config.rules);
+        journal_entries e = journal_read(s, d->table_ids[i]);
+        table_init(t, d->table_ids[i], "console", config.console_room, "");
+        cr_assert_eq(table_set_game(t, d->game[i], &config), 0, "%s: table %" PRId64 " has the unknown game \"%s\"",
+                     path, d->table_ids[i], d->game[i]);
         for (int k = 0; k < e.n; k++) {
             char why[256] = "";
             cr_assert_eq(table_exec(t, &env, e.v[k], NULL, why, sizeof why), 0,
@@ -540,8 +526,7 @@ static void replay_all(const char *path, const dump *d)
         cr_assert_eq(t->seq, e.n);
         cr_assert_eq(t->over, d->closed[i], "%s: table %" PRId64 " replays to over=%d but is %s in the store", path,
                      d->table_ids[i], t->over, d->closed[i] ? "closed" : "open");
-        for (int k = 0; k < e.n; k++) free(e.v[k]);
-        free(e.v);
+        journal_free(&e);
     }
     free(t);
     caps_solver_free(judge);

@@ -338,6 +338,19 @@ static size_t split(const char *text, size_t max)
     return n;
 }
 
+/* Whether the space at i may end a line: not one before "·" (the separator stays with its line). */
+static bool breakable(const char *san, size_t i, size_t n)
+{
+    return san[i] == ' ' && !(i + 2 < n && (unsigned char)san[i + 1] == 0xC2 && (unsigned char)san[i + 2] == 0xB7);
+}
+
+/* Where the word at i ends in the sanitised text: its next breakable space or newline, or n. */
+static size_t word_end(const char *san, const size_t *unit_len, size_t i, size_t n)
+{
+    while (i < n && !breakable(san, i, n) && san[i] != '\n') i += unit_len[i];
+    return i;
+}
+
 /* Checks every promise of irc_split on text at max against the model. */
 static void check_split(const char *text, size_t max)
 {
@@ -353,6 +366,7 @@ static void check_split(const char *text, size_t max)
     }
     unit_len[n] = 1; /* the end is a boundary */
     split(text, max);
+    if (max > IRC_MAX_MSG_BYTES) max = IRC_MAX_MSG_BYTES; /* as irc_split takes it */
     size_t pos = 0;
     for (size_t ci = 0; ci <= got.n; ci++) {
         const chunk *c = ci < got.n ? &got.c[ci] : NULL;
@@ -381,14 +395,23 @@ static void check_split(const char *text, size_t max)
             cr_assert(b >= 0x20 ? b != 0x7F : (b == 2 || b == 3 || b == 0x0F || b == 0x1D || b == 0x1F),
                       "max %zu: control 0x%02x in a chunk", max, b);
         }
-        /* a hard break (nothing between this chunk and the next) happens only when the next unit
-         * does not fit, is not a space, and there is no space in the chunk's last quarter */
-        if (ci + 1 < got.n && got.c[ci + 1].off == c->off + c->len) {
-            size_t next = c->off + c->len;
+        /* a hard break (nothing between this chunk and the next) cuts a word longer than max:
+         * from the chunk's last space (or its start) to the next space or line end */
+        size_t next = c->off + c->len;
+        if (ci + 1 < got.n && got.c[ci + 1].off == next) {
             cr_assert_gt(c->len + unit_len[next], max, "max %zu: chunk \"%s\" not full", max, c->text);
             cr_assert_neq(san[next], ' ', "max %zu: hard break before a space", max);
-            for (size_t i = max - max / 4; i < c->len; i++)
-                cr_assert_neq(c->text[i], ' ', "max %zu: \"%s\" ignores a space at %zu", max, c->text, i);
+            size_t ws = c->off;
+            for (size_t i = c->off; i < next; i++)
+                if (breakable(san, i, n)) ws = i + 1;
+            cr_assert_gt(word_end(san, unit_len, next, n) - ws, max,
+                         "max %zu: \"%s\" cuts a word that fits a line", max, c->text);
+        } else if (ci + 1 < got.n && got.c[ci + 1].off == next + 1 && san[next] == ' ') {
+            /* a break at a space: either at a " · " that leaves the chunk half full, or the
+             * next word did not fit after it */
+            int dot = c->len >= 3 && c->len >= (max + 1) / 2 && !memcmp(c->text + c->len - 3, " \xC2\xB7", 3);
+            cr_assert(dot || c->len + 1 + (word_end(san, unit_len, next + 1, n) - next - 1) > max,
+                      "max %zu: \"%s\" breaks early", max, c->text);
         }
         pos = c->off + c->len;
     }
@@ -445,8 +468,11 @@ Test(irc_line, split_exact_chunks)
 {
     CHUNKS("hello world foo", 40, "hello world foo");
     CHUNKS("abc def", 3, "abc", "def");
-    CHUNKS("aaaaaaaa bbbb", 10, "aaaaaaaa", "bbbb");   /* space at 8 ≥ 10 - 2 */
-    CHUNKS("aaaaaaa bbbbb", 10, "aaaaaaa bb", "bbb"); /* space at 7: too early, hard break */
+    CHUNKS("aaaaaaaa bbbb", 10, "aaaaaaaa", "bbbb");
+    CHUNKS("aaaaaaa bbbbb", 10, "aaaaaaa", "bbbbb");  /* never inside a word that fits a line */
+    CHUNKS("a bbbbbbbbbbbbbbb", 10, "a bbbbbbbb", "bbbbbbb"); /* a word longer than a line is cut */
+    CHUNKS("caps=grace, scoring=transfer, start_tokens=11", 24, "caps=grace,", "scoring=transfer,",
+           "start_tokens=11");
     CHUNKS("abcdefghij", 4, "abcd", "efgh", "ij");
     CHUNKS("line1\n\n\nline2\n", 40, "line1", "line2");
     CHUNKS("a\tb\rc\x01" "d\x7f", 40, "a b c d ");
@@ -459,7 +485,13 @@ Test(irc_line, split_exact_chunks)
     CHUNKS("\xff\xc3(", 40, "?" "?(");
     CHUNKS("A♥ K♠", 4, "A♥", "K♠");
     CHUNKS("A♥ K♠", 3, "A", "♥", "K", "♠");
-    CHUNKS("one two three", 9, "one two", "three");   /* space at 7 ≥ 9 - 2 */
+    CHUNKS("one two three", 9, "one two", "three");
+    /* " · " first when it leaves the line half full; the "·" stays with the line before */
+    CHUNKS("cards: ♠ K · ♥ 9 · ♦ J · ♣ Q", 26, "cards: ♠ K · ♥ 9 ·", "♦ J · ♣ Q");
+    CHUNKS("cards: ♠ K · ♥ 9 · ♦ J · ♣ Q", 14, "cards: ♠", "K · ♥ 9 ·", "♦ J · ♣ Q");
+    CHUNKS("cards: ♠ K · ♥ 9", 10, "cards: ♠", "K · ♥ 9"); /* no line starts with "·" */
+    CHUNKS("x · a long tail of words", 20, "x · a long tail of", "words"); /* "x ·" is too short */
+    CHUNKS("cards: ♠ K · ♥ 9", 40, "cards: ♠ K · ♥ 9");
     chunks none = {0};
     cr_assert_eq(irc_split("abc", 0, collect, &none), 0);
     cr_assert_eq(irc_split(NULL, 10, collect, &none), 0);
@@ -475,6 +507,46 @@ Test(irc_line, split_callback_stops)
     cr_assert_eq(got.n, 2);
     cr_assert_str_eq(got.c[1].text, "bb");
     cr_assert_eq(got.c[1].off, 3);
+}
+
+/* ==== a line cut inside a character ======================================================== */
+
+Test(irc_line, utf8_uncut_drops_a_cut_character)
+{
+    static const struct {
+        const char *text;
+        size_t want;
+    } cases[] = {
+        {"", 0},
+        {"plain", 5},
+        {"play 10\xE2\x99\xA5", 10},        /* whole ♥: kept */
+        {"play 10\xE2\x99", 7},              /* ♥ cut after 2 of 3 bytes */
+        {"play 10\xE2", 7},                   /* after 1 of 3 */
+        {"caf\xC3", 3},                       /* é cut after 1 of 2 */
+        {"caf\xC3\xA9", 5},
+        {"x\xF0\x9F\x82", 1},                /* a 4-byte card cut after 3 */
+        {"x\xF0\x9F", 1},
+        {"x\xF0", 1},
+        {"x\xF0\x9F\x82\xA1", 5},
+        {"x\xFF", 2},                         /* not the start of a character: left for the refusal */
+        {"x\xC0", 2},                         /* overlong lead */
+        {"x\xE0\x80", 3},                     /* overlong: cannot be the start of a character */
+        {"x\xED\xA0", 3},                     /* a surrogate */
+        {"x\xF4\x90", 3},                     /* above U+10FFFF */
+        {"x\xF5", 2},
+        {"\x80\x80\x80", 3},                  /* continuation bytes alone */
+        {"x\xE2\x99\xA5\xA5", 5},             /* one byte too many is not a cut */
+        {"\xC3", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_assert_eq(irc_utf8_uncut(cases[i].text, strlen(cases[i].text)), cases[i].want, "case %zu", i);
+    /* Every cut of valid text is whole text again once uncut. */
+    const char *t = "A\xE2\x99\xA5 K\xC3\xA9 \xF0\x9F\x82\xA1!";
+    for (size_t n = 0; n <= strlen(t); n++) {
+        size_t k = irc_utf8_uncut(t, n);
+        cr_assert(k <= n && n - k <= 3);
+        cr_assert(strict_utf8(t, k), "cut at %zu", n);
+    }
 }
 
 /* ==== budget ================================================================================= */

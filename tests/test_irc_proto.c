@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "irc_line.h"
 #include "irc_proto.h"
 
 TestSuite(irc_proto, .timeout = 30);
@@ -21,7 +22,7 @@ typedef struct {
     int nsent;
     struct {
         int kind;
-        char room[128], sender[140], text[600];
+        char room[128], sender[140], text[600], origin[140], renamed_to[140];
         int is_private, moderator;
     } ev[MAXREC];
     int nev;
@@ -49,6 +50,8 @@ static void h_event(void *ctx, const adapter_event *e)
     snprintf(r->ev[r->nev].room, sizeof r->ev[0].room, "%s", e->room ? e->room : "(null)");
     snprintf(r->ev[r->nev].sender, sizeof r->ev[0].sender, "%s", e->sender);
     snprintf(r->ev[r->nev].text, sizeof r->ev[0].text, "%s", e->text ? e->text : "");
+    snprintf(r->ev[r->nev].origin, sizeof r->ev[0].origin, "%s", e->origin ? e->origin : "(null)");
+    snprintf(r->ev[r->nev].renamed_to, sizeof r->ev[0].renamed_to, "%s", e->renamed_to ? e->renamed_to : "(null)");
     r->ev[r->nev].is_private = e->is_private;
     r->ev[r->nev].moderator = e->moderator;
     r->nev++;
@@ -252,7 +255,8 @@ Test(irc_proto, nickserv_when_there_is_no_sasl)
     feed(p, ":irc.test CAP * ACK :multi-prefix");
     int at = R.nsent;
     feed(p, ":irc.test 001 cardroom :Welcome");
-    expect_sent(at, (const char *[]){"PRIVMSG NickServ :IDENTIFY cardbot pw here", NULL});
+    /* No channel to join: WHOIS of itself shows the bot its own prefix. */
+    expect_sent(at, (const char *[]){"PRIVMSG NickServ :IDENTIFY cardbot pw here", "WHOIS cardroom", NULL});
     irc_proto_free(p);
     /* login = none never sends the password. */
     p = make("pw here", IRC_LOGIN_NONE, "");
@@ -379,21 +383,28 @@ Test(irc_proto, accounts_from_tags_join_and_notify)
     feed(p, ":Bob!b@h JOIN #cards BobAcct :Bob");
     char buf[160];
     cr_assert_str_eq(irc_proto_user_id(p, "bob", buf, sizeof buf), "$a:bobacct");
-    feed(p, "@account=BobAcct :Bob!b@h PRIVMSG #cards :!join");
+    cr_assert_eq(R.ev[0].kind, ADAPTER_JOIN);
     cr_assert_str_eq(R.ev[0].sender, "$a:bobacct");
-    /* A nick change keeps the identity; private messages follow the new nick. */
-    feed(p, ":Bob!b@h NICK :Robert");
-    feed(p, "@account=BobAcct :Robert!b@h PRIVMSG #cards :!hand");
+    cr_assert_str_eq(R.ev[0].origin, "", "the account decides: no origin");
+    feed(p, "@account=BobAcct :Bob!b@h PRIVMSG #cards :!join");
     cr_assert_str_eq(R.ev[1].sender, "$a:bobacct");
+    cr_assert_str_eq(R.ev[1].origin, "");
+    /* A nick change keeps the identity (no RENAME); private messages follow the new nick. */
+    feed(p, ":Bob!b@h NICK :Robert");
+    cr_assert_eq(R.nev, 2);
+    feed(p, "@account=BobAcct :Robert!b@h PRIVMSG #cards :!hand");
+    cr_assert_str_eq(R.ev[2].sender, "$a:bobacct");
     cr_assert_str_eq(irc_proto_target(p, "$a:bobacct"), "Robert");
     cr_assert_str_eq(irc_proto_display(p, "$a:bobacct", buf, sizeof buf), "Robert");
     /* Someone else taking the nick "bob" without the account is a different player. */
     feed(p, ":bob!x@other JOIN #cards * :impostor");
     feed(p, ":bob!x@other PRIVMSG #cards :!play JS");
-    cr_assert_str_eq(R.ev[2].sender, "bob");
+    cr_assert_str_eq(R.ev[4].sender, "bob");
+    cr_assert_str_eq(R.ev[4].origin, "x@other");
     /* A message without the tag means logged out (account-tag is acknowledged). */
     feed(p, ":Robert!b@h PRIVMSG #cards :!hand");
-    cr_assert_str_eq(R.ev[3].sender, "robert");
+    cr_assert_str_eq(R.ev[5].sender, "robert");
+    cr_assert_str_eq(R.ev[5].origin, "b@h");
     feed(p, ":Robert!b@h ACCOUNT BobAcct");
     cr_assert_str_eq(irc_proto_user_id(p, "Robert", buf, sizeof buf), "$a:bobacct");
     feed(p, ":Robert!b@h ACCOUNT *");
@@ -487,5 +498,146 @@ Test(irc_proto, reconnect_forgets_the_session_but_not_the_channels)
     feed(p, ":irc.test 001 cardroom :Welcome back");
     expect_sent(at, (const char *[]){"JOIN #Cards", NULL});
     cr_assert_eq(R.registered, 2);
+    irc_proto_free(p);
+}
+
+Test(irc_proto, origins_of_users_known_by_nick)
+{
+    irc_proto *p = registered("");
+    feed(p, ":Alice!a@home.example PRIVMSG #cards :!join");
+    feed(p, ":bob!b@bob.host PRIVMSG cardroom :!hand");
+    feed(p, ":eve!e@eve.host JOIN #Cards");
+    feed(p, ":cardroom!cr@host JOIN #Cards");  /* the bot's own echo: no event */
+    feed(p, ":Owner!o@h KICK #cards eve :out"); /* eve's origin as last seen */
+    feed(p, ":Owner!o@h KICK #cards dave :out"); /* dave never showed his */
+    feed(p, ":Alice!a2@elsewhere PART #cards"); /* as this line shows it */
+    feed(p, ":bob!b@bob.host QUIT :bye");
+    cr_assert_eq(R.nev, 7);
+    static const struct {
+        int kind;
+        const char *sender, *origin;
+    } want[] = {
+        {ADAPTER_MESSAGE, "alice", "a@home.example"}, {ADAPTER_MESSAGE, "bob", "b@bob.host"},
+        {ADAPTER_JOIN, "eve", "e@eve.host"},          {ADAPTER_LEAVE, "eve", "e@eve.host"},
+        {ADAPTER_LEAVE, "dave", ""},                  {ADAPTER_LEAVE, "alice", "a2@elsewhere"},
+        {ADAPTER_LEAVE, "bob", "b@bob.host"},
+    };
+    for (int i = 0; i < 7; i++) {
+        cr_assert_eq(R.ev[i].kind, want[i].kind, "event %d", i);
+        cr_assert_str_eq(R.ev[i].sender, want[i].sender, "event %d", i);
+        cr_assert_str_eq(R.ev[i].origin, want[i].origin, "event %d", i);
+        cr_assert_str_eq(R.ev[i].renamed_to, "(null)");
+    }
+    cr_assert_str_eq(R.ev[1].room, "(null)");
+    cr_assert_str_eq(R.ev[2].room, "#cards");
+    irc_proto_free(p);
+    /* With userhost-in-names, the origins of the members already there come with NAMES. */
+    p = make("", IRC_LOGIN_AUTO, "");
+    irc_proto_want_channel(p, "#cards");
+    irc_proto_reset(p);
+    feed(p, ":irc.test CAP * LS :userhost-in-names");
+    cr_assert_str_eq(R.sent[R.nsent - 1], "CAP REQ :userhost-in-names");
+    feed(p, ":irc.test CAP * ACK :userhost-in-names");
+    feed(p, ":irc.test 001 cardroom :Welcome");
+    feed(p, ":cardroom!cr@host JOIN #cards");
+    feed(p, ":irc.test 353 cardroom = #cards :cardroom!cr@host @carol!c@carol.example dave!d");
+    feed(p, ":Owner!o@h KICK #cards carol :out");
+    feed(p, ":Owner!o@h KICK #cards dave :out");
+    cr_assert_eq(R.nev, 2);
+    cr_assert_str_eq(R.ev[0].origin, "c@carol.example");
+    cr_assert_str_eq(R.ev[1].origin, "", "dave!d has no host: not an origin");
+    irc_proto_free(p);
+}
+
+Test(irc_proto, nick_changes_seen_in_shared_channels)
+{
+    irc_proto *p = registered("");
+    irc_proto_want_channel(p, "#304");
+    feed(p, ":cardroom!cr@host JOIN #304");
+    feed(p, ":irc.test 353 cardroom = #304 :cardroom Alice");
+    feed(p, ":Alice!a@h NICK :Alicia");
+    cr_assert_eq(R.nev, 2, "one RENAME per channel shared with her");
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(R.ev[i].kind, ADAPTER_RENAME);
+        cr_assert_str_eq(R.ev[i].sender, "alice");
+        cr_assert_str_eq(R.ev[i].renamed_to, "alicia");
+        cr_assert_str_eq(R.ev[i].origin, "a@h");
+    }
+    cr_assert(!strcmp(R.ev[0].room, "#cards") || !strcmp(R.ev[1].room, "#cards"));
+    cr_assert(!strcmp(R.ev[0].room, "#304") || !strcmp(R.ev[1].room, "#304"));
+    feed(p, ":Alicia!a@h NICK :ALICIA");     /* the same id under casemapping */
+    feed(p, ":cardroom!cr@host NICK :cards"); /* the bot itself */
+    cr_assert_eq(R.nev, 2);
+    feed(p, ":carol!c@h NICK :carla");       /* only in #cards */
+    cr_assert_eq(R.nev, 3);
+    cr_assert_str_eq(R.ev[2].room, "#cards");
+    cr_assert_str_eq(R.ev[2].sender, "carol");
+    cr_assert_str_eq(R.ev[2].renamed_to, "carla");
+    /* Someone else takes the old nick: same id, another origin. */
+    feed(p, ":alice!x@evil.example PRIVMSG cards :!hand");
+    cr_assert_str_eq(R.ev[3].sender, "alice");
+    cr_assert_str_eq(R.ev[3].origin, "x@evil.example");
+    /* A member renames to a nick the bot last saw on someone else (a private message): the
+     * old record is not taken for him. */
+    feed(p, ":zed!z@old.example PRIVMSG cards :hi");
+    feed(p, ":yan!y@yan.example JOIN #cards");
+    feed(p, ":yan!y@yan.example NICK :zed");
+    cr_assert_eq(R.ev[6].kind, ADAPTER_RENAME);
+    cr_assert_str_eq(R.ev[6].renamed_to, "zed");
+    cr_assert_str_eq(R.ev[6].origin, "y@yan.example");
+    feed(p, ":Owner!o@h KICK #cards zed :out");
+    cr_assert_str_eq(R.ev[7].origin, "y@yan.example");
+    irc_proto_free(p);
+}
+
+Test(irc_proto, own_prefix_sets_the_budget)
+{
+    irc_proto *p = make("", IRC_LOGIN_AUTO, "");
+    irc_proto_want_channel(p, "#cards");
+    irc_proto_reset(p);
+    size_t unknown = irc_budget("cardroom", NULL, NULL, "PRIVMSG", "#cards");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"), unknown, "the longest prefix until shown");
+    feed(p, ":irc.test 001 cardroom :Welcome");
+    feed(p, ":cardroom!~cr@bot.example.org JOIN #cards");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"), irc_budget("cardroom", "~cr", "bot.example.org", "PRIVMSG", "#cards"));
+    cr_assert_eq(irc_proto_budget(p, "NOTICE", "alice"), irc_budget("cardroom", "~cr", "bot.example.org", "NOTICE", "alice"));
+    cr_assert_gt(irc_proto_budget(p, "PRIVMSG", "#cards"), unknown);
+    feed(p, ":irc.test 396 cardroom a.much.longer.cloak.example.net :is now your displayed host");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"),
+                 irc_budget("cardroom", "~cr", "a.much.longer.cloak.example.net", "PRIVMSG", "#cards"));
+    feed(p, ":irc.test 396 cardroom vu@vhost.example :is now your displayed host");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"), irc_budget("cardroom", "vu", "vhost.example", "PRIVMSG", "#cards"));
+    feed(p, ":irc.test 311 cardroom alice a alice.example * :someone else");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"), irc_budget("cardroom", "vu", "vhost.example", "PRIVMSG", "#cards"));
+    feed(p, ":irc.test 311 cardroom CardRoom ~w who.example * :cardroom card games");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"), irc_budget("cardroom", "~w", "who.example", "PRIVMSG", "#cards"));
+    irc_proto_reset(p);
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#cards"), unknown, "a new connection shows it again");
+    irc_proto_free(p);
+    /* On another nick than the configured one, the longer of the two counts. */
+    memset(&R, 0, sizeof R);
+    irc_proto_config c = {.nick = "a_rather_long_nick_for_a_bot_x", .login = IRC_LOGIN_NONE};
+    irc_proto_hooks h = {.ctx = &R, .send_now = h_send};
+    p = irc_proto_new(&c, &h);
+    irc_proto_reset(p);
+    feed(p, ":irc.test 433 * a_rather_long_nick_for_a_bot_x :Nickname is already in use");
+    feed(p, ":irc.test 001 a_rather_long_nick_for_a_bo_ :Welcome");
+    cr_assert_str_eq(irc_proto_nick(p), "a_rather_long_nick_for_a_bo_");
+    cr_assert_eq(irc_proto_budget(p, "PRIVMSG", "#c"), irc_budget("a_rather_long_nick_for_a_bot_x", NULL, NULL, "PRIVMSG", "#c"));
+    irc_proto_free(p);
+}
+
+Test(irc_proto, text_cut_inside_a_character)
+{
+    irc_proto *p = registered("");
+    feed(p, ":Alice!a@h PRIVMSG #cards :!play 10\xE2\x99");
+    feed(p, ":Alice!a@h PRIVMSG #cards :caf\xC3\xA9");
+    feed(p, ":Alice!a@h PRIVMSG #cards :bad \xFF inside");
+    feed(p, ":Alice!a@h PRIVMSG #cards :\x02" "bold cut\xC3");
+    cr_assert_eq(R.nev, 4);
+    cr_assert_str_eq(R.ev[0].text, "!play 10", "the cut character is dropped");
+    cr_assert_str_eq(R.ev[1].text, "caf\xC3\xA9");
+    cr_assert_str_eq(R.ev[2].text, "bad \xFF inside", "other bytes are left for the command's refusal");
+    cr_assert_str_eq(R.ev[3].text, "bold cut");
     irc_proto_free(p);
 }

@@ -120,15 +120,15 @@ Test(render, bidding_events)
     start_from(&st, &r, 0, hands_r, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_DEALT, G304_VIS_SEAT, 1), "Your first four cards: \xE2\x99\xA5 J 9 8 7");
     ok(&st, 1, G304_DO_BID, NULL, 160, &ev);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_BID, G304_VIS_ALL, -1), "bob (East) bids 160.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_BID, G304_VIS_ALL, -1), "bob (East) bids 160");
     ok(&st, 2, G304_DO_PARTNER, NULL, 0, &ev);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_ASK, G304_VIS_ALL, -1), "carol (North) asks partner alice (South) to bid.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_ASK, G304_VIS_ALL, -1), "carol (North) asks partner alice (South) to bid");
     ok(&st, 0, G304_DO_PASS, NULL, 0, &ev);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_PASS, G304_VIS_ALL, -1), "alice (South) passes.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_PASS, G304_VIS_ALL, -1), "alice (South) passes");
     ok(&st, 3, G304_DO_PASS, NULL, 0, NULL);
     ok(&st, 0, G304_DO_PASS, NULL, 0, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_MAKER, G304_VIS_ALL, -1),
-                     "bob (East) is trump maker at 160 and chooses the indicator from the first four cards.");
+                     "bob (East) is trump maker at 160");
 }
 
 Test(render, indicator_is_private)
@@ -142,16 +142,15 @@ Test(render, indicator_is_private)
     for (int s = 2; s < 5; s++) ok(&st, s & 3, G304_DO_PASS, NULL, 0, NULL);
     ok(&st, 1, G304_DO_TRUMP, "7H", 0, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_INDICATOR, G304_VIS_SEAT, 1),
-                     "Your indicator: 7\xE2\x99\xA5 \xE2\x80\x94 \xE2\x99\xA5 hearts are trump. It lies face down; only "
-                     "you know it.");
+                     "Your indicator: 7\xE2\x99\xA5, face down (\xE2\x99\xA5 hearts are trump); only you know it.");
     for (int v = -1; v < 4; v++)
         if (v != 1) cr_assert_str_eq(ev_text(&st, &ev, G304_EV_INDICATOR, G304_VIS_SEAT, v), "", "viewer %d", v);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_PLACED, G304_VIS_ALL, -1), "bob (East) places the indicator face down.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_PLACED, G304_VIS_ALL, -1), "bob (East) places the indicator face down");
     const g304_event *e = find_ev(&ev, G304_EV_DEALT, G304_VIS_SEAT, 0);
     cr_assert_eq(e->to, 1);
     render_event(&st, e, 1, names, text, sizeof text);
-    cr_assert_str_eq(text, "Your next four cards: \xE2\x99\xA3 J 9 A 10\nYour hand: \xE2\x99\xA5 J 9 8 \xC2\xB7 "
-                           "\xE2\x99\xA3 J 9 A 10  (indicator 7\xE2\x99\xA5, face down)");
+    cr_assert_str_eq(text, "Your next four cards: \xE2\x99\xA3 J 9 A 10 \xE2\x80\x94 your hand: \xE2\x99\xA5 J 9 8 "
+                           "\xC2\xB7 \xE2\x99\xA3 J 9 A 10  (indicator 7\xE2\x99\xA5, face down)");
 }
 
 Test(render, facedown_public_and_private)
@@ -160,10 +159,10 @@ Test(render, facedown_public_and_private)
     g304_events ev;
     to_play(&st);
     ok(&st, 1, G304_DO_PLAY, "JC", 0, &ev);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_PLAY, G304_VIS_ALL, -1), "bob (East) plays J\xE2\x99\xA3.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_PLAY, G304_VIS_ALL, -1), "bob (East) plays J\xE2\x99\xA3");
     ok(&st, 2, G304_DO_PLAY, "7S", 0, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_FACEDOWN, G304_VIS_ALL, -1),
-                     "carol (North) plays \xF0\x9F\x82\xA0 face down.");
+                     "carol (North) plays \xF0\x9F\x82\xA0 face down");
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_FACEDOWN, G304_VIS_SEAT, 2), "You play 7\xE2\x99\xA0 face down.");
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_FACEDOWN, G304_VIS_SEAT, -1), "", "the private copy is not for the room");
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_FACEDOWN, G304_VIS_SEAT, 0), "");
@@ -172,9 +171,9 @@ Test(render, facedown_public_and_private)
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_INSPECT, G304_VIS_SEAT, 1),
                      "Face down in this trick: 7\xE2\x99\xA0 \xE2\x80\x94 no trump.");
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_NO_TRUMP, G304_VIS_ALL, -1),
-                     "No trump among the face-down cards: they stay face down.");
+                     "no trump among the face-down cards: they stay face down");
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_TRICK, G304_VIS_ALL, -1),
-                     "Trick 1 to bob (East) (a card stays face down).");
+                     "trick 1 to bob (East) (a card stays face down)");
 }
 
 Test(render, reveal_and_trick_points)
@@ -192,10 +191,10 @@ Test(render, reveal_and_trick_points)
     ok(&st, 3, G304_DO_PLAY, "AH", 0, NULL);
     ok(&st, 0, G304_DO_PLAY, "JS", 0, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_REVEAL, G304_VIS_ALL, -1),
-                     "A trump was played face down! Turned up: 7\xE2\x99\xA6 (carol (North)), A\xE2\x99\xA5 (dave (West)), "
-                     "J\xE2\x99\xA0 (alice (South)). The indicator was 7\xE2\x99\xA5: \xE2\x99\xA5 hearts are trump, open "
-                     "from now. It goes back to bob (East).");
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_TRICK, G304_VIS_ALL, -1), "Trick 3 to dave (West) (+52 points).");
+                     "a trump was played face down! Turned up: 7\xE2\x99\xA6 (carol (North)), A\xE2\x99\xA5 (dave (West)), "
+                     "J\xE2\x99\xA0 (alice (South)); the indicator was 7\xE2\x99\xA5: \xE2\x99\xA5 hearts are trump, open "
+                     "from now; it goes back to bob (East)");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_TRICK, G304_VIS_ALL, -1), "trick 3 to dave (West), +52");
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_INSPECT, G304_VIS_SEAT, 1),
                      "Face down in this trick: J\xE2\x99\xA0 A\xE2\x99\xA5 7\xE2\x99\xA6 \xE2\x80\x94 a trump is among them.");
 }
@@ -207,17 +206,13 @@ Test(render, result_made)
     to_play(&st);
     play_out(&st, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_HAND, G304_VIS_ALL, -1),
-                     "alice (South) held: J\xE2\x99\xA0 9\xE2\x99\xA0 A\xE2\x99\xA0 10\xE2\x99\xA0 \xC2\xB7 J\xE2\x99\xA6 "
-                     "9\xE2\x99\xA6 \xC2\xB7 8\xE2\x99\xA3 7\xE2\x99\xA3");
+                     "alice (South) \xE2\x99\xA0 J 9 A 10 \xC2\xB7 \xE2\x99\xA6 J 9 \xC2\xB7 \xE2\x99\xA3 8 7");
     const g304_event *e = find_ev(&ev, G304_EV_HAND, G304_VIS_ALL, 1);
     render_event(&st, e, -1, names, text, sizeof text);
-    cr_assert_str_eq(text, "bob (East) held: J\xE2\x99\xA5 9\xE2\x99\xA5 8\xE2\x99\xA5 7\xE2\x99\xA5 \xC2\xB7 J\xE2\x99\xA3 "
-                           "9\xE2\x99\xA3 A\xE2\x99\xA3 10\xE2\x99\xA3 (indicator 7\xE2\x99\xA5)",
+    cr_assert_str_eq(text, "bob (East) \xE2\x99\xA5 J 9 8 7 \xC2\xB7 \xE2\x99\xA3 J 9 A 10 (indicator 7\xE2\x99\xA5)",
                      "trumps first, the indicator named");
-    const char *want = "bob (East) & dave (West) made 160 with 304 points.\n"
-                       "Tokens: South\xE2\x80\x93North \xE2\x88\x92" "1, East\xE2\x80\x93West +1 \xC2\xB7 now "
-                       "South\xE2\x80\x93North 10, East\xE2\x80\x93West 12.\n"
-                       "Next dealer: bob (East).";
+    const char *want = "bob (East) & dave (West) made 160 with 304 points \xE2\x80\x94 tokens: South\xE2\x80\x93North 10 "
+                       "(\xE2\x88\x92" "1), East\xE2\x80\x93West 12 (+1)";
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_RESULT, G304_VIS_ALL, -1), want);
     char buf[RENDER_MAX];
     cr_assert_eq(render_result(&st, names, buf, sizeof buf), strlen(want));
@@ -246,42 +241,39 @@ Test(render, result_failed_and_match_over)
     render_result(&st, names, text, sizeof text);
     char want[RENDER_MAX];
     snprintf(want, sizeof want,
-             "alice (South) & carol (North) failed 260 with %d points.\n"
-             "Tokens: South\xE2\x80\x93North \xE2\x88\x92" "3, East\xE2\x80\x93West +3 \xC2\xB7 now "
-             "South\xE2\x80\x93North 0, East\xE2\x80\x93West 6.\n"
+             "alice (South) & carol (North) failed 260 with %d points \xE2\x80\x94 tokens: South\xE2\x80\x93North 0 "
+             "(\xE2\x88\x92" "3), East\xE2\x80\x93West 6 (+3)\n"
              "Match over: East\xE2\x80\x93West (bob (East) & dave (West)) win the match!",
              st.points[0]);
     cr_assert_str_eq(text, want);
 }
 
+/* Dealer 0; bob (East), first to speak, holds 0 points in his first four cards. */
+static const char *const weak[4] = {
+    "JS 9S AS TS  JD 9D AD TD",
+    "7H 8H 7C 8C  JC 9C AC TC",
+    "KS QS 8S 7S  KD QD 8D 7D",
+    "AH TH KH QH  JH 9H KC QC",
+};
+
 Test(render, redeal_and_all_pass_results)
 {
-    static const char *const weak[4] = {
-        "JS 9S AS TS  JD 9D AD TD",
-        "7H 8H 7C 8C  JC 9C AC TC", /* bob: 0 points in his first four */
-        "KS QS 8S 7S  KD QD 8D 7D",
-        "AH TH KH QH  JH 9H KC QC",
-    };
     g304_state st;
     g304_rules r;
     g304_events ev;
     g304_rules_default(&r);
     start_from(&st, &r, 0, weak, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "bob (East): bid 160 or more, pass, or ask partner"); /* the redeal right stays private */
+    cr_assert_str_eq(text, "bob (East) to bid: 160 or more, pass or partner"); /* the redeal right stays private */
     ok(&st, 1, G304_DO_REDEAL, NULL, 0, &ev);
     cr_assert_str_eq(ev_text(&st, &ev, G304_EV_REDEAL, G304_VIS_ALL, -1),
-                     "bob (East) asks for a redeal: the first four cards are worth less than 15 points.");
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_RESULT, G304_VIS_ALL, -1),
-                     "Redeal: no score. alice (South) deals again.\n"
-                     "Tokens: South\xE2\x80\x93North 11, East\xE2\x80\x93West 11.");
+                     "bob (East) asks for a redeal: the first four cards are worth less than 15 points");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_RESULT, G304_VIS_ALL, -1), "no score");
     cr_assert_eq(render_turn(&st, names, text, sizeof text), 0, "nobody acts once the hand is over");
     start_from(&st, &r, 0, weak, NULL);
     for (int s = 1; s < 5; s++) ok(&st, s & 3, G304_DO_PASS, NULL, 0, &ev);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_ALL_PASS, G304_VIS_ALL, -1), "All four passed: no play.");
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_RESULT, G304_VIS_ALL, -1),
-                     "No bid: no score. The deal passes to bob (East).\n"
-                     "Tokens: South\xE2\x80\x93North 11, East\xE2\x80\x93West 11.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_ALL_PASS, G304_VIS_ALL, -1), "all four passed");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_RESULT, G304_VIS_ALL, -1), "no score");
 }
 
 /* ---- hands, turns, the table, the last trick ---- */
@@ -332,29 +324,27 @@ Test(render, turns)
     g304_rules_default(&r);
     start_from(&st, &r, 0, hands_r, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "bob (East): bid 160 or more, pass, or ask partner");
+    cr_assert_str_eq(text, "bob (East) to bid: 160 or more, pass or partner");
     ok(&st, 1, G304_DO_BID, NULL, 160, NULL);
     ok(&st, 2, G304_DO_PARTNER, NULL, 0, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "alice (South) (asked by partner): bid 170 or more, or pass (highest bid 160 by bob (East))");
+    cr_assert_str_eq(text, "alice (South) (asked by partner) to bid: 170 or more, or pass");
     ok(&st, 0, G304_DO_PASS, NULL, 0, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "dave (West): bid 200 or more, or pass (highest bid 160 by bob (East))");
+    cr_assert_str_eq(text, "dave (West) to bid: 200 or more, or pass");
     ok(&st, 3, G304_DO_PASS, NULL, 0, NULL);
     ok(&st, 0, G304_DO_PASS, NULL, 0, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "bob (East): choose the indicator from your first four cards (send trump CARD in a private "
-                           "message)");
+    cr_assert_str_eq(text, "bob (East) to choose the indicator from the first four cards, privately");
     ok(&st, 1, G304_DO_TRUMP, "7H", 0, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "Eight-card round \xE2\x80\x94 bob (East): bid 250 or more, bid Partner Close Caps, or pass "
-                           "(highest bid 160 by bob (East))");
+    cr_assert_str_eq(text, "bob (East) to bid on eight cards: 250 or more, pcc or pass");
     for (int i = 0; i < 4; i++) ok(&st, (1 + i) & 3, G304_DO_PASS, NULL, 0, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "bob (East) to lead (trick 1) or declare an open game");
+    cr_assert_str_eq(text, "bob (East) to lead or declare an open game");
     ok(&st, 1, G304_DO_PLAY, "JC", 0, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "carol (North) to play (trick 1, \xE2\x99\xA3 led)");
+    cr_assert_str_eq(text, "carol (North) to play, \xE2\x99\xA3 led");
 }
 
 Test(render, cut)
@@ -366,9 +356,9 @@ Test(render, cut)
     r.cut = 1;
     start_from(&st, &r, 0, hands_r, NULL);
     render_turn(&st, names, text, sizeof text);
-    cr_assert_str_eq(text, "dave (West): cut the pack at 1 to 31, or 0 for no cut");
+    cr_assert_str_eq(text, "dave (West) to cut the pack: 1 to 31, or 0 for no cut");
     ok(&st, 3, G304_DO_CUT, NULL, 12, &ev);
-    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_CUT, G304_VIS_ALL, -1), "dave (West) cuts the pack at 12.");
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_CUT, G304_VIS_ALL, -1), "dave (West) cuts the pack at 12");
 }
 
 Test(render, last_trick_masks_face_down_cards)
@@ -403,7 +393,7 @@ Test(render, table_hides_the_trump_from_others_while_closed)
                            "South\xE2\x80\x93North 0, East\xE2\x80\x93West 0\n"
                            "Trick 1: bob (East) J\xE2\x99\xA3 \xC2\xB7 carol (North) \xF0\x9F\x82\xA0\n"
                            "Tokens: South\xE2\x80\x93North 11, East\xE2\x80\x93West 11\n"
-                           "dave (West) to play (trick 1, \xE2\x99\xA3 led)");
+                           "dave (West) to play, \xE2\x99\xA3 led");
     for (int v = -1; v < 4; v++) {
         render_table(&st, v, names, text, sizeof text);
         int shows = strstr(text, "hearts") || strstr(text, "7\xE2\x99\xA5");
@@ -422,16 +412,59 @@ Test(render, rules_summary)
     g304_error err;
     g304_rules_default(&r);
     cr_assert_eq(g304_rules_set(&r, "caps", "strict", &err), 0);
-    size_t n = render_rules(&r, text, sizeof text);
+    size_t n = render_rules(&r, "!", "https://example.org/rules/", text, sizeof text);
     cr_assert_eq(n, strlen(text));
+    cr_assert_str_eq(text, "304 for four players in two teams; this table's options: cut=false, step_above_200=10, "
+                           "bidding=standard, bid8_opener=maker, spoilt=manual, caps=strict, scoring=transfer, "
+                           "start_tokens=11 (!set OPTION VALUE changes one before the start).\n"
+                           "The rules in full: https://example.org/rules/304.md");
+}
+
+/* A move is one line for the room: its public pieces joined by " — "; the end of a hand adds
+ * the result and the cards held, each on one line. */
+Test(render, a_move_is_one_line)
+{
+    g304_state st;
+    g304_events ev;
+    to_play(&st);
+    ok(&st, 1, G304_DO_PLAY, "JC", 0, &ev);
+    render_move(&st, &ev, names, text, sizeof text);
+    cr_assert_str_eq(text, "bob (East) plays J\xE2\x99\xA3");
+    ok(&st, 2, G304_DO_PLAY, "7S", 0, &ev);
+    render_move(&st, &ev, names, text, sizeof text);
+    cr_assert_str_eq(text, "carol (North) plays \xF0\x9F\x82\xA0 face down", "the face-down card stays hidden");
+    ok(&st, 3, G304_DO_PLAY, "KC", 0, NULL);
+    ok(&st, 0, G304_DO_PLAY, "7C", 0, &ev);
+    render_move(&st, &ev, names, text, sizeof text);
+    cr_assert_str_eq(text, "alice (South) plays 7\xE2\x99\xA3 \xE2\x80\x94 no trump among the face-down cards: they stay "
+                           "face down \xE2\x80\x94 trick 1 to bob (East) (a card stays face down)",
+                     "the maker's inspection is private: not in the room's line");
+    play_out(&st, &ev);
+    render_move(&st, &ev, names, text, sizeof text);
     int lines = 1;
     for (const char *p = text; *p; p++) lines += *p == '\n';
-    cr_assert(lines >= 5 && lines <= 10, "%d lines", lines);
-    cr_assert(strstr(text, "J 9 A 10 K Q 8 7"));
-    cr_assert(strstr(text, "caps=strict"));
-    cr_assert(strstr(text, "start_tokens=11"));
-    cr_assert(strstr(text, "\nFair dealing: each hand's seed is committed (BLAKE2b) when dealt and revealed at the end; "
-                           "check a deal with: cardroom verify SEED COMMITMENT"));
+    cr_assert_eq(lines, 3, "the last move, the result, the cards held: %s", text);
+    cr_assert(strstr(text, "\nbob (East) & dave (West) made 160 with 304 points \xE2\x80\x94 tokens: "));
+    cr_assert(strstr(text, "\nCards held: alice (South) \xE2\x99\xA0 J 9 A 10 \xC2\xB7 \xE2\x99\xA6 J 9 \xC2\xB7 "
+                           "\xE2\x99\xA3 8 7; bob (East) \xE2\x99\xA5 J 9 8 7 \xC2\xB7 \xE2\x99\xA3 J 9 A 10 (indicator "
+                           "7\xE2\x99\xA5); carol (North) "), "%s", text);
+    ev.n = 0;
+    cr_assert_eq(render_move(&st, &ev, names, text, sizeof text), 0, "no public event, nothing to say");
+}
+
+/* A hand without a score ends on the line of its last move. */
+Test(render, a_hand_without_a_score_ends_on_the_moves_line)
+{
+    g304_state st;
+    g304_rules r;
+    g304_events ev;
+    g304_rules_default(&r);
+    start_from(&st, &r, 0, weak, NULL);
+    for (int s = 1; s < 5; s++) ok(&st, s & 3, G304_DO_PASS, NULL, 0, &ev);
+    render_move(&st, &ev, names, text, sizeof text);
+    cr_assert_str_eq(text, "alice (South) passes \xE2\x80\x94 all four passed \xE2\x80\x94 no score\n"
+                           "Cards held: alice (South) \xE2\x99\xA0 J 9 A 10; bob (East) \xE2\x99\xA5 8 7 \xC2\xB7 "
+                           "\xE2\x99\xA3 8 7; carol (North) \xE2\x99\xA0 K Q 8 7; dave (West) \xE2\x99\xA5 A 10 K Q");
 }
 
 /* ---- texts in general: UTF-8, truncation ---- */
@@ -488,12 +521,18 @@ typedef struct {
     const g304_state *st;
     const g304_event *e;
     int viewer;
+    const g304_events *ev;
 } render_ctx;
 
 static size_t f_event(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
     return render_event(x->st, x->e, x->viewer, names, b, n);
+}
+static size_t f_move(const void *c, char *b, size_t n)
+{
+    const render_ctx *x = c;
+    return render_move(x->st, x->ev, names, b, n);
 }
 static size_t f_hand(const void *c, char *b, size_t n)
 {
@@ -523,12 +562,12 @@ static size_t f_result(const void *c, char *b, size_t n)
 static size_t f_rules(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_rules(&x->st->rules, b, n);
+    return render_rules(&x->st->rules, "!", "docs/", b, n);
 }
 
 static void check_state_cuts(const g304_state *st, int viewer)
 {
-    render_ctx x = {st, NULL, viewer};
+    render_ctx x = {st, NULL, viewer, NULL};
     check_cuts(f_hand, &x);
     check_cuts(f_turn, &x);
     check_cuts(f_table, &x);
@@ -540,9 +579,11 @@ static void check_state_cuts(const g304_state *st, int viewer)
 static void check_event_cuts(const g304_state *st, const g304_events *ev)
 {
     for (int i = 0; i < ev->n; i++) {
-        render_ctx x = {st, &ev->ev[i], ev->ev[i].vis == G304_VIS_ALL ? -1 : ev->ev[i].to};
+        render_ctx x = {st, &ev->ev[i], ev->ev[i].vis == G304_VIS_ALL ? -1 : ev->ev[i].to, ev};
         check_cuts(f_event, &x);
     }
+    render_ctx all = {st, NULL, -1, ev};
+    check_cuts(f_move, &all);
 }
 
 Test(render, truncation_never_overflows)
@@ -685,6 +726,9 @@ static void sweep_events(sweep *S, const g304_state *st, const g304_events *ev)
             if (hidden_before && s == e->to) cr_assert(named_cards(buf) & ~S->known[ROOM], "%s: %s", S->where, buf);
         }
     }
+    snprintf(S->where, sizeof S->where, "the room's line for a move of %d events", ev->n);
+    render_move(st, ev, names, buf, sizeof buf);
+    sweep_check(S, ROOM, buf);
 }
 
 /* The room's table counts only the points of cards the room has seen (R-REVEAL: trick points

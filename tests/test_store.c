@@ -185,7 +185,7 @@ Test(store, memory_opens_at_current_schema)
 {
     store *s = open_ok(":memory:");
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
-    cr_expect_eq(store_schema_version(s), 3);
+    cr_expect_eq(store_schema_version(s), 4);
     cr_expect_str_eq(store_error(s), "");
     store_close(s);
 }
@@ -208,12 +208,12 @@ Test(store_file, file_is_wal_and_versioned)
     char path[PATH_MAX], buf[64];
     tmp_path(path, sizeof path, "state.db");
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 3);
+    cr_expect_eq(store_schema_version(s), 4);
     store_close(s);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     cr_expect_str_eq(buf, "wal");
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
-    cr_expect_str_eq(buf, "3");
+    cr_expect_str_eq(buf, "4");
 }
 
 Test(store_file, reopen_keeps_data)
@@ -225,7 +225,7 @@ Test(store_file, reopen_keeps_data)
     OK(store_begin(s));
     OK(store_journal_add(s, t, 1, "seat alice 0"));
     OK(store_journal_add(s, t, 2, "seat bob 1"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "bob sits down", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "bob sits down", NULL));
     OK(store_position_set(s, "console", "17"));
     OK(store_commit(s));
     uint8_t seed[STORE_SEED_BYTES], back[STORE_SEED_BYTES];
@@ -236,7 +236,7 @@ Test(store_file, reopen_keeps_data)
     store_close(s);
 
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 3);
+    cr_expect_eq(store_schema_version(s), 4);
     journal_seen j = {0};
     OK(store_journal_each(s, t, collect_journal, &j));
     cr_assert_eq(j.n, 2);
@@ -267,7 +267,7 @@ Test(store_file, newer_schema_refused)
     cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
     cr_expect_null(s);
     snprintf(want, sizeof want,
-             "%s was written by a newer cardroom (schema 99; this one knows up to 3)", path);
+             "%s was written by a newer cardroom (schema 99; this one knows up to 4)", path);
     cr_expect_str_eq(err, want);
     char buf[16];
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
@@ -479,12 +479,12 @@ Test(store, outbox_pending_done_all)
 {
     store *s = open_ok(":memory:");
     int64_t id[6];
-    OK(store_outbox_add(s, "matrix", "!r:x", "", "@bob:x", "your turn, Bob", &id[0]));
-    OK(store_outbox_add(s, "irc", "#cards", "", "", "irc one", &id[1]));
-    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "your cards: JS 9S", &id[2]));
-    OK(store_outbox_add(s, "matrix", "!r:x", NULL, NULL, "third", &id[3]));
-    OK(store_outbox_add(s, "irc", "#cards", "carol", "", "irc two", &id[4]));
-    OK(store_outbox_add(s, "matrix", "!r:x", "", "", "fourth", &id[5]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "@bob:x", 0, "your turn, Bob", &id[0]));
+    OK(store_outbox_add(s, "irc", "#cards", "", "", 0, "irc one", &id[1]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "your cards: JS 9S", &id[2]));
+    OK(store_outbox_add(s, "matrix", "!r:x", NULL, NULL, 0, "third", &id[3]));
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", 0, "irc two", &id[4]));
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "", 0, "fourth", &id[5]));
     for (int i = 1; i < 6; i++) cr_expect_gt(id[i], id[i - 1]);
 
     msgs_seen m = {0};
@@ -541,7 +541,7 @@ Test(store, outbox_long_text_whole)
     char user[300];
     memset(user, 'u', sizeof user - 1);
     user[sizeof user - 1] = '\0';
-    OK(store_outbox_add(s, "irc", "#cards", user, "", text, NULL));
+    OK(store_outbox_add(s, "irc", "#cards", user, "", 0, text, NULL));
     msgs_seen m = {0};
     OK(store_outbox_all(s, collect_msg, &m));
     cr_assert_eq(m.n, 1);
@@ -560,7 +560,7 @@ Test(store, rollback_leaves_nothing_of_the_batch)
     char pos[16];
     OK(store_begin(s));
     OK(store_journal_add(s, t, 1, "bid 160"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "alice bids 160", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "alice bids 160", NULL));
     OK(store_position_set(s, "console", "1"));
     OK(store_rollback(s));
 
@@ -574,7 +574,7 @@ Test(store, rollback_leaves_nothing_of_the_batch)
 
     OK(store_begin(s));
     OK(store_journal_add(s, t, 1, "bid 160"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "alice bids 160", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "alice bids 160", NULL));
     OK(store_position_set(s, "console", "1"));
     OK(store_commit(s));
     OK(store_journal_each(s, t, collect_journal, &j));
@@ -678,8 +678,8 @@ Test(store, callbacks_stop_early_with_their_value)
     new_table(s, 2);
     OK(store_journal_add(s, t, 1, "a"));
     OK(store_journal_add(s, t, 2, "b"));
-    OK(store_outbox_add(s, "console", "#room", "", "", "one", NULL));
-    OK(store_outbox_add(s, "console", "#room", "", "", "two", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "one", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "two", NULL));
     store_standing a = {.user = "a"}, b = {.user = "b"};
     OK(store_standing_add(s, "console", "#room", &a));
     OK(store_standing_add(s, "console", "#room", &b));
@@ -724,7 +724,7 @@ static int try_reenter(void *ctx, const store_msg *m)
 Test(store, callbacks_may_not_reenter)
 {
     store *s = open_ok(":memory:");
-    OK(store_outbox_add(s, "console", "#room", "", "", "one", NULL));
+    OK(store_outbox_add(s, "console", "#room", "", "", 0, "one", NULL));
     reentry r = {.s = s};
     OK(store_outbox_pending(s, "console", 0, try_reenter, &r));
     cr_expect_eq(r.inner_rc, -1);
@@ -764,7 +764,7 @@ static void crash_child(const char *path, int64_t table, int ready_fd)
             n++;
             snprintf(entry, sizeof entry, "play %lld", (long long)n);
             if (store_journal_add(s, table, n, entry) ||
-                store_outbox_add(s, CRASH_NET, "#room", "", "", entry, NULL))
+                store_outbox_add(s, CRASH_NET, "#room", "", "", 0, entry, NULL))
                 _exit(5);
         }
         snprintf(pos, sizeof pos, "%lld", (long long)n);
@@ -896,8 +896,8 @@ Test(store, kv_put_get_del_each)
     store_close(s);
 }
 
-/* What schema 2 had: the outbox without wire forms and merges. */
-#define SCHEMA_2_OUTBOX "ALTER TABLE outbox DROP COLUMN wire; ALTER TABLE outbox DROP COLUMN merged_into;"
+/* What schema 3 had: the outbox without wire forms and merges. */
+#define SCHEMA_3_OUTBOX "ALTER TABLE outbox DROP COLUMN wire; ALTER TABLE outbox DROP COLUMN merged_into;"
 
 Test(store_file, schema_1_migrates_to_current)
 {
@@ -906,7 +906,7 @@ Test(store_file, schema_1_migrates_to_current)
     store *s = open_ok(path);
     OK(store_position_set(s, "matrix", "s42_1"));
     store_close(s);
-    raw_exec(path, SCHEMA_2_OUTBOX "DROP TABLE kv; PRAGMA user_version = 1"); /* what cardroom 0.1 left */
+    raw_exec(path, SCHEMA_3_OUTBOX "ALTER TABLE outbox DROP COLUMN notice; DROP TABLE kv; PRAGMA user_version = 1");
     s = open_ok(path);
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
@@ -915,20 +915,67 @@ Test(store_file, schema_1_migrates_to_current)
     store_close(s);
 }
 
+/* A database of schema 2, written by cardroom 0.1.0 (the migration fixture), gains the outbox's
+ * notice column: its messages stay, sent or not, as plain messages, and a notice round-trips. */
 Test(store_file, schema_2_migrates_to_3)
+{
+    char path[PATH_MAX], buf[16];
+    tmp_path(path, sizeof path, "v2.db");
+    FILE *f = fopen(SOURCE_DIR "/tests/data/journal-0.1.0/tables.sql", "r");
+    cr_assert_not_null(f);
+    char *sql = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&sql, &len);
+    for (int ch; (ch = fgetc(f)) != EOF;) fputc(ch, m);
+    fclose(f);
+    fclose(m);
+    raw_exec(path, sql);
+    free(sql);
+    raw_text(path, "PRAGMA user_version", buf, sizeof buf);
+    cr_assert_str_eq(buf, "2");
+    raw_text(path, "SELECT count(*) FROM outbox WHERE sent = 0", buf, sizeof buf);
+    int pending = atoi(buf);
+    raw_text(path, "SELECT count(*) FROM outbox", buf, sizeof buf);
+    int all = atoi(buf);
+    cr_assert_gt(all, 16, "the fixture has an outbox");
+
+    store *s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+    raw_text(path, "SELECT count(*) FROM outbox WHERE notice = 0", buf, sizeof buf);
+    cr_expect_eq(atoi(buf), all, "every old message is a plain one");
+    raw_text(path, "SELECT count(*) FROM outbox WHERE sent = 0", buf, sizeof buf);
+    cr_expect_eq(atoi(buf), pending, "unsent messages stay unsent");
+    int64_t id;
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", 1, "Commands: …", &id));
+    OK(store_outbox_add(s, "irc", "#cards", "carol", "", 0, "Your hand: …", NULL));
+    msgs_seen seen = {0};
+    OK(store_outbox_pending(s, "irc", 0, collect_msg, &seen));
+    cr_assert_eq(seen.n, 2);
+    cr_expect_eq(seen.msg[0].id, id);
+    cr_expect_eq(seen.msg[0].notice, 1);
+    cr_expect_eq(seen.msg[1].notice, 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_expect_eq(sqlite3_exec(db, "INSERT INTO outbox(net, room, text, notice) VALUES ('irc', '#x', 'x', 2)", NULL, NULL,
+                              NULL), SQLITE_CONSTRAINT, "a notice is 0 or 1");
+    sqlite3_close(db);
+}
+
+Test(store_file, schema_3_migrates_to_4)
 {
     char path[PATH_MAX];
     int64_t id = 0;
-    tmp_path(path, sizeof path, "two.db");
+    tmp_path(path, sizeof path, "three.db");
     store *s = open_ok(path);
-    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "your cards: JS 9S", &id));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "your cards: JS 9S", &id));
     store_close(s);
-    raw_exec(path, SCHEMA_2_OUTBOX "PRAGMA user_version = 2");
+    raw_exec(path, SCHEMA_3_OUTBOX "PRAGMA user_version = 3");
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 3);
+    cr_expect_eq(store_schema_version(s), 4);
     msgs_seen m = {0};
     OK(store_outbox_pending(s, "matrix", 0, collect_msg, &m));
-    cr_assert_eq(m.n, 1, "a queued message of schema 2 is still queued");
+    cr_assert_eq(m.n, 1, "a queued message of schema 3 is still queued");
     cr_expect_str_eq(m.text[0], "your cards: JS 9S");
     cr_expect_null(m.msg[0].wire, "no wire form yet");
     OK(store_outbox_wire(s, id, "{\"type\":\"m.room.encrypted\"}"));
@@ -948,8 +995,8 @@ Test(store, outbox_wire_kept_until_done)
     store *s = open_ok(":memory:");
     int64_t room = 0, priv = 0;
     char wire[64];
-    OK(store_outbox_add(s, "matrix", "!r:x", "", "", "alice plays J♠", &room));
-    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", "Your hand: J♠ 9♠", &priv));
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "", 0, "alice plays J♠", &room));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "Your hand: J♠ 9♠", &priv));
     OK(store_outbox_wire(s, priv, "plain:Your hand: J♠ 9♠"));
     OK(store_outbox_wire(s, priv, "plain:again"));
     OK(store_outbox_all(s, wire_seen, wire));

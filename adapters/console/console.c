@@ -133,7 +133,8 @@ static int open_default_table(console *k)
     char text[6][64];
     for (int i = 0; i < n; i++) {
         snprintf(text[i], sizeof text[i], "%s%s", k->config->prefix, words[i]);
-        e[i] = (adapter_event){ADAPTER_MESSAGE, k->config->console_room, k->config->console_user, text[i], 0, 1};
+        e[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .room = k->config->console_room,
+                               .sender = k->config->console_user, .text = text[i], .moderator = 1};
     }
     return core_batch(k->core, NET, e, n, NULL);
 }
@@ -141,7 +142,8 @@ static int open_default_table(console *k)
 static int interactive_line(console *k, char *line)
 {
     char text[LINE_MAX_BYTES + 16];
-    adapter_event e = {ADAPTER_MESSAGE, k->config->console_room, k->config->console_user, text, 0, 1};
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = k->config->console_room, .sender = k->config->console_user,
+                       .text = text, .moderator = 1};
     chomp(line);
     const char *p = line;
     while (*p == ' ' || *p == '\t') p++;

@@ -40,6 +40,7 @@
 #define LAT_MAX 65536
 #define STOP_GRACE_MS 2000
 #define ACK_EVERY_MS 2000           /* while lines keep leaving, one acknowledging PING this often */
+#define LINE_MIN 16                 /* bytes of text per line, however short [irc] line_bytes is */
 
 enum { C_DOWN = 0, C_CONNECTING, C_TLS, C_UP };
 
@@ -47,7 +48,11 @@ typedef struct qmsg {
     int64_t id;                  /* outbox id; 0 for the adapter's own hints */
     char room[256];
     char user[256];
+    int notice;                  /* a private message only for reading: sent as NOTICE */
+    char *text;                  /* the text, red suits coloured */
+    size_t budget;               /* bytes of text per line the lines are split for */
     char **lines;
+    size_t *starts;              /* where each line starts in text */
     int64_t *ends;               /* for each line handed to the socket: its end in the byte stream */
     int n, next;                 /* lines, and the next one to hand to the socket */
     struct qmsg *link;
@@ -102,6 +107,7 @@ typedef struct {
     unsigned saved_version;      /* irc_proto_channels_version() when they were saved */
     /* figures */
     int64_t lines_in, lines_out, msgs_out;
+    int64_t conn_lines;          /* lines received on this connection */
     double *lat;
     int nlat;
 } irc;
@@ -168,7 +174,9 @@ static void send_now(void *ctx, const char *line)
 static void requeue_unconfirmed(irc *r);
 static void settle_confirmed(irc *r);
 
-static void close_conn(irc *r, const char *why)
+/* Closes the connection and plans the next attempt; why is logged at level (0 error, 1 warn,
+ * 2 info) with the pause before that attempt. */
+static void close_conn_at(irc *r, int level, const char *why)
 {
     if (r->ssl) {
         SSL_free(r->ssl);
@@ -183,7 +191,6 @@ static void close_conn(irc *r, const char *why)
     r->discarding = 0;
     if (r->addrs) freeaddrinfo(r->addrs);
     r->addrs = r->next_addr = NULL;
-    int was = r->state;
     r->state = C_DOWN;
     if (netrun_stopping() || r->closing) return;
     int64_t wait = BACKOFF_FIRST_MS;
@@ -192,7 +199,75 @@ static void close_conn(irc *r, const char *why)
     wait = wait * 3 / 4 + (int64_t)randombytes_uniform((uint32_t)(wait / 2 + 1)); /* ±25 % */
     r->attempts++;
     r->reconnect_at = netrun_mono_ms() + wait;
-    ilog(r, was == C_UP ? 1 : 2, "irc: %s; connecting again in %.1f s", why, (double)wait / 1000.0);
+    ilog(r, level, "irc: %s; connecting again in %.1f s", why, (double)wait / 1000.0);
+}
+
+static int server_port(const irc *r)
+{
+    return r->config->irc_port ? r->config->irc_port : (strcmp(r->config->irc_tls, "true") == 0 ? 6697 : 6667);
+}
+
+/* A lost connection is a warning; a failed attempt to connect is told at info level. A plain
+ * connection that ends before the server said one line is likely a TLS port: an error, with
+ * the setting that fixes it. */
+static void close_conn(irc *r, const char *why)
+{
+    if (r->state == C_UP && !r->tls && r->conn_lines == 0) {
+        char more[512];
+        snprintf(more, sizeof more, "%s before the server said a word: if port %d is a TLS port, set [irc] tls = true",
+                 why, server_port(r));
+        close_conn_at(r, 0, more);
+    } else close_conn_at(r, r->state == C_UP ? 1 : 2, why);
+}
+
+/* TLS that never starts: a plain-text port answers a TLS hello with silence, plain text or a
+ * close. The settings that fix it are named: these errors repeat until the operator acts. */
+static void close_no_tls(irc *r, const char *what)
+{
+    char why[512];
+    snprintf(why, sizeof why,
+             "%s from %s port %d: it may be a plain-text port; set [irc] tls = false for it, or port to the "
+             "server's TLS port (often 6697)",
+             what, r->config->irc_server, server_port(r));
+    close_conn_at(r, 0, why);
+}
+
+/* A certificate that does not verify: what is wrong with it and which setting helps. */
+static void close_untrusted(irc *r, long v)
+{
+    char why[600];
+    const char *err = X509_verify_cert_error_string(v);
+    switch (v) {
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+        snprintf(why, sizeof why,
+                 "the server's certificate is not trusted (%s): if the server uses its own certificate "
+                 "authority or a self-signed certificate, give that certificate (PEM) in [irc] tls_ca "
+                 "(tls_verify = false would skip the check, and let anyone in between read the hands)",
+                 err);
+        break;
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+        snprintf(why, sizeof why,
+                 "the server's certificate is not for %s (%s): set [irc] server to a name the certificate "
+                 "holds",
+                 r->config->irc_server, err);
+        break;
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+        snprintf(why, sizeof why,
+                 "the server's certificate is not valid now (%s): its operators must renew it (or check "
+                 "this machine's clock); tls_verify = false skips the check",
+                 err);
+        break;
+    default:
+        snprintf(why, sizeof why, "the server's certificate is not trusted (%s): see [irc] tls_ca and tls_verify",
+                 err);
+    }
+    close_conn_at(r, 0, why);
 }
 
 static const char *tls_error(char *buf, size_t len)
@@ -208,8 +283,7 @@ static int resolve(irc *r)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     char port[16];
-    int p = r->config->irc_port ? r->config->irc_port : (strcmp(r->config->irc_tls, "true") == 0 ? 6697 : 6667);
-    snprintf(port, sizeof port, "%d", p);
+    snprintf(port, sizeof port, "%d", server_port(r));
     int rc = getaddrinfo(r->config->irc_server, port, &hints, &r->addrs);
     if (rc != 0) {
         r->addrs = NULL;
@@ -255,6 +329,7 @@ static void session_up(irc *r)
     r->state = C_UP;
     r->state_since = r->last_rx = netrun_mono_ms();
     r->ping_out = 0;
+    r->conn_lines = 0;
     r->tokens = r->config->irc_flood_burst;
     r->refill_at = netrun_mono_ms();
     irc_proto_reset(r->p);
@@ -296,11 +371,23 @@ static void tls_step(irc *r)
         r->tls_want_write = e == SSL_ERROR_WANT_WRITE;
         return;
     }
-    char buf[256], why[400];
     long v = SSL_get_verify_result(r->ssl);
-    if (v != X509_V_OK) snprintf(why, sizeof why, "the server's certificate is not trusted: %s", X509_verify_cert_error_string(v));
-    else snprintf(why, sizeof why, "TLS failed: %s", tls_error(buf, sizeof buf));
-    close_conn(r, why);
+    if (v != X509_V_OK) {
+        close_untrusted(r, v);
+        return;
+    }
+    unsigned long err = ERR_peek_error();
+    int reason = ERR_GET_REASON(err);
+    if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN || reason == SSL_R_WRONG_VERSION_NUMBER ||
+        reason == SSL_R_PACKET_LENGTH_TOO_LONG || reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        ERR_clear_error();
+        close_no_tls(r, e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN ? "the connection closed before TLS started"
+                                                                             : "an answer that is not TLS");
+        return;
+    }
+    char buf[256], why[400];
+    snprintf(why, sizeof why, "TLS failed: %s", tls_error(buf, sizeof buf));
+    close_conn_at(r, 0, why);
 }
 
 static void connected_step(irc *r)
@@ -379,7 +466,11 @@ static void on_event(void *ctx, const adapter_event *e)
     c.room = keep(r, e->room);
     c.sender = keep(r, e->sender);
     c.text = keep(r, e->text);
-    if (!c.sender || (e->text && !c.text) || (e->room && !c.room)) return;
+    c.origin = keep(r, e->origin);
+    c.renamed_to = keep(r, e->renamed_to);
+    if (!c.sender || (e->text && !c.text) || (e->room && !c.room) || (e->origin && !c.origin) ||
+        (e->renamed_to && !c.renamed_to))
+        return;
     r->ev[r->nev++] = c;
 }
 
@@ -428,6 +519,7 @@ static void handle_lines(irc *r)
             if (irc_proto_line(r->p, r->rbuf + start, end - start) != 0)
                 ilog(r, 3, "irc: a line from the server was not understood");
             r->lines_in++;
+            r->conn_lines++;
             nlines++;
             batch_line(r, a);
         }
@@ -490,29 +582,72 @@ static void qmsg_free(qmsg *q)
 {
     for (int i = 0; i < q->n; i++) free(q->lines[i]);
     free(q->lines);
+    free(q->starts);
     free(q->ends);
+    free(q->text);
     free(q);
 }
 
 typedef struct {
-    qmsg *q;
-    int cap;
+    char **lines;
+    size_t *starts;
+    int n, cap;
+    size_t base;                 /* where the split text starts in the message */
     int failed;
 } split_ctx;
 
 static int add_chunk(void *ctx, const char *chunk, size_t len, size_t offset)
 {
-    (void)offset;
     split_ctx *s = ctx;
-    char **b = grow(s->q->lines, &s->cap, s->q->n + 1, sizeof *s->q->lines);
-    char *c = b ? strndup(chunk, len) : NULL;
-    if (!c) {
-        if (b) s->q->lines = b;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 4;
+        char **lines = realloc(s->lines, (size_t)cap * sizeof *lines);
+        if (lines) s->lines = lines;
+        size_t *starts = lines ? realloc(s->starts, (size_t)cap * sizeof *starts) : NULL;
+        if (!starts) {
+            s->failed = 1;
+            return 1;
+        }
+        s->starts = starts;
+        s->cap = cap;
+    }
+    char *line = strndup(chunk, len);
+    if (!line) {
         s->failed = 1;
         return 1;
     }
-    s->q->lines = b;
-    s->q->lines[s->q->n++] = c;
+    s->lines[s->n] = line;
+    s->starts[s->n++] = s->base + offset;
+    return 0;
+}
+
+/* (Re)splits q's text into lines of at most budget bytes from line q->next on: the lines before
+ * it are on their way already. Returns 0, or -1 out of memory (q unchanged). */
+static int split_rest(qmsg *q, size_t budget)
+{
+    split_ctx s = {.base = q->next < q->n ? q->starts[q->next] : 0};
+    irc_split(q->text + s.base, budget, add_chunk, &s);
+    int n = q->next + s.n;
+    size_t room = (size_t)(n > q->n ? n : q->n > 0 ? q->n : 1); /* never smaller: q stays whole on failure */
+    char **lines = s.failed ? NULL : realloc(q->lines, room * sizeof *lines);
+    if (lines) q->lines = lines;
+    size_t *starts = lines ? realloc(q->starts, room * sizeof *starts) : NULL;
+    if (starts) q->starts = starts;
+    int64_t *ends = starts ? realloc(q->ends, room * sizeof *ends) : NULL;
+    if (!ends) {
+        for (int i = 0; i < s.n; i++) free(s.lines[i]);
+        free(s.lines);
+        free(s.starts);
+        return -1;
+    }
+    q->ends = ends;
+    for (int i = q->next; i < q->n; i++) free(q->lines[i]);
+    memcpy(q->lines + q->next, s.lines, (size_t)s.n * sizeof *s.lines);
+    memcpy(q->starts + q->next, s.starts, (size_t)s.n * sizeof *s.starts);
+    q->n = n;
+    q->budget = budget;
+    free(s.lines);
+    free(s.starts);
     return 0;
 }
 
@@ -523,35 +658,49 @@ static const char *channel_command(const irc *r)
     return strcmp(r->config->irc_channel_replies, "privmsg") == 0 ? "PRIVMSG" : "NOTICE";
 }
 
-/* Queues text for room (user "") or privately for user. Returns 0, or -1 out of memory. */
-static int enqueue(irc *r, int64_t id, const char *room, const char *user, const char *text)
+/* The command a message goes out with: to a player PRIVMSG, or NOTICE for one only for reading. */
+static const char *command_of(const irc *r, const qmsg *q)
+{
+    if (private_dest(q)) return q->notice ? "NOTICE" : "PRIVMSG";
+    return channel_command(r);
+}
+
+/* Where q's lines go now: the channel's name or the player's nick; NULL when out of reach. */
+static const char *target_of(const irc *r, const qmsg *q)
+{
+    return private_dest(q) ? irc_proto_target(r->p, q->user) : irc_proto_channel_name(r->p, q->room);
+}
+
+/* Bytes of text per line to target: what IRC's 512 bytes leave with the bot's prefix as the
+ * server shows it, less what a shorter [irc] line_bytes takes away. */
+static size_t line_budget(const irc *r, const qmsg *q, const char *target)
+{
+    size_t max = irc_proto_budget(r->p, command_of(r, q), target);
+    size_t cut = IRC_MAX_MSG_BYTES - (size_t)r->config->irc_line_bytes;
+    return max > cut + LINE_MIN ? max - cut : LINE_MIN;
+}
+
+/* Queues text for room (user "") or privately for user (notice: only for reading). Returns 0, or
+ * -1 out of memory. */
+static int enqueue(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
 {
     qmsg *q = calloc(1, sizeof *q);
     if (!q) return -1;
     q->id = id;
+    q->notice = notice;
     snprintf(q->room, sizeof q->room, "%s", room ? room : "");
     snprintf(q->user, sizeof q->user, "%s", user ? user : "");
     size_t need = irc_colour_suits(text, NULL, 0);
-    char *coloured = malloc(need + 1);
-    if (!coloured) {
+    q->text = malloc(need + 1);
+    if (!q->text) {
         free(q);
         return -1;
     }
-    irc_colour_suits(text, coloured, need + 1);
-    /* The target as it may be when the line leaves: a channel's name, or any nick. */
-    char any_nick[IRC_ASSUME_NICKLEN + 1];
-    memset(any_nick, 'x', IRC_ASSUME_NICKLEN);
-    any_nick[IRC_ASSUME_NICKLEN] = 0;
-    const char *chan = irc_proto_channel_name(r->p, q->room);
-    const char *target = private_dest(q) ? any_nick : (chan ? chan : q->room);
-    size_t max = irc_budget(NULL, NULL, NULL, private_dest(q) ? "PRIVMSG" : channel_command(r), target);
-    size_t cut = IRC_MAX_MSG_BYTES - (size_t)r->config->irc_line_bytes; /* [irc] line_bytes */
-    max = max > cut + 16 ? max - cut : 16;
-    split_ctx s = {q, 0, 0};
-    irc_split(coloured, max, add_chunk, &s);
-    free(coloured);
-    q->ends = s.failed ? NULL : calloc((size_t)(q->n ? q->n : 1), sizeof *q->ends);
-    if (s.failed || !q->ends) {
+    irc_colour_suits(text, q->text, need + 1);
+    /* Split for the target and prefix as they are now; pump() splits the rest again if either
+     * has changed by the time the lines leave. */
+    const char *target = target_of(r, q);
+    if (split_rest(q, line_budget(r, q, target ? target : (private_dest(q) ? q->user : q->room))) != 0) {
         qmsg_free(q);
         return -1;
     }
@@ -559,6 +708,21 @@ static int enqueue(irc *r, int64_t id, const char *room, const char *user, const
     else r->qhead = q;
     r->qtail = q;
     r->qlines += q->n;
+    return 0;
+}
+
+/* Whether m must wait not to overtake a message of its table produced before it. The core
+ * offers a destination's next message only once the one before is delivered (confirmed by the
+ * server, here), and meanwhile goes on with other destinations: so while a message of m's room
+ * to another destination waits for its confirmation, a message produced between the two may
+ * still be held back in the core, and m waits too. A destination the bot cannot reach now (a
+ * channel it is not in, a player not on the network) holds nothing up. */
+static int behind_earlier(const irc *r, const store_msg *m)
+{
+    for (const qmsg *q = r->qhead; q; q = q->link)
+        if (q->id > 0 && q->id < m->id && !strcmp(q->room, m->room) && strcmp(q->user, m->user) != 0 &&
+            target_of(r, q))
+            return 1;
     return 0;
 }
 
@@ -584,7 +748,8 @@ static int irc_send(void *ctx, const store_msg *m)
         }
         return ADAPTER_LATER; /* joining */
     }
-    if (enqueue(r, m->id, m->room, m->user, m->text) != 0) return ADAPTER_LATER;
+    if (behind_earlier(r, m)) return ADAPTER_LATER;
+    if (enqueue(r, m->id, m->room, m->user, m->notice, m->text) != 0) return ADAPTER_LATER;
     return ADAPTER_QUEUED;
 }
 
@@ -693,13 +858,15 @@ static void pump(irc *r)
         const char *target = NULL;
         for (; q; q = q->link) {
             if (q->next >= q->n) continue; /* all handed over; waiting to be written */
-            target = private_dest(q) ? irc_proto_target(r->p, q->user) : irc_proto_channel_name(r->p, q->room);
-            if (target) break;
+            if (!(target = target_of(r, q))) continue;
+            size_t budget = line_budget(r, q, target);
+            int before = q->n;
+            if (budget != q->budget && split_rest(q, budget) == 0) r->qlines += q->n - before;
+            if (q->next < q->n) break;
         }
         if (!q) break;
         char line[IRC_MAX_MSG_BYTES + 64];
-        const char *cmd = private_dest(q) ? "PRIVMSG" : channel_command(r);
-        snprintf(line, sizeof line, "%s %s :%s", cmd, target, q->lines[q->next]);
+        snprintf(line, sizeof line, "%s %s :%s", command_of(r, q), target, q->lines[q->next]);
         wbuf_add(r, line);
         if (r->state != C_UP) return;
         if (private_dest(q)) remember_private(r, target, q->room);
@@ -754,7 +921,7 @@ static void on_refused(void *ctx, const char *nick, int why)
                  "%s: I cannot send you your cards: you take private messages only from users logged in "
                  "to services. Allow mine (for example /mode %s -R), then send me %shand.",
                  nick, nick, r->config->prefix);
-    enqueue(r, 0, x->room, "", text);
+    enqueue(r, 0, x->room, "", 0, text);
 }
 
 static void on_fatal(void *ctx, int status, const char *why)
@@ -799,7 +966,12 @@ static void keepalive(irc *r)
 {
     int64_t now = netrun_mono_ms();
     if (r->state == C_CONNECTING || r->state == C_TLS) {
-        if (now - r->state_since > CONNECT_TIMEOUT_MS) close_conn(r, "the connection timed out");
+        if (now - r->state_since <= CONNECT_TIMEOUT_MS) return;
+        if (r->state == C_TLS) {
+            char what[64];
+            snprintf(what, sizeof what, "no TLS answer in %d s", CONNECT_TIMEOUT_MS / 1000);
+            close_no_tls(r, what);
+        } else close_conn(r, "the connection timed out");
         return;
     }
     if (r->state != C_UP) return;

@@ -8,15 +8,19 @@
  * with exponential backoff and jitter, and the sending side.
  *
  * Each line from the server that carries commands is one core_batch() (one transaction), as a
- * line typed at the console is. Messages leave the
- * core's outbox in order per destination: channel messages as NOTICE (or PRIVMSG, [irc]
- * channel_replies), private ones as PRIVMSG to the player's current nick, with red suits in
- * mIRC colours, split on UTF-8 boundaries so each line fits 512 bytes with the bot's own
- * prefix, and paced by a token bucket (flood_burst lines, then one per flood_interval_ms).
- * A message counts as delivered once the server has handled its last line, which the PONG to a
- * PING sent after it proves (a server handles a client's lines in order); lines not confirmed
- * when the connection is lost are sent again after the reconnect. When the server refuses a private message (716/717 for +g, 486), the
- * player is told in the table's channel how to accept the bot's messages. */
+ * line typed at the console is. Messages leave the core's outbox in order per destination:
+ * channel messages as NOTICE (or PRIVMSG, [irc] channel_replies), private ones as PRIVMSG to
+ * the player's current nick, with red suits in mIRC colours, split between words so each line
+ * fits 512 bytes (or [irc] line_bytes) with the bot's own prefix as the server showed it, and
+ * paced by a token bucket (flood_burst lines, then one per flood_interval_ms). A message counts
+ * as delivered once the server has handled its last line, which the PONG to a PING sent after
+ * it proves (a server handles a client's lines in order); lines not confirmed when the
+ * connection is lost are sent again after the reconnect. A table's messages also keep their
+ * order across destinations (the deal in the channel before each player's cards): one waits
+ * while an earlier one of its table to another destination is unconfirmed. When the server
+ * refuses a private message (716/717 for +g, 486), the player is told in the table's channel
+ * how to accept the bot's messages. TLS that fails says why and which setting fixes it, at
+ * error level, and the attempts keep their growing pause. */
 #ifndef CARDROOM_IRC_H
 #define CARDROOM_IRC_H
 

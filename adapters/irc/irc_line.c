@@ -322,11 +322,48 @@ static void emit(struct splitter *sp, char *buf, size_t len, size_t offset)
     buf[len] = saved;
 }
 
+/* Bytes from s up to the next space, newline or end (counted only up to limit + 1). */
+static size_t word_rest(const unsigned char *s, size_t limit)
+{
+    size_t n = 0;
+    while (*s && n <= limit) {
+        unsigned char u[8];
+        enum unit_kind kind;
+        size_t k = unit_at(s, u, &kind);
+        if (kind != U_TEXT) break;
+        n += k;
+        s += k;
+    }
+    return n;
+}
+
+/* Whether s starts with "·": the space before it stays with the word before (a line never starts
+ * with the separator). */
+static bool dot_at(const unsigned char *s) { return s[0] == 0xC2 && s[1] == 0xB7; }
+
+/* Where to break the chunk buf[0, len) when the unit at next does not fit: the index of the
+ * space to drop (the chunk is then buf[0, i)), or len to break right before next. A " · "
+ * separator that leaves the chunk at least half full comes first (the chunk keeps its "·"),
+ * then the last space not followed by "·", unless the word after it is longer than max on its
+ * own. */
+static size_t break_at(const char *buf, size_t len, size_t max, const unsigned char *next)
+{
+    const size_t half = (max + 1) / 2;
+    for (size_t s = len >= 4 ? len - 4 : 0; len >= 4 && s + 3 >= half; s--) {
+        if (!memcmp(buf + s, " \xC2\xB7 ", 4)) return s + 3;
+        if (s == 0) break;
+    }
+    size_t i = len;
+    while (i > 0 && (buf[i - 1] != ' ' || dot_at(i < len ? (const unsigned char *)buf + i : next))) i--;
+    if (i == 0) return len; /* one word fills the chunk */
+    size_t word = len - i;  /* the word's part in the chunk, then its rest in the text */
+    return word + word_rest(next, max - word) <= max ? i - 1 : len;
+}
+
 size_t irc_split(const char *text, size_t max_bytes, irc_chunk_fn fn, void *ctx)
 {
     if (!text || max_bytes == 0) return 0;
     if (max_bytes > IRC_MAX_MSG_BYTES) max_bytes = IRC_MAX_MSG_BYTES;
-    const size_t quarter = max_bytes - max_bytes / 4; /* lowest index of a breaking space, ≥ 1 */
     struct splitter sp = {fn, ctx, 0, false};
     char buf[IRC_MAX_MSG_BYTES + 1];
     size_t len = 0, start = 0, pos = 0;
@@ -343,16 +380,14 @@ size_t irc_split(const char *text, size_t max_bytes, irc_chunk_fn fn, void *ctx)
             continue;
         }
         if (len + n > max_bytes) {
-            if (kind == U_SPACE) { /* break right here, dropping the space */
+            if (kind == U_SPACE && !dot_at(s + pos + n)) { /* break right here, dropping the space */
                 emit(&sp, buf, len, start);
                 len = 0;
                 pos += n;
                 continue;
             }
-            size_t i = len;
-            while (i > quarter && buf[i - 1] != ' ') i--;
-            if (i > quarter) { /* buf[i - 1] is a space in the last quarter */
-                i--;
+            size_t i = break_at(buf, len, max_bytes, s + pos);
+            if (i < len) { /* buf[i] is the space dropped */
                 emit(&sp, buf, i, start);
                 memmove(buf, buf + i + 1, len - i - 1);
                 len -= i + 1;
@@ -374,6 +409,25 @@ size_t irc_split(const char *text, size_t max_bytes, irc_chunk_fn fn, void *ctx)
     }
     emit(&sp, buf, len, start);
     return sp.count;
+}
+
+size_t irc_utf8_uncut(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char c = s[len - back];
+        if ((c & 0xC0) == 0x80) continue; /* a continuation byte: look further back */
+        size_t need = c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+        if (need <= back) return len; /* ASCII, an invalid byte, or a whole character */
+        if (back >= 2) { /* the second byte must be one that can follow this lead */
+            unsigned char d = s[len - back + 1];
+            if ((c == 0xE0 && d < 0xA0) || (c == 0xED && d >= 0xA0) || (c == 0xF0 && d < 0x90) ||
+                (c == 0xF4 && d >= 0x90))
+                return len;
+        }
+        return len - back;
+    }
+    return len;
 }
 
 static size_t len_or(const char *s, size_t assumed) { return s ? strlen(s) : assumed; }

@@ -71,11 +71,20 @@ typedef int (*irc_chunk_fn)(void *ctx, const char *chunk, size_t len, size_t off
  * chunk, empty lines give none. Control characters other than '\n' and the mIRC codes 0x02,
  * 0x03, 0x0F, 0x1D, 0x1F, and DEL, become a space; bytes that are not valid UTF-8 become '?'.
  * Units are never cut: a UTF-8 character, or a colour code "\x03" [d[d] [",", d[d]]]. A unit
- * longer than max_bytes cannot be sent and is dropped (it ends the chunk before it). When the
- * next unit does not fit, the chunk breaks at its last space if that space lies in the last
- * quarter of max_bytes (the space is dropped), or right away when the next unit is a space
- * (dropped too), otherwise just before that unit. Returns the number of chunks delivered. */
+ * longer than max_bytes cannot be sent and is dropped (it ends the chunk before it). Chunks
+ * break between words: when the next unit does not fit, a space there ends the chunk (and is
+ * dropped); otherwise the chunk ends at its last " · " if that leaves it at least half full
+ * (the chunk keeps the "·", the space after it is dropped), else at its last space (dropped).
+ * A space before "·" is never a break: no chunk starts with the separator. Only a word longer
+ * than max_bytes on its own is cut, between two units, just before the unit that does not
+ * fit. Returns the number of chunks delivered. */
 size_t irc_split(const char *text, size_t max_bytes, irc_chunk_fn fn, void *ctx);
+
+/* The length of text[0, len) without a UTF-8 character cut short at its end: a server that cuts
+ * a long line at its byte limit may keep only the first bytes of the last character. Returns
+ * len, or less when the text ends with the first 1 to 3 bytes of a valid character but not its
+ * last; other invalid bytes are left as they are. */
+size_t irc_utf8_uncut(const char *text, size_t len);
 
 /* Bytes of text that fit in ":nick!user@host COMMAND target :text\r\n" within 512 bytes (0 if
  * none). A NULL nick, user or host counts as IRC_ASSUME_NICKLEN/USERLEN/HOSTLEN bytes. */

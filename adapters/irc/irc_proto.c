@@ -18,6 +18,7 @@
 typedef struct {
     char nick[IRC_NAME_MAX];
     char account[IRC_NAME_MAX]; /* "" none (or not known) */
+    char origin[IRC_NAME_MAX];  /* "user@host" last seen in his prefix; "" not known */
     int nchans;                 /* channels shared with the bot */
 } user;
 
@@ -51,6 +52,7 @@ struct irc_proto {
     char chanmodes[4][64];
     int64_t last_nick_try;
     int casemap;                /* MAP_*, from ISUPPORT CASEMAPPING (rfc1459 until told) */
+    char self_user[IRC_NAME_MAX], self_host[IRC_NAME_MAX]; /* the bot's prefix; "" not known */
     unsigned want_version;      /* changes with the list of wanted channels */
 };
 
@@ -194,7 +196,7 @@ static void cap_remove(char *list, const char *cap)
 
 /* ---- users and channels ---- */
 
-static user *user_find(irc_proto *p, const char *nick)
+static user *user_find(const irc_proto *p, const char *nick)
 {
     for (int i = 0; i < p->nu; i++)
         if (same(p->u[i].nick, nick)) return &p->u[i];
@@ -250,7 +252,7 @@ static channel *chan_find(irc_proto *p, const char *name)
     return NULL;
 }
 
-static member *member_find(const irc_proto *p, channel *c, const char *nick)
+static member *member_find(const irc_proto *p, const channel *c, const char *nick)
 {
     for (int i = 0; i < c->n; i++)
         if (same(c->m[i].nick, nick)) return &c->m[i];
@@ -294,9 +296,7 @@ static void chan_remove(irc_proto *p, channel *c)
 
 static const char *id_of(const irc_proto *p, const char *nick, char *buf, size_t len)
 {
-    const user *u = NULL;
-    for (int i = 0; i < p->nu && !u; i++)
-        if (same(p->u[i].nick, nick)) u = &p->u[i];
+    const user *u = user_find(p, nick);
     if (u && u->account[0]) {
         char acc[IRC_NAME_MAX];
         size_t i = 0;
@@ -314,6 +314,42 @@ static const char *id_of(const irc_proto *p, const char *nick, char *buf, size_t
 const char *irc_proto_user_id(const irc_proto *p, const char *nick, char *buf, size_t len)
 {
     return id_of(p, nick, buf, len);
+}
+
+/* Where nick connects from, for events: "" when his identity is an account, or not known. */
+static const char *origin_of(const irc_proto *p, const char *nick)
+{
+    const user *u = user_find(p, nick);
+    return u && !u->account[0] ? u->origin : "";
+}
+
+/* "user@host" into buf, or "" when a part is missing or it does not fit. */
+static void join_origin(char *buf, size_t len, const char *user, const char *host)
+{
+    int n = user && host && user[0] && host[0] ? snprintf(buf, len, "%s@%s", user, host) : -1;
+    if (n < 0 || (size_t)n >= len) buf[0] = 0;
+}
+
+/* Remembers where the sender of m connects from, as its prefix shows it. */
+static void note_origin(irc_proto *p, const irc_msg *m)
+{
+    user *u = m->nick && m->user && m->host ? user_find(p, m->nick) : NULL;
+    if (u) join_origin(u->origin, sizeof u->origin, m->user, m->host);
+}
+
+/* What the server showed of the bot's own prefix (its JOIN, 396, WHOIS): the split budget. */
+static void note_self(irc_proto *p, const char *user, const char *host)
+{
+    if (user && fits(user)) snprintf(p->self_user, sizeof p->self_user, "%s", user);
+    if (host && fits(host)) snprintf(p->self_host, sizeof p->self_host, "%s", host);
+}
+
+size_t irc_proto_budget(const irc_proto *p, const char *command, const char *target)
+{
+    /* the longer of the nick now and the configured one, which the bot may take back */
+    const char *nick = strlen(p->nick0) > strlen(p->nick) ? p->nick0 : p->nick;
+    return irc_budget(nick, p->self_user[0] ? p->self_user : NULL, p->self_host[0] ? p->self_host : NULL,
+                      command, target);
 }
 
 const char *irc_proto_target(const irc_proto *p, const char *userid)
@@ -479,6 +515,7 @@ static void reset_state(irc_proto *p)
     strcpy(p->chanmodes[3], "imnpst");
     p->last_nick_try = 0;
     p->casemap = MAP_RFC1459;
+    p->self_user[0] = p->self_host[0] = 0;
 }
 
 void irc_proto_reset(irc_proto *p)
@@ -505,8 +542,9 @@ static void cap_end(irc_proto *p)
 
 static void caps_request(irc_proto *p)
 {
-    static const char *const wanted[] = {"account-tag",   "extended-join", "account-notify", "message-tags",
-                                         "server-time",   "multi-prefix",  "cap-notify",     NULL};
+    static const char *const wanted[] = {"account-tag",  "extended-join", "account-notify",    "message-tags",
+                                         "server-time",  "multi-prefix",  "userhost-in-names", "cap-notify",
+                                         NULL};
     char req[CAPS_MAX] = "";
     for (int i = 0; wanted[i]; i++)
         if (cap_in(p->offered, wanted[i])) cap_add(req, wanted[i]);
@@ -626,8 +664,8 @@ static void on_cap(irc_proto *p, const irc_msg *m)
         }
     } else if (!strcasecmp(sub, "NEW")) {
         char req[CAPS_MAX] = "";
-        static const char *const wanted[] = {"account-tag", "extended-join", "account-notify", "message-tags",
-                                             "server-time", "multi-prefix",  NULL};
+        static const char *const wanted[] = {"account-tag", "extended-join", "account-notify",    "message-tags",
+                                             "server-time", "multi-prefix",  "userhost-in-names", NULL};
         char one[256];
         for (const char *s = list; irc_next_word(&s, "", one, sizeof one);) {
             cap_add(p->offered, one);
@@ -666,6 +704,9 @@ static void on_welcome(irc_proto *p, const irc_msg *m)
         plog(p, 2, "irc: identifying to NickServ as %s", p->account);
     }
     plog(p, 2, "irc: registered as %s", p->nick);
+    /* The bot's prefix counts in every line it sends: its JOIN echo shows it, and without a
+     * channel to join, WHOIS of itself does. */
+    if (p->nwant == 0) say(p, "WHOIS %s", p->nick);
     join_all(p);
     if (p->h.registered) p->h.registered(p->h.ctx);
 }
@@ -705,12 +746,20 @@ static void on_isupport(irc_proto *p, const irc_msg *m)
 
 /* ---- events ---- */
 
-static void emit(irc_proto *p, adapter_event_kind kind, const char *room, const char *sender, const char *text,
-                 int is_private, int moderator)
+static void emit(irc_proto *p, const adapter_event *e)
 {
-    if (!p->h.event) return;
-    adapter_event e = {kind, room, sender, text, is_private, moderator};
-    p->h.event(p->h.ctx, &e);
+    if (p->h.event) p->h.event(p->h.ctx, e);
+}
+
+/* An event about nick in channel c (NULL: a private message), with his identity and origin. */
+static void emit_about(irc_proto *p, adapter_event_kind kind, const channel *c, const char *nick, const char *text)
+{
+    char id[IRC_ID_MAX];
+    id_of(p, nick, id, sizeof id);
+    adapter_event e = {.kind = kind, .room = c ? c->id : NULL, .sender = id, .text = text, .is_private = !c,
+                       .origin = origin_of(p, nick)};
+    if (c && kind == ADAPTER_MESSAGE) e.moderator = is_moderator(p, member_find(p, c, nick));
+    emit(p, &e);
 }
 
 /* Removes mIRC formatting (bold, colours, italics, underline, reverse, reset, monospace). */
@@ -751,18 +800,10 @@ static void on_privmsg(irc_proto *p, irc_msg *m)
     if (!is_chan && !same(target, p->nick)) return;
     user *u = user_get(p, m->nick);
     if (u && cap_in(p->acked, "account-tag")) user_set_account(u, irc_tag_get(m, "account"));
+    note_origin(p, m);
+    text[irc_utf8_uncut(text, strlen(text))] = 0; /* a line the server cut in a character */
     strip_formatting(text);
-    char id[IRC_ID_MAX];
-    id_of(p, m->nick, id, sizeof id);
-    if (c) emit(p, ADAPTER_MESSAGE, c->id, id, text, 0, is_moderator(p, member_find(p, c, m->nick)));
-    else emit(p, ADAPTER_MESSAGE, NULL, id, text, 1, 0);
-}
-
-static void leave_event(irc_proto *p, channel *c, const char *nick)
-{
-    char id[IRC_ID_MAX];
-    id_of(p, nick, id, sizeof id);
-    emit(p, ADAPTER_LEAVE, c->id, id, NULL, 0, 0);
+    emit_about(p, ADAPTER_MESSAGE, c, m->nick, text);
 }
 
 static void on_join(irc_proto *p, const irc_msg *m)
@@ -782,14 +823,18 @@ static void on_join(irc_proto *p, const irc_msg *m)
             fold(name, c->id, sizeof c->id);
             plog(p, 2, "irc: joined %s", name);
         }
+        note_self(p, m->user, m->host);
         return;
     }
-    if (!c) return;
+    if (!c || member_find(p, c, m->nick)) return;
     member_add(p, c, m->nick);
     if (cap_in(p->acked, "extended-join") && m->nparams >= 2) user_set_account(user_find(p, m->nick), m->params[1]);
+    note_origin(p, m);
+    emit_about(p, ADAPTER_JOIN, c, m->nick, NULL);
 }
 
-static void on_part(irc_proto *p, const char *chan, const char *nick, int kicked)
+/* PART (m is the leaver's line) or KICK (m NULL: the line is the kicker's). */
+static void on_part(irc_proto *p, const irc_msg *m, const char *chan, const char *nick, int kicked)
 {
     channel *c = chan_find(p, chan);
     if (!c) return;
@@ -800,34 +845,62 @@ static void on_part(irc_proto *p, const char *chan, const char *nick, int kicked
         return;
     }
     if (!member_find(p, c, nick)) return;
-    leave_event(p, c, nick);
+    if (m) note_origin(p, m);
+    emit_about(p, ADAPTER_LEAVE, c, nick, NULL);
     member_remove(p, c, nick);
 }
 
-static void on_quit(irc_proto *p, const char *nick)
+static void on_quit(irc_proto *p, const irc_msg *m)
 {
+    note_origin(p, m);
     for (int i = 0; i < p->nch; i++)
-        if (member_find(p, &p->ch[i], nick)) {
-            leave_event(p, &p->ch[i], nick);
-            member_remove(p, &p->ch[i], nick);
+        if (member_find(p, &p->ch[i], m->nick)) {
+            emit_about(p, ADAPTER_LEAVE, &p->ch[i], m->nick, NULL);
+            member_remove(p, &p->ch[i], m->nick);
         }
-    user_remove(p, nick);
+    user_remove(p, m->nick);
 }
 
-static void on_nick(irc_proto *p, const char *old, const char *new)
+static void on_nick(irc_proto *p, const irc_msg *m)
 {
+    const char *old = m->nick, *new = m->params[0];
     if (!nick_ok(new)) return;
     if (same(old, p->nick)) {
         snprintf(p->nick, sizeof p->nick, "%s", new);
         plog(p, 2, "irc: now known as %s", new);
         return;
     }
+    user *stale = same(old, new) ? NULL : user_find(p, new);
+    if (stale && stale->nchans == 0) user_remove(p, new); /* whoever had the nick before, unseen since */
+    note_origin(p, m);
+    char was[IRC_ID_MAX], now[IRC_ID_MAX];
+    id_of(p, old, was, sizeof was);
     user *u = user_find(p, old);
     if (u) snprintf(u->nick, sizeof u->nick, "%s", new);
     for (int i = 0; i < p->nch; i++) {
         member *mm = member_find(p, &p->ch[i], old);
         if (mm) snprintf(mm->nick, sizeof mm->nick, "%s", new);
     }
+    /* A player known by his nick is now another id: each shared channel hears of it. */
+    id_of(p, new, now, sizeof now);
+    if (!strcmp(was, now)) return;
+    for (int i = 0; i < p->nch; i++)
+        if (member_find(p, &p->ch[i], new)) {
+            adapter_event e = {.kind = ADAPTER_RENAME, .room = p->ch[i].id, .sender = was, .renamed_to = now,
+                               .origin = origin_of(p, new)};
+            emit(p, &e);
+        }
+}
+
+/* 396 RPL_HOSTHIDDEN: "nick host :is now your displayed host" (some servers give user@host). */
+static void on_host_hidden(irc_proto *p, const irc_msg *m)
+{
+    if (m->nparams < 3) return;
+    char both[IRC_NAME_MAX];
+    snprintf(both, sizeof both, "%s", m->params[1]);
+    char *at = strchr(both, '@');
+    if (at) *at = 0;
+    note_self(p, at ? both : NULL, at ? at + 1 : both);
 }
 
 static void on_names(irc_proto *p, const irc_msg *m)
@@ -851,11 +924,15 @@ static void on_names(irc_proto *p, const irc_msg *m)
             s++;
         }
         modes[nm] = 0;
-        char *bang = strchr(s, '!'); /* userhost-in-names */
+        char *bang = strchr(s, '!'); /* userhost-in-names: nick!user@host */
+        char *at = bang ? strchr(bang + 1, '@') : NULL;
         if (bang) *bang = 0;
+        if (at) *at = 0;
         if (nick_ok(s) && !same(s, p->nick)) {
             member *mm = member_add(p, c, s);
             if (mm) snprintf(mm->modes, sizeof mm->modes, "%s", modes);
+            user *u = at ? user_find(p, s) : NULL;
+            if (u) join_origin(u->origin, sizeof u->origin, bang + 1, at + 1);
         }
         *e = save;
         s = e;
@@ -959,13 +1036,17 @@ int irc_proto_line(irc_proto *p, char *line, size_t len)
     } else if (!strcasecmp(cmd, "JOIN")) {
         on_join(p, &m);
     } else if (!strcasecmp(cmd, "PART")) {
-        if (m.nick && m.nparams >= 1) on_part(p, m.params[0], m.nick, 0);
+        if (m.nick && m.nparams >= 1) on_part(p, &m, m.params[0], m.nick, 0);
     } else if (!strcasecmp(cmd, "KICK")) {
-        if (m.nparams >= 2) on_part(p, m.params[0], m.params[1], 1);
+        if (m.nparams >= 2) on_part(p, NULL, m.params[0], m.params[1], 1);
     } else if (!strcasecmp(cmd, "QUIT")) {
-        if (m.nick) on_quit(p, m.nick);
+        if (m.nick) on_quit(p, &m);
     } else if (!strcasecmp(cmd, "NICK")) {
-        if (m.nick && m.nparams >= 1) on_nick(p, m.nick, m.params[0]);
+        if (m.nick && m.nparams >= 1) on_nick(p, &m);
+    } else if (!strcmp(cmd, "396")) {
+        on_host_hidden(p, &m);
+    } else if (!strcmp(cmd, "311")) {
+        if (m.nparams >= 4 && same(m.params[1], p->nick)) note_self(p, m.params[2], m.params[3]);
     } else if (!strcasecmp(cmd, "ACCOUNT")) {
         if (m.nick && m.nparams >= 1) user_set_account(user_find(p, m.nick), m.params[0]);
     } else if (!strcmp(cmd, "353")) {

@@ -14,7 +14,17 @@
  * lower-cased), so his seat and standings follow him across nick changes; anybody else is his
  * nick, lower-cased with the server's casemapping (ISUPPORT CASEMAPPING: rfc1459 until told,
  * ascii, strict-rfc1459). Nicks cannot hold '$' or ':', so the two never
- * meet. Rooms are channel names lower-cased the same way. */
+ * meet. Rooms are channel names lower-cased the same way. Events about a user known by his nick
+ * carry his origin, "user@host" as the server shows it (from the line itself, or for a KICK
+ * the last line seen from him; NAMES with userhost-in-names), so another client that takes the
+ * nick can be told apart; a nick change seen in a shared channel is an ADAPTER_RENAME in each
+ * of them. The events are MESSAGE, JOIN (others joining a channel of the bot's), LEAVE (PART,
+ * KICK, QUIT) and RENAME.
+ *
+ * Lines the bot sends are relayed with its prefix ":nick!user@host", which counts against the
+ * 512 bytes: the machine learns it from the bot's own JOIN, from 396 (RPL_HOSTHIDDEN) and, when
+ * there is no channel to join, from a WHOIS of itself (irc_proto_budget). A PRIVMSG whose text
+ * the server cut inside a UTF-8 character loses that broken last character. */
 #ifndef CARDROOM_IRC_PROTO_H
 #define CARDROOM_IRC_PROTO_H
 
@@ -102,6 +112,10 @@ const char *irc_proto_target(const irc_proto *p, const char *user);
 const char *irc_proto_display(const irc_proto *p, const char *user, char *buf, size_t len);
 /* The id of a nick as the machine knows him now (for tests); writes into buf. */
 const char *irc_proto_user_id(const irc_proto *p, const char *nick, char *buf, size_t len);
+/* Bytes of text that fit one line "COMMAND target :text" from the bot, with its prefix as the
+ * server has shown it (parts not seen yet count as the longest they may be; the nick as the
+ * longer of the current and the configured one). */
+size_t irc_proto_budget(const irc_proto *p, const char *command, const char *target);
 /* Whether the capability was acknowledged by the server in this session. */
 int irc_proto_has_cap(const irc_proto *p, const char *cap);
 /* Whether the bot is logged in to its account (SASL 903 or 900). */

@@ -1426,7 +1426,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
                  .resolve_user = mx_resolve_user, .private_how = "in your direct chat with me",
-                 .throttled = mx_throttled};
+                 .throttled = mx_throttled, .notify_off = 1};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         mlog(&m, CORE_LOG_ERROR, "%s", m.core ? "cannot add the Matrix adapter" : err);
         goto done;

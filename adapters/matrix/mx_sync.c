@@ -546,10 +546,10 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
         int joined = strcmp(ms, "join") == 0, gone = strcmp(ms, "leave") == 0 || strcmp(ms, "ban") == 0;
         const char *dm = mx_state_dm_user(s, room_id);
         if (joined && strcmp(was, "join") != 0 && !dm)
-            add_event(o, (adapter_event){ADAPTER_JOIN, room_id, key, NULL, 0, 0});
+            add_event(o, (adapter_event){.kind = ADAPTER_JOIN, .room = room_id, .sender = key});
         if (gone && strcmp(was, "join") == 0) {
             if (dm && strcmp(dm, key) == 0) forget_dm_room(s, room_id); /* a new chat is made when needed */
-            else if (!dm) add_event(o, (adapter_event){ADAPTER_LEAVE, room_id, key, NULL, 0, 0});
+            else if (!dm) add_event(o, (adapter_event){.kind = ADAPTER_LEAVE, .room = room_id, .sender = key});
         }
         return;
     }
@@ -575,8 +575,8 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
     if (!msgtype || strcmp(msgtype, "m.text") != 0 || !body) return; /* notices (other bots), emotes, files */
     if (rel && strcmp(rel, "m.replace") == 0) return;                 /* edits */
     const char *dm = mx_state_dm_user(s, room_id);
-    adapter_event ev = {ADAPTER_MESSAGE, dm ? NULL : room_id, sender, unpill(o, content, strip_reply(content, body)),
-                        dm != NULL, 0};
+    adapter_event ev = {.kind = ADAPTER_MESSAGE, .room = dm ? NULL : room_id, .sender = sender,
+                        .text = unpill(o, content, strip_reply(content, body)), .is_private = dm != NULL};
     ev.moderator = !dm && is_moderator(room, sender);
     add_event(o, ev);
 }

@@ -133,7 +133,7 @@ static double commit_ms(const char *dir)
     if (store_open(&s, path, err, sizeof err) != 0) die(path, err);
     int64_t t0 = now_ns(), id;
     for (int i = 0; i < 200; i++) {
-        if (store_begin(s) != 0 || store_outbox_add(s, "bench", "r0", "", "", "calibration", &id) != 0 ||
+        if (store_begin(s) != 0 || store_outbox_add(s, "bench", "r0", "", "", 0, "calibration", &id) != 0 ||
             store_commit(s) != 0)
             die("calibration", store_error(s));
     }
@@ -180,7 +180,8 @@ static void run(const char *dir, const plan *p, int threads, int restore)
         for (int r = r0; r < r0 + ROOMS_PER_BATCH && r < p->tables; r++) {
             snprintf(rooms[r - r0], sizeof rooms[0], "r%d", r);
             for (int w = 0; w < 6; w++)
-                ev[n++] = (adapter_event){ADAPTER_MESSAGE, rooms[r - r0], "host", words[w], 0, 0};
+                ev[n++] = (adapter_event){.kind = ADAPTER_MESSAGE, .room = rooms[r - r0], .sender = "host",
+                                          .text = words[w]};
         }
         if (core_batch(c, "bench", ev, n, NULL) != 0) die("core_batch", "store failed");
     }
@@ -217,7 +218,7 @@ static void run(const char *dir, const plan *p, int threads, int restore)
         while (nprobe < PROBES && nprobe < (int)(share * PROBES) + 1 && s.tables > 0) {
             char room[16];
             snprintf(room, sizeof room, "r%d", (int)(mix(&rng) % (uint64_t)p->tables));
-            adapter_event e = {ADAPTER_MESSAGE, room, "passerby", "!table", 0, 0};
+            adapter_event e = {.kind = ADAPTER_MESSAGE, .room = room, .sender = "passerby", .text = "!table"};
             int64_t b0 = now_ns();
             if (core_batch(c, "bench", &e, 1, NULL) != 0) die("core_batch", "store failed");
             probe[nprobe++] = now_ns() - b0;

@@ -16,8 +16,8 @@ CARDROOM_BIN or build/cardroom) and people who log in and talk through the Clien
      0.2 events per second, bursts of 10; the fake does Synapse's arithmetic): the room is
      made and the limit switched on before the first line, then the script is played up to
      the end of hand 1 by people who answer at once, but only once they can see everything the
-     bot says before their line (the console's output for the script so far: room and direct
-     chats). Printed: the seconds from `!start` to the last line of hand 1 being shown; for
+     bot says before their line (the console's words for the script so far, room and direct
+     chats, without the private turn notices Matrix players do not get unless they ask). Printed: the seconds from `!start` to the last line of hand 1 being shown; for
      every line of the hand, the seconds until the bot's whole answer to it is shown (p50, p90,
      max); the 429 answers the bot got; the bot's events in the hand.
 
@@ -30,14 +30,13 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "matrix"))
 
-from harness import (BOT_ID, BOT_SEND_REGEX, PLAYERS, TIMERS, Harness, Transcript,  # noqa: E402
-                     bot_binary, console_reference, read_script, script_text)
+from harness import (BOT_ID, BOT_SEND_REGEX, PLAYERS, Harness, bot_binary,  # noqa: E402
+                     matrix_reference, read_script)
 
 HAND_WAIT = 3600          # seconds a line's answer may take under the limit before giving up
 
@@ -84,7 +83,7 @@ def events_per_hand():
     try:
         h = Harness(run)
         lines = read_script()
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         hands = sum(1 for line in expected.room if line.startswith("Hand ") and " — dealer " in line)
         room = start(h)
         began = time.monotonic()
@@ -104,26 +103,14 @@ def events_per_hand():
 
 def hand_one_references(script):
     """The lines of hand 1 (up to the one after which the console shows hand 2's header) and,
-    for every k, the console's transcript after the first k of them: what a player can expect to
-    see before saying line k+1. One console run per prefix."""
-    refs = [Transcript(private={u: [] for u in PLAYERS})]
-    with tempfile.TemporaryDirectory(prefix="cardroom-bench-") as work:
-        config = os.path.join(work, "console.ini")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(TIMERS)
-        for k in range(1, len(script) + 1):
-            out = subprocess.run([bot_binary(), "console", "--script", "--seed", "1", "--config", config],
-                                 input=script_text(script[:k]), capture_output=True, text=True, cwd=work,
-                                 timeout=60, check=True).stdout
-            ref = Transcript(private={u: [] for u in PLAYERS})
-            for line in out.splitlines():
-                if line.startswith("[#room] "):
-                    ref.room.append(line)
-                else:
-                    ref.private.setdefault(line[2:line.index("]")], []).append(line)
-            refs.append(ref)
-            if any(line.startswith("[#room] Hand 2 — dealer") for line in ref.room):
-                return script[:k], refs
+    for every k, what the bot says on Matrix after the first k of them (the console's words,
+    with Matrix's default of no private turn notices): what a player can expect to see before
+    saying line k+1. One console run per prefix."""
+    refs = [matrix_reference([])]
+    for k in range(1, len(script) + 1):
+        refs.append(matrix_reference(script[:k]))
+        if any(line.startswith("Hand 2 — dealer") for line in refs[-1].room):
+            return script[:k], refs
     raise RuntimeError("the match script never reaches hand 2")
 
 

@@ -7,7 +7,9 @@
  * joins back. irc_format of command + params either refuses or gives a line of at most 512
  * bytes that parses back to the same command and params. The same bytes (up to a NUL) are also
  * split as text at several budgets: every chunk is 1..max bytes, valid UTF-8, free of control
- * characters but the mIRC ones, and is the sanitised input at its offset with whole units. */
+ * characters but the mIRC ones, and is the sanitised input at its offset with whole units.
+ * irc_utf8_uncut cuts at most 3 bytes, and only the start of a character that a continuation
+ * would complete; of valid UTF-8 cut anywhere it keeps exactly the whole characters. */
 #include <stdbool.h>
 #include <string.h>
 
@@ -245,8 +247,53 @@ static void check_colour(const uint8_t *data, size_t size)
     free(text);
 }
 
+/* The model's length of the UTF-8 unit at s (1 for ASCII and for a byte that starts none). */
+static size_t utf8_unit(const unsigned char *s)
+{
+    char tmp[8];
+    return s[0] < 0x80 ? 1 : model_unit(s, tmp);
+}
+
+static void check_uncut(const uint8_t *data, size_t size)
+{
+    if (size > 4096) size = 4096;
+    const char *t = (const char *)data;
+    size_t k = irc_utf8_uncut(t, size);
+    CHECK(k <= size && size - k <= 3);
+    if (k < size) { /* the tail starts a character: completed with continuation bytes it is one */
+        unsigned char whole[8] = {0};
+        memcpy(whole, data + k, size - k);
+        unsigned char lead = whole[0];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        CHECK(need > size - k);
+        for (size_t i = size - k; i < need; i++)
+            whole[i] = i == 1 && lead == 0xE0 ? 0xA0 : i == 1 && lead == 0xF0 ? 0x90 : 0x80;
+        char tmp[8];
+        CHECK(model_unit(whole, tmp) == need && (unsigned char)tmp[0] == lead);
+    }
+    /* Valid UTF-8 (with a NUL ending it) cut at every byte keeps its whole characters. */
+    unsigned char *z = malloc(size + 4);
+    CHECK(z);
+    memcpy(z, data, size);
+    memset(z + size, 0, 4);
+    size_t at = 0;
+    int valid = 1;
+    while (at < size && valid) {
+        size_t n = utf8_unit(z + at);
+        char tmp[8];
+        valid = z[at] < 0x80 || (model_unit(z + at, tmp) == n && tmp[0] != '?' && at + n <= size);
+        at += n;
+    }
+    for (size_t cut = 0, unit = 0; valid && cut <= size; cut++) {
+        while (unit + utf8_unit(z + unit) <= cut && unit < size) unit += utf8_unit(z + unit);
+        CHECK(irc_utf8_uncut((const char *)z, cut) == unit);
+    }
+    free(z);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_uncut(data, size);
     check_parse(data, size);
     check_split(data, size);
     check_colour(data, size);

@@ -6,7 +6,9 @@
  * to send is a valid IRC line under 512 bytes without CR or LF, and never shows the password
  * outside AUTHENTICATE/IDENTIFY; every event names a sender that is a lower-cased nick or
  * "$a:" account, a room that is a joined channel's lower-cased name (or none for a private
- * message); the ids, targets and names the sending side asks for stay consistent. */
+ * message), an origin that is "" for an account and otherwise "" or user@host, and for a
+ * RENAME a new id other than the old; the ids, targets, names and the line budget the sending
+ * side asks for stay consistent. */
 #include <string.h>
 
 #include "fuzz_init.h"
@@ -43,18 +45,28 @@ static int lower_nick(const char *s)
     return 1;
 }
 
+static int valid_id(const char *s)
+{
+    if (!s || !s[0]) return 0;
+    return !strncmp(s, "$a:", 3) ? s[3] != 0 : lower_nick(s);
+}
+
 static void h_event(void *ctx, const adapter_event *e)
 {
     (void)ctx;
-    CHECK(e->sender && e->sender[0]);
-    if (!strncmp(e->sender, "$a:", 3)) CHECK(e->sender[3] != 0);
-    else CHECK(lower_nick(e->sender));
+    CHECK(valid_id(e->sender));
+    CHECK(e->origin);
+    if (!strncmp(e->sender, "$a:", 3) || !e->origin[0]) CHECK(!e->origin[0]);
+    else CHECK(strchr(e->origin, '@') && !strchr(e->origin, ' ') && e->origin[0] != '@');
     if (e->kind == ADAPTER_MESSAGE) {
         CHECK(e->text != NULL);
         CHECK(e->is_private ? e->room == NULL : (e->room && irc_proto_in_channel(P, e->room)));
     } else {
-        CHECK(e->kind == ADAPTER_LEAVE && e->room && irc_proto_in_channel(P, e->room));
+        CHECK(e->kind == ADAPTER_LEAVE || e->kind == ADAPTER_JOIN || e->kind == ADAPTER_RENAME);
+        CHECK(e->room && irc_proto_in_channel(P, e->room) && !e->text);
     }
+    if (e->kind == ADAPTER_RENAME) CHECK(valid_id(e->renamed_to) && strcmp(e->renamed_to, e->sender) != 0);
+    else CHECK(e->renamed_to == NULL);
     if (e->room) {
         char id[IRC_NAME_MAX];
         CHECK(!strcmp(irc_proto_room_id(P, e->room, id, sizeof id), e->room));
@@ -111,6 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!memchr(buf, 0, end - start)) irc_proto_line(P, buf, end - start);
         start = i + 1;
         irc_proto_tick(P, (int64_t)i * 1000);
+        size_t budget = irc_proto_budget(P, "PRIVMSG", "#cards");
+        CHECK(budget > 0 && budget <= irc_budget(irc_proto_nick(P), "", "", "PRIVMSG", "#cards"));
     }
     free(buf);
     irc_proto_free(P);

@@ -111,7 +111,7 @@ __all__ = [
     "connect_parallel",
 ]
 
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = 30.0
 NOBODY = 65534
 LOOPBACK = "127.0.0.1"
 
@@ -205,17 +205,30 @@ def _child_setup(gid=None, uid=None):
     return fn
 
 
+def _listening(port, host=LOOPBACK):
+    """Whether a TCP socket listens on host:port, read from the kernel's table
+    (/proc/net/tcp): nothing connects to the daemon to find out."""
+    want = "%s:%04X" % ("".join("%02X" % int(b) for b in reversed(host.split("."))), port)
+    try:
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for row in f:
+                fields = row.split()
+                if fields[1] == want and fields[3] == "0A":  # 0A = LISTEN
+                    return True
+    except OSError:
+        pass
+    return False
+
+
 def _wait_listening(port, proc, timeout, what, host=LOOPBACK):
+    """Waits until the daemon listens on port (it binds its ports once at
+    start; the kernel's socket table tells when)."""
     deadline = time.monotonic() + timeout
-    while True:
+    while not _listening(port, host):
         if proc is not None and proc.poll() is not None:
             raise ServerError("%s exited with %s before listening on %d"
                               % (what, proc.returncode, port))
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-            return
-        except OSError:
-            pass
         if time.monotonic() > deadline:
             raise ServerError("%s not listening on %d after %.0fs"
                               % (what, port, timeout))
@@ -518,6 +531,7 @@ _INSPIRCD_CONF = """\
 <module name="ircv3_batch">
 <module name="namesx">
 <module name="uhnames">
+<module name="monitor">
 <module name="callerid">
 <callerid maxaccepts="30" tracknick="no" cooldown="{callerid_cooldown}">
 <module name="sasl">
@@ -708,25 +722,35 @@ class InspircdServer(_ServerBase):
         self.anope.kill()
 
     def wait_services(self, timeout=DEFAULT_TIMEOUT):
-        """Wait until NickServ is on the network and 'sasl' is offered."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            if self.anope is not None and not self.anope.running:
-                raise ServerError("anope exited with %s" % self.anope.popen.returncode)
-            try:
-                with Client(self.host, self.port, "probe%d" % random.randrange(10 ** 6),
-                            caps=(), request_caps=False, timeout=5) as c:
-                    if "sasl" in c.offered_caps:
-                        c.send("ISON NickServ")
-                        m = c.read_until("303", timeout=5)
-                        if "nickserv" in m.params[-1].lower().split():
-                            return
-                    last = "caps=%s" % sorted(c.offered_caps)
-            except (OSError, ClientError) as e:
-                last = repr(e)
-            time.sleep(0.1)
-        raise ServerError("services not linked after %.0fs (%s)" % (timeout, last))
+        """Wait until NickServ is on the network and 'sasl' is offered.  One
+        client waits for both events: CAP NEW (cap-notify) names 'sasl' when
+        services link, MONITOR's 730 says when NickServ comes online."""
+        if self.anope is not None and not self.anope.running:
+            raise ServerError("anope exited with %s" % self.anope.popen.returncode)
+
+        def sasl_change(m):
+            """+1 when m offers sasl (CAP LS or NEW), -1 when it takes it away
+            (CAP DEL), 0 otherwise."""
+            if m.command != "CAP" or len(m.params) < 3 or \
+                    "sasl" not in [c.partition("=")[0] for c in m.params[-1].split()]:
+                return 0
+            return {"LS": 1, "NEW": 1, "DEL": -1}.get(m.params[1].upper(), 0)
+
+        try:
+            with Client(self.host, self.port, "probe%d" % random.randrange(10 ** 6),
+                        caps=("cap-notify",), strict_caps=False, timeout=timeout) as c:
+                seen = len(c.received)
+                offered = 0
+                for m in c.received[:seen]:
+                    offered = sasl_change(m) or offered
+                if offered != 1:
+                    c.read_until(lambda m: sasl_change(m) == 1, timeout, start=seen)
+                c.send("MONITOR + NickServ")
+                c.read_until("730", timeout)
+        except ClientError as e:
+            state = "" if self.anope is None or self.anope.running else \
+                " (anope exited with %s)" % self.anope.popen.returncode
+            raise ServerError("services not linked after %.0fs%s: %s" % (timeout, state, e)) from None
 
     def register_account(self, name, password, email=None, timeout=DEFAULT_TIMEOUT,
                          persist=True):
@@ -883,6 +907,8 @@ class Client:
         self.offered_caps: dict[str, str] = {}
         self.acked_caps: set[str] = set()
         self.isupport: dict[str, str] = {}
+        self.members: dict[str, set[str]] = {}  # casefolded channel -> casefolded nicks
+        self._names: dict[str, set[str]] = {}   # NAMES replies being read (353 ... 366)
         self.account = None
         self.registered = False
         self.closed = threading.Event()
@@ -1112,8 +1138,6 @@ class Client:
         m = parse_message(line)
         if m.command == "PING":
             self._queue(("PONG :%s" % (m.params[-1] if m.params else "")).encode() + b"\r\n")
-        elif m.command == "NICK" and m.nick and self.casefold(m.nick) == self.casefold(self.current_nick):
-            self.current_nick = m.params[0]
         elif m.command == "005":
             for tok in m.params[1:-1]:
                 k, _, v = tok.partition("=")
@@ -1125,8 +1149,48 @@ class Client:
         elif m.command == "ERROR":
             self.close_reason = m.trailing
         with self._cond:
+            self._track_members(m)
+            if m.command == "NICK" and m.nick and self.casefold(m.nick) == self.casefold(self.current_nick):
+                self.current_nick = m.params[0]
             self.received.append(m)
             self._cond.notify_all()
+
+    def _track_members(self, m):
+        """Keeps self.members up to date from what the server tells: NAMES
+        replies, JOIN, PART, KICK, QUIT and NICK (under self._cond)."""
+        f = self.casefold
+        me = f(self.current_nick)
+        if m.command == "353" and len(m.params) >= 3:
+            names = self._names.setdefault(f(m.params[-2]), set())
+            for item in m.params[-1].split():
+                names.add(f(item.lstrip("~&@%+!").split("!", 1)[0]))
+        elif m.command == "366" and len(m.params) >= 2:
+            self.members[f(m.params[1])] = self._names.pop(f(m.params[1]), set())
+        elif not m.nick or not m.params:
+            return
+        elif m.command == "JOIN":
+            chan = f(m.params[0])
+            if f(m.nick) == me:
+                self.members[chan] = set()  # the NAMES reply that follows fills it
+            self.members.setdefault(chan, set()).add(f(m.nick))
+        elif m.command == "PART":
+            if f(m.nick) == me:
+                self.members.pop(f(m.params[0]), None)
+            else:
+                self.members.get(f(m.params[0]), set()).discard(f(m.nick))
+        elif m.command == "KICK" and len(m.params) >= 2:
+            if f(m.params[1]) == me:
+                self.members.pop(f(m.params[0]), None)
+            else:
+                self.members.get(f(m.params[0]), set()).discard(f(m.params[1]))
+        elif m.command == "QUIT":
+            for nicks in self.members.values():
+                nicks.discard(f(m.nick))
+        elif m.command == "NICK":
+            for nicks in self.members.values():
+                if f(m.nick) in nicks:
+                    nicks.discard(f(m.nick))
+                    nicks.add(f(m.params[0]))
 
     def _queue(self, data: bytes):
         with self._cond:
@@ -1263,16 +1327,6 @@ class Client:
         pred.__name__ = "%s %s from %s: %r" % (command, target, sender, text)
         return self.read_until(pred, timeout)
 
-    def collect(self, predicate=None, duration=0.5):
-        """All messages after the cursor matching predicate that arrive within
-        `duration` seconds (cursor moves to the end)."""
-        pred = self._make_pred(predicate)
-        time.sleep(duration)
-        with self._cond:
-            msgs = [m for m in self.received[self.cursor:] if pred(m)]
-            self.cursor = len(self.received)
-        return msgs
-
     def wait_closed(self, timeout=None):
         """Wait until the server closed the connection; returns the ERROR
         message (or None if there was none)."""
@@ -1302,19 +1356,25 @@ class Client:
         return nicks
 
     def wait_nick_in_channel(self, channel, nick, timeout=None, present=True):
-        """Poll NAMES until `nick` is (or with present=False, is no longer)
-        in `channel`."""
+        """Wait until `nick` is (or with present=False, is no longer) in
+        `channel`, as the server tells this client (the NAMES reply to its
+        JOIN, then JOIN, PART, KICK, QUIT and NICK lines): nothing is asked
+        of the server."""
         timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        while True:
-            names = {self.casefold(n) for n in self.names(channel, timeout=timeout)}
-            if (self.casefold(nick) in names) == present:
-                return
-            if time.monotonic() > deadline:
-                raise ClientError("%s: %s %s %s after %.1fs (names: %s)" % (
-                    self.name, nick, "not in" if present else "still in", channel,
-                    timeout, sorted(names)))
-            time.sleep(0.05)
+        chan, who = self.casefold(channel), self.casefold(nick)
+        with self._cond:
+            while (who in self.members.get(chan, set())) != present:
+                if self.closed.is_set():
+                    raise ClientError("%s: connection closed (%s) while waiting for %s in %s\n%s"
+                                      % (self.name, self.close_reason, nick, channel,
+                                         self.transcript()))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ClientError("%s: %s %s %s after %.1fs (members: %s)\n%s" % (
+                        self.name, nick, "not in" if present else "still in", channel,
+                        timeout, sorted(self.members.get(chan, set())), self.transcript()))
+                self._cond.wait(left)
 
     def transcript(self, lines=25):
         """Last received/sent lines, for failure messages."""

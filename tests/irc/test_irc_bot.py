@@ -9,7 +9,13 @@ clients play people:
     split), no hand ever appears in the channel, and every line the bot sends fits 512 bytes;
   * the server killed and restarted mid-match: the bot reconnects, rejoins and the match goes on
     to the same end;
-  * long output with multibyte text splits into whole characters within the limit;
+  * the order across destinations: each player gets the room's lines and his own private ones
+    in the order the console prints them (the deal before his cards);
+  * long output with multibyte text splits into whole characters within the limit; at 160-byte
+    lines ([irc] line_bytes) a four-card hand is one line and no word is cut, on both servers;
+  * wrong TLS settings (TLS to a plain port, a self-signed certificate without tls_ca, plain text
+    to a TLS port) are logged as errors that name the setting, with a growing pause;
+  * !help in the channel: one line there, the list of commands to the asker as private NOTICEs;
   * flood control: with inspircd set to kill a client that sends too fast ("Excess Flood"), the
     bot paced by its token bucket survives a burst of output, and the same bot without pacing
     is killed (so the test can fail);
@@ -54,10 +60,101 @@ def plain(text):
     return COLOUR_RE.sub("", text)
 
 
+def console_order(lines):
+    """What `cardroom console --script --seed 1` prints for the script lines, in its order, as
+    (destination, text): "#" for the room, "@user" for a private line (heads normalised)."""
+    with tempfile.TemporaryDirectory(prefix="cardroom-order-") as work:
+        config = os.path.join(work, "console.ini")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(mh.TIMERS)
+        out = subprocess.run([bot_binary(), "console", "--script", "--seed", "1", "--config", config],
+                             input=mh.script_text(lines), capture_output=True, text=True, cwd=work,
+                             timeout=120, check=True).stdout
+    order = []
+    for line in out.splitlines():
+        m = re.match(r"^\[(#room|@[^\]]+)\] (.*)$", line)
+        order.append(("#", m.group(2)) if m.group(1) == "#room" else (m.group(1), mh.normalize_head(m.group(2))))
+    return order
+
+
+def words_in_order(entries):
+    """(destination, word) for every word of (destination, text) entries: equal for a text and the
+    same text split into shorter lines between words, different when a word is cut."""
+    return [(dest, word) for dest, text in entries for word in text.split()]
+
+
+def bot_lines(client, bot_nick="cardroom"):
+    """The bot's lines as client got them, in order: ("#", text) from the channel, ("@nick", text)
+    privately (colours stripped, heads normalised)."""
+    got = []
+    for m in client.received:
+        if m.nick != bot_nick or m.command not in ("PRIVMSG", "NOTICE") or len(m.params) != 2:
+            continue
+        if m.params[0].lower() == CHANNEL:
+            got.append(("#", plain(m.params[1])))
+        elif not m.params[0].startswith("#"):
+            got.append(("@" + client.name, mh.normalize_head(plain(m.params[1]))))
+    return got
+
+
+def wait_log(bot, pattern, count=1, timeout=90):
+    """Waits until the bot's log holds count lines matching pattern (each line read without the time
+    it starts with); returns the matches."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = re.findall(pattern, mh.LOG_STAMP.sub("", bot.log_text()), re.M)
+        if len(found) >= count:
+            return found
+        if bot.proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError("%d of %d log lines like %r (bot %s)\n%s" % (
+                len(found), count, pattern, "exited" if bot.proc.poll() is not None else "running",
+                bot.tail()))
+        time.sleep(0.2)
+
+
+def check_short_lines(test, people, order, limit):
+    """Waits for the bot's lines of the console order at line_bytes = limit and checks them: every
+    line fits limit bytes, no word is cut, a four-card hand is one line."""
+    for name, c in people.items():
+        want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
+        deadline = time.monotonic() + 120
+        while words_in_order(bot_lines(c)) != want:
+            if time.monotonic() > deadline:
+                test.assertEqual(words_in_order(bot_lines(c)), want, "words of the bot's lines for " + name)
+            time.sleep(0.2)
+        for m in c.received:
+            if m.nick == "cardroom" and m.command in ("PRIVMSG", "NOTICE"):
+                test.assertLessEqual(len(m.raw.encode("utf-8")) + 2, limit, m.raw)
+        hand = [text for dest, text in bot_lines(c) if "Your first four cards:" in text]
+        test.assertEqual(hand, [text for dest, text in order if dest == "@" + name and "Your first four cards:" in text],
+                         "the hand of %s in one line" % name)
+    rules = [text for dest, text in bot_lines(people["alice"]) if "scoring=" in text]
+    test.assertTrue(rules and "scoring=transfer," in rules[0].split(), rules)
+
+
+def check_tls_errors(test, plain_port, untrusted, tls_port):
+    """The three bots' logs name what is wrong and the setting that fixes it, at error level, and
+    the pause before each new attempt grows."""
+    again = r"; connecting again in (\d+\.\d) s$"
+    found = wait_log(untrusted, r"^cardroom: error: irc: the server's certificate is not trusted "
+                                r"\(self-signed certificate\): .* in \[irc\] tls_ca \(tls_verify = false .*\)" + again, 3)
+    pauses = [float(x) for x in found]
+    test.assertTrue(pauses[0] < pauses[1] < pauses[2], pauses)
+    wait_log(tls_port, r"^cardroom: error: irc: .* before the server said a word: if port \d+ is a TLS port, "
+                       r"set \[irc\] tls = true" + again)
+    wait_log(plain_port, r"^cardroom: error: irc: .*: it may be a plain-text port; set \[irc\] tls = false for "
+                         r"it, or port to the server's TLS port \(often 6697\)" + again)
+    for bot in (plain_port, untrusted, tls_port):
+        test.assertIsNone(bot.proc.poll(), "the bot keeps trying")
+        test.assertEqual(bot.stop(), 0, bot.tail())
+
+
 def squash(lines):
     """The words of a list of lines, without any whitespace: equal for a text and the same text
-    split into shorter lines at spaces."""
-    return "".join("".join(line.split()) for line in lines)
+    split into shorter lines at spaces.  A hint to write privately is normalized here too, as
+    mh.normalize_private does for a whole line: a split line may cut it in two."""
+    text = "".join("".join(line.split()) for line in lines)
+    return re.sub(r"privately\((?:with/msg[^)]*|inyourdirectchatwithme)\)", "privately(HOW)", text)
 
 
 class Bot:
@@ -137,8 +234,12 @@ class IrcTestCase(unittest.TestCase):
             return False
         return any(t is self for t, _ in result.failures + result.errors)
 
-    def bot(self, settings, env=None):
-        b = Bot(self.work, settings, env)
+    def bot(self, settings, env=None, name=None):
+        workdir = self.work
+        if name:  # several bots at once, each with its own config, database and log
+            workdir = os.path.join(self.work, name)
+            os.makedirs(workdir)
+        b = Bot(workdir, settings, env)
         self.bots.append(b)
         return b.start()
 
@@ -206,7 +307,7 @@ class MatchOnNgircd(IrcTestCase):
                 and m.params[0].lower() == CHANNEL]
         private = {}
         for name, c in people.items():
-            private[name] = [mh.normalize_head(plain(m.params[1])) for m in c.received
+            private[name] = [mh.normalize_private(plain(m.params[1])) for m in c.received
                              if m.command == "PRIVMSG" and m.nick == "cardroom" and len(m.params) == 2
                              and not m.params[0].startswith("#")]
         return room, private
@@ -251,6 +352,12 @@ class MatchOnNgircd(IrcTestCase):
         self.play(people, lines)
         room, private = self.wait_transcript(people, people["alice"], ref)
         self.check_lines(people, room, private)
+        # Across destinations too, each player hears the bot in the order the console prints:
+        # the deal in the channel before his cards, his cards before the next turn's prompt.
+        order = console_order(lines)
+        for name, c in people.items():
+            want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
+            self.assertEqual(words_in_order(bot_lines(c)), want, "order of the bot's lines for " + name)
         # Red suits are coloured on the wire.
         raw = [m.params[1] for m in people["alice"].received if m.command == "NOTICE" and m.nick == "cardroom"]
         self.assertTrue(any("\x0304♥" in t or "\x0304♦" in t for t in raw), "no red suit in the channel")
@@ -299,10 +406,32 @@ class MatchOnNgircd(IrcTestCase):
         self.assertRegex(log, r"connecting again in \d+\.\d s")
         self.assertGreaterEqual(log.count("irc: registered as cardroom"), 2)
 
+    def test_help_list_goes_as_private_notices(self):
+        """!help in the channel: one line there, and the list of commands to the asker by private
+        NOTICE (only for reading, never answered automatically), exactly the console's words."""
+        ref = mh.console_reference(mh.parse_script("alice> !help\n"))
+        self.assertEqual(len(ref.room), 1)
+        self.assertGreater(len(ref.private["alice"]), 20)
+        self.bot(self.settings())
+        alice = self.client("alice")
+        alice.join(CHANNEL)
+        self.wait_bot_in(alice)
+        self.say(alice, CHANNEL, "!help")
+        alice.wait_privmsg(sender="cardroom", target="alice", command="NOTICE",
+                           text=ref.private["alice"][-1], timeout=BOT_TIMEOUT)
+        mine = [m for m in alice.received if m.nick == "cardroom" and len(m.params) == 2
+                and m.params[0].lower() == "alice"]
+        self.assertEqual([m.command for m in mine], ["NOTICE"] * len(mine), "the list went as PRIVMSG")
+        self.assertEqual([mh.normalize_private(plain(m.params[1])) for m in mine], ref.private["alice"])
+        room = [plain(m.params[1]) for m in alice.received if m.nick == "cardroom" and m.command == "NOTICE"
+                and len(m.params) == 2 and m.params[0].lower() == CHANNEL]
+        self.assertEqual(room, ref.room)
+
     def test_long_multibyte_output_is_split_whole(self):
         # The bot's longest lines (~270 bytes) fit IRC's 512; a network that relays only 200-byte
-        # lines ([irc] line_bytes) makes it split real output full of suits and names.
-        lines = mh.read_script(limit=40)
+        # lines ([irc] line_bytes) makes it split real output full of suits and names (and the
+        # rules, whose lines are the longest).
+        lines = mh.read_script(limit=40) + mh.parse_script("bob> !rules\n")
         ref = mh.console_reference(lines)
         bot = self.bot(self.settings(line_bytes=200))
         people = self.players()
@@ -312,16 +441,37 @@ class MatchOnNgircd(IrcTestCase):
         room, private = self.wait_transcript(people, people["alice"], ref)
         sent = [m for c in people.values() for m in c.received
                 if m.nick == "cardroom" and m.command in ("PRIVMSG", "NOTICE")]
-        split = 0
         for m in sent:
-            data = m.raw.encode("utf-8")
-            self.assertLessEqual(len(data) + 2, 200, m.raw)
-            data.decode("utf-8")  # whole characters only (raises otherwise)
+            self.assertLessEqual(len(m.raw.encode("utf-8")) + 2, 200, m.raw)
+            self.assertNotIn("\ufffd", m.raw)  # whole characters only (the client decodes with "replace")
         # More lines on IRC than on the console: some were split, and the words are all there.
         split = len(room) - len(ref.room) + sum(len(private[u]) - len(ref.private.get(u, [])) for u in PLAYERS)
-        self.assertGreater(split, 5)
+        self.assertGreater(split, 0)
         self.assertTrue(any(ord(ch) > 127 for line in room for ch in line))
         self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_lines_of_160_bytes(self):
+        # The bot counts its own prefix as the server shows it (its JOIN), not the longest one
+        # possible: a four-card hand is one line at 160 bytes, and lines break between words.
+        lines = mh.read_script(limit=12) + mh.parse_script("alice> !rules\n")
+        order = console_order(lines)
+        bot = self.bot(self.settings(line_bytes=160))
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.play(people, lines)
+        check_short_lines(self, people, order, 160)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_wrong_tls_settings_are_errors_that_name_the_setting(self):
+        host = "localhost"  # the certificate's name: only trust is missing
+        plain_port = self.bot({"server": host, "port": self.server.port, "tls": "true", "nick": "cardroom"},
+                              name="plain-port")
+        untrusted = self.bot({"server": host, "port": self.server.tls_port, "tls": "true", "nick": "cardroom"},
+                             name="untrusted")
+        tls_port = self.bot({"server": host, "port": self.server.tls_port, "tls": "false", "nick": "cardroom"},
+                            name="tls-port")
+        check_tls_errors(self, plain_port, untrusted, tls_port)
 
 
 # ---- accounts, +g, flood on inspircd + anope ---------------------------------------------------------
@@ -424,12 +574,53 @@ class OnInspircd(IrcTestCase):
                          timeout=30, start=start)
         self.assertEqual(bot.stop(), 0, bot.tail())
 
+    def test_lines_of_160_bytes_on_inspircd(self):
+        bot = self.bot(self.settings(login="none", nick="cardroom", line_bytes=160))
+        alice = self.client("alice")
+        alice.join(CHANNEL)
+        self.wait_bot_in(alice)
+        lines = mh.parse_script("alice> !new 304\nalice> !join\nalice> !bot\nalice> !bot\nalice> !bot\n"
+                                "alice> !start\nalice> !rules\n")
+        for line in lines:
+            self.say(alice, CHANNEL, line.text)
+        # South bids first: the computer players wait for alice, so the console says the same.
+        check_short_lines(self, {"alice": alice}, console_order(lines), 160)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_a_line_cut_inside_a_character_is_still_text(self):
+        # InspIRCd cuts a relayed line at 512 bytes with the sender's prefix, here inside a ♥:
+        # the bot reads the text without that broken character, as if it had not been sent.
+        bot = self.bot(self.settings(login="none", nick="cardcut"))
+        alice, watcher = self.client("alice"), self.client("watcher")
+        for c in (alice, watcher):
+            c.join(CHANNEL)
+            self.wait_bot_in(c, nick="cardcut")
+        self.wait_bot_in(watcher, nick="alice")
+        text = "!new 304 " + "x" * 11 + "♥" * 158
+        self.assertLessEqual(len(("PRIVMSG %s :%s" % (CHANNEL, text)).encode()) + 2, 512)
+        self.say(alice, CHANNEL, text)
+        cut = watcher.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "alice", timeout=30).params[1]
+        self.assertTrue(cut.endswith("\ufffd"), "the server did not cut inside a character: %r" % cut[-5:])
+        first = alice.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardcut", timeout=30).params[1]
+        self.say(alice, CHANNEL, cut.rstrip("\ufffd"))
+        second = alice.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardcut", timeout=30).params[1]
+        self.assertEqual(first, second)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_wrong_tls_settings_are_errors_that_name_the_setting(self):
+        server = {"server": "127.0.0.1", "nick": "cardroom"}
+        plain_port = self.bot(dict(server, port=self.server.port, tls="true"), name="plain-port")
+        untrusted = self.bot(dict(server, server="localhost", port=self.server.tls_port, tls="true"), name="untrusted")
+        tls_port = self.bot(dict(server, port=self.server.tls_port, tls="false"), name="tls-port")
+        check_tls_errors(self, plain_port, untrusted, tls_port)
+
     def flood_run(self, nick, burst, interval_ms):
         bot = self.bot(self.settings(login="none", nick=nick, flood_burst=burst, flood_interval_ms=interval_ms))
         watcher = self.client("w" + nick[-6:])
         watcher.join(CHANNEL)
         self.wait_bot_in(watcher, nick=nick)
-        # One command that makes a lot of output: help for every command, privately, 3 times.
+        # One command that makes a lot of output: help for every command, privately (as
+        # NOTICEs), 3 times.
         t0 = time.monotonic()
         for _ in range(3):
             self.say(watcher, nick, "!help")
@@ -441,7 +632,7 @@ class OnInspircd(IrcTestCase):
         got = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            got = [m for m in watcher.received if m.nick == "cardflood" and m.command == "PRIVMSG"]
+            got = [m for m in watcher.received if m.nick == "cardflood" and m.command in ("PRIVMSG", "NOTICE")]
             if len(got) >= 30 and time.monotonic() - t0 > 8:
                 break
             time.sleep(0.5)

@@ -2684,6 +2684,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 rule = take_fault(hs, self.command, self.path)
                 entry["fault"] = rule["action"] if rule else None
+                if rule and rule["action"] == "429":
+                    entry["asked_ms"] = asked_ms(rule)
                 self._matrix(hs, rule, split.path, query, body, entry)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -2756,6 +2758,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def asked_ms(rule):
+    """The wait an injected 429 asks for: Retry-After (whole seconds) and/or retry_after_ms, the
+    shorter one when both are given."""
+    ms = rule.get("retry_after_ms", 1000)
+    waits = ([math.ceil(ms / 1000) * 1000] if rule.get("header", True) else []) + (
+        [ms] if rule.get("body_ms", True) else [])
+    return min(waits)
 
 
 def fault_response(rule):

@@ -10,8 +10,9 @@ people with their own logins, and reads back what the bot posted:
   * `Harness`         everything a test needs, owned by one unittest.TestCase: users, rooms,
                       the bot's config, sending a line and waiting until the bot has handled
                       it, the script player, transcript extraction and the checks on it.
-  * `read_script`, `console_reference`: the match script and what `cardroom console --script`
-                      prints for it, which is what the bot must post over Matrix.
+  * `read_script`, `console_reference`, `matrix_reference`: the match script and what
+                      `cardroom console --script` prints for it, which is what the bot must
+                      post over Matrix (where players get no private turn notices at first).
 
 Every test ends with one check whatever it did: no event of the bot in an encrypted room may be
 anything but m.room.encrypted (the fake's /_fake/plaintext audit, read from its rooms' events,
@@ -54,9 +55,12 @@ BOT_ID = f"@{BOT_LOCALPART}:{SERVER_NAME}"
 BOT_PASSWORD = "correct horse battery staple 304"
 PLAYERS = ("alice", "bob", "carol", "dave")
 ROOM_NAME = "Card night"
+# The local time a log line starts with when the bot writes to a file or a terminal (not under systemd).
+LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ", re.M)
 V3 = "/_matrix/client/v3"
 TIMERS = "[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
 HEAD_RE = re.compile(r"^\[[^\]]* · table (\d+)\] ")
+HOW_RE = re.compile(r"privately \((?:with /msg(?: \S+)?|in your direct chat with me)\)")
 TOKEN_RE = re.compile(r"^s(\d+)_([A-Za-z0-9]+)$")
 SCRIPT_RE = re.compile(r"^([A-Za-z0-9_.-]+)(>>?) (.*)$")
 BOT_TXN_RE = re.compile(r"^cr\d+$")
@@ -133,10 +137,13 @@ def script_text(lines):
     return "".join(f"{line}\n" for line in lines)
 
 
-def normalize_head(line):
-    """The head of a private message names the room: "[room · table 1] " on the console,
-    "[Card night · table 1] " over Matrix.  Both become "[ROOM · table 1] "."""
-    return HEAD_RE.sub(r"[ROOM · table \1] ", line)
+def normalize_private(line):
+    """What differs between networks in a private line.  Its head names the room: "[room · table
+    1] " on the console, "[Card night · table 1] " over Matrix; both become "[ROOM · table 1] ".
+    A hint to write to the bot privately says how on that network: "(with /msg)" on the
+    console, "(in your direct chat with me)" on Matrix, "(with /msg cardroom)" on IRC; all
+    become "(HOW)"."""
+    return HOW_RE.sub("privately (HOW)", HEAD_RE.sub(r"[ROOM · table \1] ", line))
 
 
 class Transcript:
@@ -158,11 +165,14 @@ class Transcript:
 _REFERENCE_CACHE = {}
 
 
-def console_reference(lines, room_name="room"):
+def console_reference(lines, room_name="room", notify_off=False):
     """Runs `cardroom console --script --seed 1` on the lines; returns its Transcript (heads
     normalized).  The console prints "[#room] TEXT" for the room and "[@U] TEXT" for each
-    line of a private message to U."""
-    text = script_text(lines)
+    line of a private message to U.  notify_off: as on Matrix, where players get no private
+    notice with their hand on each turn until they ask: every player says `!notify off`
+    first, and those answers are left out."""
+    prelude = "".join(f"{user}> !notify off\n" for user in PLAYERS) if notify_off else ""
+    text = prelude + script_text(lines)
     if text in _REFERENCE_CACHE:
         return _REFERENCE_CACHE[text]
     with tempfile.TemporaryDirectory(prefix="cardroom-ref-") as work:
@@ -183,9 +193,20 @@ def console_reference(lines, room_name="room"):
         match = re.match(r"^\[@([^\]]+)\] (.*)$", out)
         if not match:
             raise RuntimeError(f"unexpected console line {out!r}")
-        ref.private.setdefault(match.group(1), []).append(normalize_head(match.group(2)))
+        ref.private.setdefault(match.group(1), []).append(normalize_private(match.group(2)))
+    if notify_off:
+        answers = ref.room[:len(PLAYERS)]
+        if [a.split(":")[0] for a in answers] != list(PLAYERS):
+            raise RuntimeError(f"unexpected answers to !notify off: {answers!r}")
+        ref.room = ref.room[len(PLAYERS):]
     _REFERENCE_CACHE[text] = ref
     return ref
+
+
+def matrix_reference(lines, room_name="room"):
+    """What the bot says over Matrix for the lines: the console's words with Matrix's default
+    of no private turn notices."""
+    return console_reference(lines, room_name, notify_off=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -845,7 +866,7 @@ class Harness:
             events.sort(key=lambda e: e["fake"]["pos"])
             for event in events:
                 for line in str(event["content"].get("body", "")).split("\n"):
-                    out.private[user].append(normalize_head(line))
+                    out.private[user].append(normalize_private(line))
         return out
 
     @staticmethod

@@ -13,7 +13,6 @@ Run:  python3 -m unittest tests/matrix/test_matrix_bot.py -v
       CARDROOM_MX_VERBOSE=1            progress on stderr;  CARDROOM_MX_KEEP=1  keep temp dirs
 """
 
-import math
 import os
 import random
 import re
@@ -25,9 +24,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE,  # noqa: E402
+from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE, LOG_STAMP,  # noqa: E402
                      PLAYERS, ROOM_NAME, SYNC_REGEX, V3, Harness, Killer, Transcript, bot_binary,
-                     console_reference, parse_script, q, read_script, uid)
+                     console_reference, matrix_reference, parse_script, q, read_script, uid)
 
 KILL_SEED = 304
 ASK_REGEX = r"^/_matrix/client/v3/rooms/[^/]+/state/m\.room\.encryption/"
@@ -69,29 +68,19 @@ class MatrixBotTest(unittest.TestCase):
         return room
 
     def match_with_faults(self, h, lines, schedule, timeout=45):
-        """Plays lines, adding schedule[i] (fault rules) before line i.  Returns the room and
-        when (ms since the epoch, the clock of the request log) each group went in."""
+        """Plays lines, adding schedule[i] (fault rules) before line i.  Returns the room."""
         room = self.start_game(h)
-        added = {}
 
         def before_line(i, line):
             if i in schedule:
-                added[i] = time.time() * 1000
                 h.server.add_faults(*schedule[i])
         h.play(lines, room, before_line=before_line, timeout=timeout)
-        return room, added
+        return room
 
     @staticmethod
-    def retried_too_soon(log, schedule, added):
+    def retried_too_soon(log):
         """Requests answered 429 that were tried again before the wait the answer asked for
-        (Retry-After in seconds and/or retry_after_ms; the shorter one when both are given,
-        with 20% slack)."""
-        def asked(rule):
-            ms = rule.get("retry_after_ms", 1000)
-            waits = ([math.ceil(ms / 1000) * 1000] if rule.get("header", True) else []) + (
-                [ms] if rule.get("body_ms", True) else [])
-            return min(waits)
-
+        (the fake's asked_ms, with 20% slack)."""
         def key(entry):      # a /sync is retried with the same since, maybe another timeout
             split = urllib.parse.urlsplit(entry["path"])
             if split.path.endswith("/sync"):
@@ -101,13 +90,7 @@ class MatrixBotTest(unittest.TestCase):
         for n, entry in enumerate(log):
             if entry["fault"] != "429":
                 continue
-            group = max((i for i, t in added.items() if t <= entry["ts"] + 5),
-                        key=lambda i: added[i])
-            rules = [r for r in schedule[group] if r["action"] == "429"
-                     and re.search(r["path_regex"], entry["path"])]
-            if not rules:
-                continue
-            need = min(asked(r) for r in rules)
+            need = entry["asked_ms"]
             again = next((e for e in log[n + 1:] if key(e) == key(entry)), None)
             if again is not None and again["ts"] - entry["ts"] < 0.8 * need:
                 problems.append(f"{entry['method']} {entry['path'][:90]}: 429 asking for "
@@ -130,7 +113,7 @@ class MatrixBotTest(unittest.TestCase):
         naming the room, and turn prompts mentioning the seated player."""
         h = Harness(self)
         lines = read_script()
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         h.play(lines, room)
         actual = h.assert_transcript(room, expected)
@@ -179,7 +162,7 @@ class MatrixBotTest(unittest.TestCase):
         h = Harness(self)
         h.clear_log_allowed = False        # only the killer clears it, while the bot is down
         lines = read_script()
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         killer = Killer(h)
         killer.start()
@@ -230,8 +213,8 @@ class MatrixBotTest(unittest.TestCase):
             104: [dict(send, action="429", count=6, retry_after_ms=100),
                   dict(sync, action="500", count=1)],
         }
-        expected = console_reference(lines)
-        room, added = self.match_with_faults(h, lines, schedule)
+        expected = matrix_reference(lines)
+        room = self.match_with_faults(h, lines, schedule)
         h.assert_transcript(room, expected)
         self.assert_clean_events(h, [room] + self.all_dms(h))
         self.assertEqual(h.server.faults(), [], "fault rules the bot never ran into")
@@ -241,7 +224,7 @@ class MatrixBotTest(unittest.TestCase):
         for want in [("429", "send"), ("429", "sync"), ("500", "send"), ("500", "sync"),
                      ("drop", "send"), ("drop", "sync")]:
             self.assertIn(want, hit)
-        self.assertEqual(self.retried_too_soon(log, schedule, added), [],
+        self.assertEqual(self.retried_too_soon(log), [],
                          "Retry-After / retry_after_ms not honoured")
         self.assertTrue(h.bot.alive())
         h.stop_bot()
@@ -255,7 +238,7 @@ class MatrixBotTest(unittest.TestCase):
         rng = random.Random(SERVER_RESTART_SEED)
         h = Harness(self, use_state=True)
         lines = read_script(limit=200)
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         plan = {i: (rng.random() < 0.5, round(rng.uniform(0.2, 1.0), 3))
                 for i in sorted(rng.sample(range(5, len(lines) - 5), 4))}
@@ -306,7 +289,7 @@ class MatrixBotTest(unittest.TestCase):
                       count=2)],
             84: [dict(send, action="huge", count=1)],
         }
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         room = self.start_game(h)
         marks = {}                 # schedule index -> stderr lines before its faults
 
@@ -360,7 +343,7 @@ class MatrixBotTest(unittest.TestCase):
         self.assertEqual([e["content"].get("body") for e in h.bot_events(room)], [],
                          "the bot answered a command from before its first start")
         h.say_and_wait("alice", room, "!new 304")
-        expected = Transcript(room=console_reference(parse_script("alice> !new 304\n")).room)
+        expected = Transcript(room=matrix_reference(parse_script("alice> !new 304\n")).room)
         h.assert_transcript(room, expected)
 
     # ---- 7 ---------------------------------------------------------------------------------------
@@ -387,7 +370,7 @@ class MatrixBotTest(unittest.TestCase):
         self.assertEqual(joins, [], "the bot joined mallory's room")
 
         h.say_and_wait("alice", dm, "!help")
-        ref = console_reference(parse_script("alice>> !help\n"))
+        ref = matrix_reference(parse_script("alice>> !help\n"))
         self.assertTrue(ref.private["alice"])
 
         def answered():
@@ -414,7 +397,7 @@ class MatrixBotTest(unittest.TestCase):
         self.assertEqual(levels["users"].get(uid("alice")), 100)
         self.assertLess(levels["users"].get(uid("bob"), levels.get("users_default", 0)),
                         levels.get("kick", 50))
-        ref = console_reference(parse_script(
+        ref = matrix_reference(parse_script(
             "carol> !new 304\nbob> !abort\nbob> !table\ncarol> !abort\n")).room
         # ref: table open / bob refused / table still there / closed (by its creator there)
         h.say_and_wait("carol", room, "!new 304")
@@ -437,7 +420,7 @@ class MatrixBotTest(unittest.TestCase):
                                "m.relates_to": {"rel_type": "m.replace", "event_id": hello}})
         h.say("bob", room, "!new 304", msgtype="m.notice")
         h.say_and_wait("carol", room, "!new 304")
-        ref = console_reference(parse_script("carol> !new 304\n")).room
+        ref = matrix_reference(parse_script("carol> !new 304\n")).room
         h.assert_transcript(room, Transcript(room=ref))
 
     # ---- 10 --------------------------------------------------------------------------------------
@@ -536,7 +519,26 @@ class MatrixBotTest(unittest.TestCase):
 
     # ---- 13 --------------------------------------------------------------------------------------
 
-    def test_13_secrets_at_rest(self):
+    def test_13_notify_on(self):
+        """On Matrix a player gets no private turn notice until he asks (the mention in the room
+        notifies him): after `!notify on` from everyone, the first hands post exactly what the
+        console prints, where the notices are on, hand and all; without it, none but the
+        warnings for a card that must be sent privately."""
+        h = Harness(self)
+        lines = parse_script("".join(f"{p}> !notify on\n" for p in PLAYERS)) + read_script(limit=70)
+        expected = console_reference(lines)
+        room = self.start_game(h)
+        h.play(lines, room)
+        h.assert_transcript(room, expected)
+        notices = [line for user in PLAYERS for line in expected.private[user] if "Your turn. Your hand: " in line]
+        self.assertTrue(notices, "the script reaches no plain turn notice: the test has nothing to compare")
+        off = matrix_reference(read_script(limit=70))
+        self.assertFalse([line for user in PLAYERS for line in off.private[user]
+                          if "Your turn. Your hand: " in line])
+
+    # ---- 14 --------------------------------------------------------------------------------------
+
+    def test_14_secrets_at_rest(self):
         """The access token is stored sealed with the store key, and a token an older cardroom
         stored in the clear is sealed at the next start; a delivered private message keeps
         neither its text nor its wire form in the database."""
@@ -560,7 +562,7 @@ class MatrixBotTest(unittest.TestCase):
         room = self.start_game(h)
         lines = read_script(limit=6)                 # open, four joins, start: hands dealt
         h.play(lines, room)
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         h.assert_transcript(room, expected)
         h.stop_bot()
         token, kept, private = stored(h.bot.db)
@@ -592,9 +594,9 @@ class MatrixBotTest(unittest.TestCase):
         self.assertTrue(token.startswith("sealed1:"))
         self.assertNotIn(mine["token"], token)
 
-    # ---- 14 --------------------------------------------------------------------------------------
+    # ---- 15 --------------------------------------------------------------------------------------
 
-    def test_14_restart_asks_whether_a_room_is_encrypted(self):
+    def test_15_restart_asks_whether_a_room_is_encrypted(self):
         """After a restart, before any /sync is answered, the bot does not know whether the
         game room is encrypted: it asks (GET …/state/m.room.encryption/, retried after a
         500), learns from the 404 that it is not, and sends what was queued; the message
@@ -613,20 +615,20 @@ class MatrixBotTest(unittest.TestCase):
         h.server.ok("DELETE", "/_fake/holds/send")
         h.bot.expected_down = False
         h.bot.start()
-        expected = console_reference(parse_script("alice> !new 304\nalice> !join\n"))
+        expected = matrix_reference(parse_script("alice> !new 304\nalice> !join\n"))
         h.assert_transcript(room, Transcript(room=expected.room))   # while /sync is held
         self.assertTrue(h.server.ok("GET", "/_fake/holds")["waiting"].get("sync"))
         asked = [e["status"] for e in h.requests("GET", ASK_REGEX)]
         self.assertEqual(asked, [500, 404])
         h.server.ok("DELETE", "/_fake/holds/sync")
         h.say_and_wait("bob", room, "!join")
-        expected = console_reference(parse_script("alice> !new 304\nalice> !join\nbob> !join\n"))
+        expected = matrix_reference(parse_script("alice> !new 304\nalice> !join\nbob> !join\n"))
         h.assert_transcript(room, Transcript(room=expected.room))
         self.assert_clean_events(h, [room])
 
-    # ---- 15 --------------------------------------------------------------------------------------
+    # ---- 16 --------------------------------------------------------------------------------------
 
-    def test_15_rate_limited_table(self):
+    def test_16_rate_limited_table(self):
         """Under a homeserver's message rate limit (Synapse's bucket, here 1 event per second
         with bursts of 3) the bot sends one message at a time at the pace the server asks for
         (seldom told to wait again), merges what waits for a room into one event, says once
@@ -637,7 +639,7 @@ class MatrixBotTest(unittest.TestCase):
         room = self.start_game(h)
         h.server.ok("POST", "/_fake/ratelimit", {"per_second": 1, "burst_count": 3})
         lines = read_script(limit=40)
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         h.play(lines, room)
         h.assert_transcript(room, expected, timeout=120)
         self.assert_clean_events(h, [room] + self.all_dms(h))
@@ -660,9 +662,9 @@ class MatrixBotTest(unittest.TestCase):
             db.close()
         self.assertGreater(merged, 0, "nothing was merged while the bot was rate-limited")
 
-    # ---- 16 --------------------------------------------------------------------------------------
+    # ---- 17 --------------------------------------------------------------------------------------
 
-    def test_16_log_lines_carry_the_time_except_in_the_journal(self):
+    def test_17_log_lines_carry_the_time_except_in_the_journal(self):
         """Written to a file (or a terminal) every log line starts with the local date and time
         to the millisecond; under systemd, whose journal stamps lines itself (JOURNAL_STREAM
         names the bot's stderr), they do not."""
@@ -672,7 +674,7 @@ class MatrixBotTest(unittest.TestCase):
         h.stop_bot()
         lines = [line for line in h.bot.stderr().splitlines() if not line.startswith("===")]
         self.assertGreater(len(lines), 3)
-        stamped = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} cardroom: (error|warn|info|debug): ")
+        stamped = re.compile(LOG_STAMP.pattern + r"cardroom: (error|warn|info|debug): ")
         self.assertEqual([line for line in lines if not stamped.match(line)], [])
         mark = len(h.bot.stderr().splitlines())
         st = os.stat(h.bot.stderr_path)

@@ -26,8 +26,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (BOT_ID, BOT_LOCALPART, BOT_PASSWORD, BOT_TXN_RE, HEAD_RE,  # noqa: E402
-                     PLAYERS, ROOM_NAME, Harness, Transcript, bot_binary, console_reference,
-                     normalize_head, parse_script, q, read_script)
+                     PLAYERS, ROOM_NAME, Harness, Transcript, bot_binary, matrix_reference,
+                     normalize_private, parse_script, q, read_script)
 
 try:
     import olm  # noqa: F401
@@ -374,7 +374,7 @@ class MatrixE2EETest(E2EETestBase):
                     got = clients[user].try_decrypt(event)
                     if got is None:
                         return None
-                    out.private[user].extend(normalize_head(line) for line in
+                    out.private[user].extend(normalize_private(line) for line in
                                              got.content.get("body", "").split("\n"))
             return out
 
@@ -491,8 +491,8 @@ class MatrixE2EETest(E2EETestBase):
         self.start_bot(h)
         h.wait_bot_membership(room)
         lines = parse_script(SETUP)
-        ref = console_reference(parse_script(SETUP + "alice>> !hand\n"))
-        before_hand = console_reference(lines).private["alice"]
+        ref = matrix_reference(parse_script(SETUP + "alice>> !hand\n"))
+        before_hand = matrix_reference(lines).private["alice"]
         self.assertTrue(before_hand and len(ref.private["alice"]) > len(before_hand))
         for line in lines:
             h.say_and_wait(line.user, room, line.text)
@@ -509,7 +509,7 @@ class MatrixE2EETest(E2EETestBase):
                         "m.room.encryption is not in the DM's initial state")
 
         def dm_lines(pairs):
-            return [normalize_head(line) for b in self.bodies(pairs) for line in b.split("\n")]
+            return [normalize_private(line) for b in self.bodies(pairs) for line in b.split("\n")]
 
         self.decrypted(h, alice, dm, 1, what="the first DM lines")
         h.wait_for(lambda: len(dm_lines(self.decrypted(h, alice, dm, 1))) >= len(before_hand),
@@ -545,7 +545,7 @@ class MatrixE2EETest(E2EETestBase):
         self.start_bot(h)
         room = self.encrypted_room(h, alice)
         self.say(h, alice, "alice", room, "!new 304")
-        ref = console_reference(parse_script("alice> !new 304\n")).room
+        ref = matrix_reference(parse_script("alice> !new 304\n")).room
         self.decrypted(h, alice, room, 1, what="the answer to !new 304")
         time.sleep(0.5)
         pairs = self.decrypted(h, alice, room, 1)
@@ -574,7 +574,7 @@ class MatrixE2EETest(E2EETestBase):
         alice2.upload_keys()
         h.wait_handled(h.stream_position(), "alice's second device (a device-list change)")
         self.say(h, alice, "alice", room, "!join")
-        ref = console_reference(parse_script("alice> !new 304\nalice> !join\n")).room
+        ref = matrix_reference(parse_script("alice> !new 304\nalice> !join\n")).room
         deadline = time.monotonic() + 30
         while True:
             alice2.sync()
@@ -691,7 +691,7 @@ class MatrixE2EETest(E2EETestBase):
         h.bot.start()
         self.say(h, alice, "alice", room, "!join")
         pairs = self.decrypted(h, alice, room, 2, what="the answer to !join after the restart")
-        ref = console_reference(parse_script("alice> !new 304\nalice> !join\n")).room
+        ref = matrix_reference(parse_script("alice> !new 304\nalice> !join\n")).room
         self.assertEqual(self.bodies(pairs), ref)
         after = h.bot_devices()
         self.assertEqual(list(after), [device])
@@ -849,7 +849,7 @@ class MatrixE2EETest(E2EETestBase):
         self.release(h, "resend")
         release_sync()
 
-        expected = console_reference(parse_script(script))
+        expected = matrix_reference(parse_script(script))
         expected = Transcript(expected.room, {"alice": expected.private["alice"]})
         got = self.e2ee_transcript(h, {"alice": alice}, room, expected)
         problem = h.mismatch(got, expected)
@@ -878,7 +878,7 @@ class MatrixE2EETest(E2EETestBase):
             h.join(name, room)
         h.wait_bot_membership(room)
         lines = read_script(limit=150)
-        expected = console_reference(lines)
+        expected = matrix_reference(lines)
         kills = set(rng.sample(range(6, len(lines) - 2), 10))
         for i, line in enumerate(lines):
             target = h.dm_room(line.user) if line.private else room
