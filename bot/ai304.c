@@ -39,7 +39,13 @@
  *    hand, or showed out of trump having played none). The maker's team declares it too (it
  *    could play on instead, R-SPOILT; this player takes the void), except in Partner Close
  *    Caps, where the maker bid on winning every trick.
- * Caps is left to the caller (the table calls it from the game's own judge). */
+ * Caps is left to the caller (the table calls it from the game's own judge).
+ *
+ * Six players (R-SIX-…) play by the same strategy: "partner" reads "a teammate", the opponents
+ * are three, hands and tricks are six, a suit has nine cards (the six at the bottom), and the
+ * eight-card thresholds are counted from the hand size (250 with three, four or five trumps
+ * headed by J 9 A, J 9 A or J 9 and the same side Jacks; Partner Close Caps needs the top five
+ * trumps of nine, so that no opponent can hold more). */
 #include "ai304.h"
 
 #include <string.h>
@@ -48,9 +54,13 @@
 
 /* ---- small helpers ---- */
 
-static int ai304_partner(int seat) { return (seat + 2) & 3; }
 static int ai304_team(int seat) { return seat & 1; }
 static int ai304_bit(int suit) { return 1 << suit; }
+/* Whether b is a teammate of a (the partner with four players, R-SIX-SEATS with six). */
+static int ai304_mate(int a, int b) { return b < G304_MAX_SEATS && a != b && ai304_team(a) == ai304_team(b); }
+static int ai304_seats(const ai304_input *in) { return g304_seats(&in->rules); }
+/* Cards in a suit: 8, or 9 with the six (R-SIX-CARDS). */
+static int ai304_suit_size(const g304_rules *r) { return r->players == 6 ? RANK_IDS : RANK_COUNT; }
 
 /* splitmix64's finaliser: a seed and a salt to a few well-mixed bits for tie-breaks. */
 static uint64_t ai304_mix(uint64_t seed, uint64_t salt)
@@ -77,14 +87,15 @@ static int ai304_has(cardset_t s, int suit, int rank) { return (s & CARDSET_BIT(
 static void ai304_gather_tricks(const g304_state *st, int seat, ai304_input *in)
 {
     if (st->phase != G304_PHASE_PLAY && st->phase != G304_PHASE_DONE) return;
-    int last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
+    int tricks = g304_tricks(&st->rules);
+    int last = st->trick_no < tricks ? st->trick_no : tricks - 1;
     for (int t = 0; t <= last; t++) {
         const g304_trick *tr = &st->tricks[t];
         if (tr->n == 0) continue;
         int led = CARD_SUIT(tr->card[0]); /* a lead is always face up */
         int pts = 0;
         for (int i = 0; i < tr->n; i++) {
-            int p = tr->seat[i] & 3, down = (tr->facedown >> i) & 1;
+            int p = tr->seat[i] % G304_MAX_SEATS, down = (tr->facedown >> i) & 1;
             card_t c = g304_trick_card_for(st, tr, i, seat);
             if (i > 0 && (down || CARD_SUIT(c) != led)) in->void_in[p] |= (uint8_t)ai304_bit(led);
             if (c == CARD_HIDDEN) continue;
@@ -104,18 +115,19 @@ static void ai304_gather_tricks(const g304_state *st, int seat, ai304_input *in)
  * its opener, st->passes turns) other than its highest bidder. */
 static void ai304_gather_bids(const g304_state *st, ai304_input *in)
 {
+    int seats = g304_seats(&st->rules);
     if (st->maker4 != G304_NO_SEAT) in->bid_of[st->maker4] = st->bid4;
-    if (st->bid && st->bidder < G304_SEATS && st->bid > in->bid_of[st->bidder]) in->bid_of[st->bidder] = st->bid;
-    for (int s = 0; s < G304_SEATS; s++) {
+    if (st->bid && st->bidder < seats && st->bid > in->bid_of[st->bidder]) in->bid_of[st->bidder] = st->bid;
+    for (int s = 0; s < seats; s++) {
         if (st->phase == G304_PHASE_BID4) in->passed[s] = (st->spoke >> s & 1) && s != st->bidder;
         else if (st->maker4 != G304_NO_SEAT) in->passed[s] = s != st->maker4;
         else if (st->phase == G304_PHASE_DONE && st->result.end == G304_END_ALL_PASS) in->passed[s] = 1;
     }
-    int round8 = st->maker4 != G304_NO_SEAT && cardset_count(st->dealt[st->maker4]) == G304_TRICKS;
+    int round8 = st->maker4 != G304_NO_SEAT && cardset_count(st->dealt[st->maker4]) == g304_tricks(&st->rules);
     if (!round8) return;
-    int opener = st->rules.bid8_opener == G304_OPENER_DEALER_RIGHT ? (st->dealer + 1) & 3 : st->maker4;
-    for (int k = 0; k < st->passes && k < G304_SEATS; k++) {
-        int s = (opener + k) & 3;
+    int opener = st->rules.bid8_opener == G304_OPENER_DEALER_RIGHT ? (st->dealer + 1) % seats : st->maker4;
+    for (int k = 0; k < st->passes && k < seats; k++) {
+        int s = (opener + k) % seats;
         if (!(st->bid_round == 8 && s == st->bidder)) in->passed[s] = 1;
     }
 }
@@ -123,7 +135,7 @@ static void ai304_gather_bids(const g304_state *st, ai304_input *in)
 void ai304_input_of(const g304_state *st, int seat, ai304_input *in)
 {
     memset(in, 0, sizeof *in);
-    seat &= 3;
+    seat %= G304_MAX_SEATS;
     g304_view_of(st, seat, &in->view);
     in->rules = st->rules;
     in->nlegal = g304_legal(st, seat, in->legal);
@@ -167,7 +179,7 @@ static cardset_t ai304_legal_cards(const ai304_input *in)
 {
     cardset_t s = 0;
     for (int i = 0; i < in->nlegal; i++)
-        if (in->legal[i].kind == G304_DO_PLAY && in->legal[i].card < CARD_COUNT) s |= CARDSET_BIT(in->legal[i].card);
+        if (in->legal[i].kind == G304_DO_PLAY && in->legal[i].card < CARD_IDS) s |= CARDSET_BIT(in->legal[i].card);
     return s;
 }
 
@@ -233,15 +245,15 @@ static int ai304_bid4_target(cardset_t hand)
     return best;
 }
 
-/* Whether every card of the hand surely wins with s as trump, leading all eight tricks
- * (Partner Close Caps, R-PCC): s holds the top k trumps, k >= 4 (no opponent can hold more
- * trumps than that), and every side card is the top of its suit counting the cards above it
- * in this hand. */
-static int ai304_all_winners(cardset_t hand, int s)
+/* Whether every card of the hand surely wins with s as trump, leading every trick (Partner
+ * Close Caps, R-PCC): s holds the top k trumps, k at least half the suit (no opponent can hold
+ * more trumps than that: 4 of 8, 5 of 9), and every side card is the top of its suit counting
+ * the cards above it in this hand. */
+static int ai304_all_winners(cardset_t hand, int s, int suit_size)
 {
-    static const int by_power[RANK_COUNT] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7};
+    static const int by_power[RANK_IDS] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7, RANK_6};
     int k = cardset_count(ai304_suit_of(hand, s));
-    if (k < 4) return 0;
+    if (2 * k < suit_size) return 0;
     for (int i = 0; i < k; i++)
         if (!ai304_has(hand, s, by_power[i])) return 0;
     for (int side = 0; side < SUIT_COUNT; side++) {
@@ -253,26 +265,27 @@ static int ai304_all_winners(cardset_t hand, int s)
     return 1;
 }
 
-static int ai304_pcc_suit(cardset_t hand)
+static int ai304_pcc_suit(cardset_t hand, const g304_rules *r)
 {
     for (int s = 0; s < SUIT_COUNT; s++)
-        if (ai304_all_winners(hand, s)) return s;
+        if (ai304_all_winners(hand, s, ai304_suit_size(r))) return s;
     return -1;
 }
 
-/* The eight-card bid a hand is worth: 0, a number, or G304_PCC. */
-static int ai304_bid8_target(cardset_t hand)
+/* The eight-card (six-card) bid a hand is worth: 0, a number, or G304_PCC. */
+static int ai304_bid8_target(cardset_t hand, const g304_rules *r)
 {
-    if (cardset_count(hand) == G304_TRICKS && ai304_pcc_suit(hand) >= 0) return G304_PCC;
+    int size = g304_tricks(r); /* cards in a full hand */
+    if (cardset_count(hand) == size && ai304_pcc_suit(hand, r) >= 0) return G304_PCC;
     int s = ai304_best_suit(hand, 0xF, 0), jacks, aces;
     int n = cardset_count(ai304_suit_of(hand, s));
     int top2 = ai304_has(hand, s, RANK_J) && ai304_has(hand, s, RANK_9);
     ai304_side_winners(hand, s, &jacks, &aces);
     /* the opponents need only 55 points: every side Jack out is 30 of them */
     int top3 = top2 && ai304_has(hand, s, RANK_A);
-    if (top3 && n >= 5 && jacks >= 2) return 250;
-    if (top3 && n >= 6 && jacks >= 1) return 250;
-    if (top2 && n >= 7) return 250;
+    if (top3 && n >= size - 3 && jacks >= 2) return 250;
+    if (top3 && n >= size - 2 && jacks >= 1) return 250;
+    if (top2 && n >= size - 1) return 250;
     return 0;
 }
 
@@ -281,7 +294,7 @@ static int ai304_bid8_target(cardset_t hand)
 static int ai304_pick_cut(const ai304_input *in, uint64_t seed)
 {
     uint64_t r = ai304_mix(seed, 1);
-    int at = (r & 1) ? 0 : (int)((r >> 8) % CARD_COUNT);
+    int at = (r & 1) ? 0 : (int)((r >> 8) % (uint64_t)g304_deck_size(&in->rules));
     for (int i = 0; i < in->nlegal; i++)
         if (in->legal[i].kind == G304_DO_CUT && in->legal[i].amount == at) return i;
     return 0;
@@ -291,7 +304,7 @@ static int ai304_pick_bid4(const ai304_input *in, uint64_t seed)
 {
     const g304_view *v = &in->view;
     int me = v->seat, target = ai304_bid4_target(v->hand);
-    int partner_holds = v->bid && v->bidder == ai304_partner(me);
+    int partner_holds = v->bid && ai304_mate(me, v->bidder);
     if (target == 0 && ai304_find(in, G304_DO_REDEAL, 0) >= 0) return ai304_find(in, G304_DO_REDEAL, 0);
     int i = -1;
     if (target >= 200) i = ai304_cheapest_bid(in, 200, partner_holds ? target - 20 : target);
@@ -305,7 +318,7 @@ static int ai304_pick_bid4(const ai304_input *in, uint64_t seed)
 
 static int ai304_pick_bid8(const ai304_input *in)
 {
-    int target = ai304_bid8_target(in->view.hand);
+    int target = ai304_bid8_target(in->view.hand, &in->rules);
     if (target == G304_PCC) {
         int i = ai304_find_bid(in, G304_PCC);
         if (i >= 0) return i;
@@ -322,7 +335,7 @@ static int ai304_pick_trump(const ai304_input *in, uint64_t seed)
     for (int i = 0; i < in->nlegal; i++)
         if (in->legal[i].kind == G304_DO_TRUMP) allowed |= (uint8_t)ai304_bit(CARD_SUIT(in->legal[i].card));
     int s = -1;
-    if (in->view.bid == G304_PCC) s = ai304_pcc_suit(in->view.hand);
+    if (in->view.bid == G304_PCC) s = ai304_pcc_suit(in->view.hand, &in->rules);
     if (s < 0 || !(allowed & ai304_bit(s))) s = ai304_best_suit(in->view.hand, allowed, seed);
     int best = -1;
     for (int i = 0; i < in->nlegal; i++) {
@@ -354,7 +367,7 @@ typedef struct {
     int risky;              /* an unseen face-down card might be a trump */
     int points;             /* points of the visible cards */
     int nrem;               /* seats still to play after this one */
-    int rem[G304_SEATS];
+    int rem[G304_MAX_SEATS];
 } ai304_tv;
 
 static void ai304_ctx_init(ai304_ctx *x, const ai304_input *in, uint64_t seed)
@@ -362,17 +375,17 @@ static void ai304_ctx_init(ai304_ctx *x, const ai304_input *in, uint64_t seed)
     x->in = in;
     x->v = &in->view;
     x->seed = seed;
-    x->me = in->view.seat & 3;
+    x->me = in->view.seat % G304_MAX_SEATS;
     x->trump = in->view.trump;
     x->hand = in->view.hand;
     x->accounted = x->hand;
-    for (int s = 0; s < G304_SEATS; s++) x->accounted |= in->seen[s];
+    for (int s = 0; s < ai304_seats(in); s++) x->accounted |= in->seen[s];
     x->legal = ai304_legal_cards(in);
 }
 
 static int ai304_maker_team(const ai304_ctx *x)
 {
-    return x->v->maker < G304_SEATS && ai304_team(x->v->maker) == ai304_team(x->me);
+    return x->v->maker < G304_MAX_SEATS && ai304_team(x->v->maker) == ai304_team(x->me);
 }
 
 /* Whether no card of c's suit above c is still out (all seen played, or in this hand). */
@@ -389,16 +402,19 @@ static int ai304_master(const ai304_ctx *x, card_t c)
 /* Trumps not yet placed: neither in this hand, nor seen played, nor the known indicator. */
 static int ai304_trumps_out(const ai304_ctx *x)
 {
-    if (x->trump < 0) return G304_TRICKS;
+    int size = ai304_suit_size(&x->in->rules);
+    if (x->trump < 0) return size;
     cardset_t known = x->accounted;
-    if (x->v->indicator < CARD_COUNT) known |= CARDSET_BIT(x->v->indicator);
-    return G304_TRICKS - cardset_count(ai304_suit_of(known, x->trump));
+    if (x->v->indicator < CARD_IDS) known |= CARDSET_BIT(x->v->indicator);
+    return size - cardset_count(ai304_suit_of(known, x->trump));
 }
 
-static int ai304_next_seat(const g304_view *v, int s)
+/* The seat after s (R-SEATS; in Partner Close Caps the maker's teammates sit out). */
+static int ai304_next_seat(const ai304_ctx *x, int s)
 {
-    int n = (s + 1) & 3;
-    if (v->pcc && v->maker < G304_SEATS && n == ai304_partner(v->maker)) n = (n + 1) & 3;
+    const g304_view *v = x->v;
+    int n = (s + 1) % ai304_seats(x->in);
+    while (v->pcc && ai304_mate(v->maker, n)) n = (n + 1) % ai304_seats(x->in);
     return n;
 }
 
@@ -415,13 +431,13 @@ static int ai304_hidden_trump(const ai304_ctx *x, int p)
 static void ai304_read_trick(const ai304_ctx *x, ai304_tv *tv)
 {
     const g304_trick *t = &x->v->current;
-    card_t vis[G304_SEATS];
-    int vseat[G304_SEATS], nv = 0, ind_cut = 0;
+    card_t vis[G304_MAX_SEATS];
+    int vseat[G304_MAX_SEATS], nv = 0, ind_cut = 0;
     memset(tv, 0, sizeof *tv);
     tv->n = t->n;
     tv->led = CARD_SUIT(t->card[0]);
     for (int i = 0; i < t->n; i++) {
-        int p = t->seat[i] & 3;
+        int p = t->seat[i] % G304_MAX_SEATS;
         if (t->card[i] == CARD_HIDDEN) {
             int h = ai304_hidden_trump(x, p);
             ind_cut |= h == 1;
@@ -437,8 +453,8 @@ static void ai304_read_trick(const ai304_ctx *x, ai304_tv *tv)
     tv->win_card = vis[w];
     tv->win_trump = x->trump >= 0 && CARD_SUIT(vis[w]) == x->trump;
     if (ind_cut && !tv->win_trump) tv->win_seat = x->v->maker, tv->win_card = CARD_HIDDEN, tv->win_trump = 1;
-    int size = x->v->pcc ? 3 : 4;
-    for (int k = t->n + 1, s = x->me; k < size; k++) tv->rem[tv->nrem++] = s = ai304_next_seat(x->v, s);
+    int seats = ai304_seats(x->in), size = x->v->pcc ? seats / 2 + 1 : seats;
+    for (int k = t->n + 1, s = x->me; k < size; k++) tv->rem[tv->nrem++] = s = ai304_next_seat(x, s);
 }
 
 /* Whether seat r, still to play, cannot beat card w: w is the top of its suit, and r cannot
@@ -496,7 +512,7 @@ static card_t ai304_best_card(const ai304_ctx *x, const ai304_tv *tv, cardset_t 
 {
     card_t best = AI304_NO_CARD;
     long best_key = 0;
-    for (card_t c = 0; c < CARD_COUNT; c++) {
+    for (card_t c = 0; c < CARD_IDS; c++) {
         if (!(among & CARDSET_BIT(c))) continue;
         long k = ai304_key(fn(x, tv, c), x->seed, c);
         if (best == AI304_NO_CARD || k > best_key) best = c, best_key = k;
@@ -528,7 +544,7 @@ static long ai304_score_cheap(const ai304_ctx *x, const ai304_tv *tv, card_t c)
 static cardset_t ai304_winners(const ai304_ctx *x, const ai304_tv *tv)
 {
     cardset_t w = 0;
-    for (card_t c = 0; c < CARD_COUNT; c++)
+    for (card_t c = 0; c < CARD_IDS; c++)
         if ((x->legal & CARDSET_BIT(c)) && ai304_beats(x, tv, c)) w |= CARDSET_BIT(c);
     return w;
 }
@@ -537,7 +553,7 @@ static cardset_t ai304_winners(const ai304_ctx *x, const ai304_tv *tv)
 static cardset_t ai304_sure(const ai304_ctx *x, const ai304_tv *tv, cardset_t cards)
 {
     cardset_t sure = 0;
-    for (card_t c = 0; c < CARD_COUNT; c++)
+    for (card_t c = 0; c < CARD_IDS; c++)
         if ((cards & CARDSET_BIT(c)) && ai304_safe_from_rest(x, tv, c)) sure |= CARDSET_BIT(c);
     return sure;
 }
@@ -570,7 +586,7 @@ static card_t ai304_follow(const ai304_ctx *x)
 {
     ai304_tv tv;
     ai304_read_trick(x, &tv);
-    if (tv.win_seat == ai304_partner(x->me)) {
+    if (ai304_mate(x->me, tv.win_seat)) {
         if (ai304_partner_sure(x, &tv)) return ai304_best_card(x, &tv, x->legal, ai304_score_throw);
         return ai304_best_card(x, &tv, x->legal, ai304_score_low);
     }
@@ -585,9 +601,10 @@ static card_t ai304_follow(const ai304_ctx *x)
 static int ai304_lead_safe(const ai304_ctx *x, int s)
 {
     if (x->trump >= 0 && ai304_trumps_out(x) == 0) return 1;
-    for (int o = (x->me + 1) & 3; o != x->me; o = (o + 1) & 3) {
+    int seats = ai304_seats(x->in);
+    for (int o = (x->me + 1) % seats; o != x->me; o = (o + 1) % seats) {
         if (ai304_team(o) == ai304_team(x->me)) continue;
-        if (x->v->pcc && o == ai304_partner(x->v->maker)) continue;
+        if (x->v->pcc && ai304_mate(x->v->maker, o)) continue;
         if (!(x->in->void_in[o] & ai304_bit(s))) continue;
         if (x->trump >= 0 && (x->in->void_in[o] & ai304_bit(x->trump))) continue;
         return 0;
@@ -637,22 +654,23 @@ static int ai304_pick_play(const ai304_input *in, uint64_t seed)
 
 /* ---- spoilt trumps (R-SPOILT) ---- */
 
-/* Certain that the maker's opponents were dealt no trump: all eight trumps are placed with
- * the maker's team, or each opponent is known to hold none and has played none. Hidden
- * face-down cards are never trumps (a face-down trump turns the trick up, R-REVEAL). */
+/* Certain that the maker's opponents were dealt no trump: all the trumps are placed with the
+ * maker's team, or each opponent is known to hold none and has played none. Hidden face-down
+ * cards are never trumps (a face-down trump turns the trick up, R-REVEAL). */
 static int ai304_spoilt_certain(const ai304_input *in)
 {
     const g304_view *v = &in->view;
-    int me = v->seat & 3, maker = v->maker, t = v->trump;
-    if (t < 0 || maker >= G304_SEATS || v->phase != G304_PHASE_PLAY) return 0;
+    int me = v->seat % G304_MAX_SEATS, maker = v->maker, t = v->trump, seats = ai304_seats(in);
+    if (t < 0 || maker >= seats || v->phase != G304_PHASE_PLAY) return 0;
     /* The maker's team may play on and score normally (R-SPOILT), and with all the trumps it
      * usually wins: only the opponents, who gain a void hand, declare. */
     if (ai304_team(me) == ai304_team(maker)) return 0;
-    cardset_t trumps = CARDSET_SUIT(t), placed = in->seen[maker] | in->seen[ai304_partner(maker)];
+    cardset_t trumps = CARDSET_SUIT(t), placed = 0;
+    for (int s = ai304_team(maker); s < seats; s += 2) placed |= in->seen[s];
     if (ai304_team(me) == ai304_team(maker)) placed |= v->hand;
-    if (v->indicator < CARD_COUNT) placed |= CARDSET_BIT(v->indicator);
-    if (cardset_count(placed & trumps) == G304_TRICKS) return 1;
-    for (int o = (maker + 1) & 3, k = 0; k < 2; k++, o = (o + 2) & 3) {
+    if (v->indicator < CARD_IDS) placed |= CARDSET_BIT(v->indicator);
+    if (cardset_count(placed & trumps) == ai304_suit_size(&in->rules)) return 1;
+    for (int o = !ai304_team(maker); o < seats; o += 2) {
         if (in->seen[o] & trumps) return 0;
         int none = o == me ? !(v->hand & trumps) : (in->void_in[o] & ai304_bit(t)) != 0;
         if (!none) return 0;

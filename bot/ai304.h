@@ -6,7 +6,8 @@
  * state, and it copies nothing the seat may not see); ai304_choose() is a pure function of
  * that input and a seed, cheap enough for many tables, safe to run on a worker thread.
  * The chosen action is always one of input.legal[] (or a spoilt-trumps declaration when
- * input.may_spoilt says it is open). */
+ * input.may_spoilt says it is open). Four or six players (rules.players); the arrays by seat
+ * hold g304_seats() entries. */
 #ifndef CARDROOM_AI304_H
 #define CARDROOM_AI304_H
 
@@ -20,11 +21,11 @@ typedef struct {
     int nlegal;
     g304_action legal[G304_MAX_LEGAL];     /* g304_legal(st, seat) */
     uint8_t may_spoilt;                    /* g304_may_spoilt(st, seat) */
-    cardset_t seen[G304_SEATS];            /* cards each seat was seen to play (face up, turned
+    cardset_t seen[G304_MAX_SEATS];        /* cards each seat was seen to play (face up, turned
                                               up, or the seat's own face-down plays) */
-    uint8_t void_in[G304_SEATS];           /* bit s: the seat showed out of suit s (R-FOLLOW) */
-    uint16_t bid_of[G304_SEATS];           /* the highest bid each seat made (0 none, G304_PCC) */
-    uint8_t passed[G304_SEATS];            /* the seat passed at least once */
+    uint8_t void_in[G304_MAX_SEATS];       /* bit s: the seat showed out of suit s (R-FOLLOW) */
+    uint16_t bid_of[G304_MAX_SEATS];       /* the highest bid each seat made (0 none, G304_PCC) */
+    uint8_t passed[G304_MAX_SEATS];        /* the seat passed at least once */
     uint16_t trick_points[2];              /* card points each team has won so far, as far
                                               as this seat can count them */
 } ai304_input;

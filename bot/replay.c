@@ -3,7 +3,7 @@
  *
  * The input is checked strictly before anything reaches the engine: every key must be known,
  * every value must have the right JSON type and range, every card must parse and the 32 dealt
- * cards must differ. Anything else is malformed and named in one line. Moves the engine
+ * cards (36 with `"players": 6`, whose pack alone has the sixes) must differ. Anything else is malformed and named in one line. Moves the engine
  * refuses are not malformed: they are reported per action and replay goes on with the next.
  * The shapes are fixed by README.md ("cardroom replay"). This input is fuzzed, so every
  * jansson call that can fail is checked and every text we emit is made valid UTF-8. */
@@ -21,6 +21,7 @@
 #include "g304.h"
 #include "grid.h"
 #include "judge.h"
+#include "option.h"
 
 #define MSG_MAX 256     /* one message: a problem with the input, or an engine refusal */
 #define AMOUNT_MAX 1000 /* larger bid numbers are malformed; smaller ones go to the engine */
@@ -38,7 +39,7 @@ typedef struct {
     g304_rules rules;
     int dealer;
     int16_t tokens[2];
-    card_t deck[CARD_COUNT];
+    card_t deck[CARD_IDS];
     const json_t *actions; /* array, or NULL for none */
 } replay_input;
 
@@ -119,12 +120,12 @@ static int int_in_range(const json_t *v, long long lo, long long hi, long long *
     return 1;
 }
 
-/* A card string; `where` names its place in the input for the message. */
-static int read_card(const json_t *v, const char *where, card_t *c, problem *p)
+/* A card string of the game's pack; `where` names its place in the input for the message. */
+static int read_card(const json_t *v, const g304_rules *r, const char *where, card_t *c, problem *p)
 {
     if (!json_is_string(v)) return fail(p, "%s: a card must be a string like \"JS\"", where);
     char why[MSG_MAX];
-    if (card_parse(json_string_value(v), json_string_length(v), c, why, sizeof why) < 0)
+    if (card_parse_pack(json_string_value(v), json_string_length(v), g304_deck_size(r), c, why, sizeof why) < 0)
         return fail(p, "%s: %s", where, why);
     return 0;
 }
@@ -188,16 +189,23 @@ static int read_rules(const json_t *root, g304_rules *rules, problem *p)
         if (option_text(v, buf, sizeof buf, &text) < 0)
             return fail(p, "rules: option \"%.40s\" must be a string, a number or true/false", name);
         g304_error e = {0};
+        if (strcmp(name, "players") == 0) { /* the table's size, apart from the play options */
+            int n;
+            if (option_uint(text, 0, 99, &n) < 0) n = 0;
+            if (g304_rules_set_players(rules, n, &e) < 0)
+                return fail(p, "rules: option players is 4 or 6, not '%.40s'", text);
+            continue;
+        }
         if (g304_rules_set(rules, name, text, &e) < 0) return fail(p, "rules: %s", e.msg);
     }
     return 0;
 }
 
-static int read_dealer(const json_t *root, int *dealer, problem *p)
+static int read_dealer(const json_t *root, int seats, int *dealer, problem *p)
 {
     const json_t *v = json_object_get(root, "dealer");
     long long x = 0;
-    if (v && !int_in_range(v, 0, G304_SEATS - 1, &x)) return fail(p, "dealer must be a seat 0..3");
+    if (v && !int_in_range(v, 0, seats - 1, &x)) return fail(p, "dealer must be a seat 0..%d", seats - 1);
     *dealer = (int)x;
     return 0;
 }
@@ -216,42 +224,45 @@ static int read_tokens(const json_t *root, int start_tokens, int16_t tokens[2], 
     return 0;
 }
 
-static int read_hand(const json_t *v, int seat, card_t hand[G304_TRICKS], cardset_t *seen, problem *p)
+static int read_hand(const json_t *v, const g304_rules *r, int seat, card_t hand[G304_TRICKS], cardset_t *seen,
+                     problem *p)
 {
-    if (!json_is_array(v) || json_array_size(v) != G304_TRICKS)
-        return fail(p, "hands[%d] must be an array of %d cards", seat, G304_TRICKS);
-    for (int i = 0; i < G304_TRICKS; i++) {
+    int size = g304_tricks(r);
+    if (!json_is_array(v) || json_array_size(v) != (size_t)size)
+        return fail(p, "hands[%d] must be an array of %d cards", seat, size);
+    for (int i = 0; i < size; i++) {
         char where[32];
         snprintf(where, sizeof where, "hands[%d][%d]", seat, i);
-        if (read_card(json_array_get(v, (size_t)i), where, &hand[i], p) < 0) return -1;
+        if (read_card(json_array_get(v, (size_t)i), r, where, &hand[i], p) < 0) return -1;
         if (*seen & CARDSET_BIT(hand[i])) return fail(p, "hands: card %s appears twice", card_str(hand[i]));
         *seen |= CARDSET_BIT(hand[i]);
     }
     return 0;
 }
 
-static int read_hands(const json_t *v, int dealer, card_t deck[CARD_COUNT], problem *p)
+static int read_hands(const json_t *v, const g304_rules *r, int dealer, card_t deck[CARD_IDS], problem *p)
 {
-    if (!json_is_array(v) || json_array_size(v) != G304_SEATS)
-        return fail(p, "hands must be an array of %d hands (one per seat) of %d cards", G304_SEATS, G304_TRICKS);
-    card_t hands[G304_SEATS][G304_TRICKS];
+    int seats = g304_seats(r);
+    if (!json_is_array(v) || json_array_size(v) != (size_t)seats)
+        return fail(p, "hands must be an array of %d hands (one per seat) of %d cards", seats, g304_tricks(r));
+    card_t hands[G304_MAX_SEATS][G304_TRICKS];
     cardset_t seen = 0;
-    for (int s = 0; s < G304_SEATS; s++)
-        if (read_hand(json_array_get(v, (size_t)s), s, hands[s], &seen, p) < 0) return -1;
-    if (g304_deck_from_hands((const card_t(*)[G304_TRICKS])hands, dealer, deck) < 0)
-        return fail(p, "hands: the 32 cards are not all different");
+    for (int s = 0; s < seats; s++)
+        if (read_hand(json_array_get(v, (size_t)s), r, s, hands[s], &seen, p) < 0) return -1;
+    if (g304_deck_from_hands_of(r, (const card_t(*)[G304_TRICKS])hands, dealer, deck) < 0)
+        return fail(p, "hands: the %d cards are not all different", g304_deck_size(r));
     return 0;
 }
 
-static int read_deck(const json_t *root, int dealer, card_t deck[CARD_COUNT], problem *p)
+static int read_deck(const json_t *root, const g304_rules *r, int dealer, card_t deck[CARD_IDS], problem *p)
 {
     const json_t *hands = json_object_get(root, "hands"), *seed = json_object_get(root, "seed");
     if (hands && seed) return fail(p, "give either \"hands\" or \"seed\", not both");
-    if (hands) return read_hands(hands, dealer, deck, p);
+    if (hands) return read_hands(hands, r, dealer, deck, p);
     if (!seed) return fail(p, "missing \"hands\" (or \"seed\")");
     uint8_t bytes[DEAL_SEED_BYTES];
     if (read_seed(seed, bytes, p) < 0) return -1;
-    deal_shuffle(bytes, deck, CARD_COUNT);
+    g304_shuffle(bytes, r, deck);
     return 0;
 }
 
@@ -259,9 +270,9 @@ static int read_input(const json_t *root, replay_input *in, problem *p)
 {
     if (!json_is_object(root)) return fail(p, "the input must be a JSON object");
     if (read_game(root, p) < 0 || check_top_keys(root, p) < 0 || read_rules(root, &in->rules, p) < 0 ||
-        read_dealer(root, &in->dealer, p) < 0 ||
+        read_dealer(root, g304_seats(&in->rules), &in->dealer, p) < 0 ||
         read_tokens(root, in->rules.start_tokens, in->tokens, p) < 0 ||
-        read_deck(root, in->dealer, in->deck, p) < 0)
+        read_deck(root, &in->rules, in->dealer, in->deck, p) < 0)
         return -1;
     in->actions = json_object_get(root, "actions");
     if (in->actions && !json_is_array(in->actions)) return fail(p, "actions must be an array");
@@ -325,7 +336,7 @@ static int read_amount(const json_t *v, size_t i, g304_action *a, problem *p)
     return 0;
 }
 
-static int read_order(const json_t *v, size_t i, g304_action *a, problem *p)
+static int read_order(const json_t *v, const g304_rules *r, size_t i, g304_action *a, problem *p)
 {
     size_t n = json_array_size(v);
     if (!json_is_array(v) || n < 1 || n > G304_TRICKS)
@@ -333,14 +344,14 @@ static int read_order(const json_t *v, size_t i, g304_action *a, problem *p)
     for (size_t k = 0; k < n; k++) {
         char where[48];
         snprintf(where, sizeof where, "action %zu: order[%zu]", i, k);
-        if (read_card(json_array_get(v, k), where, &a->order[k], p) < 0) return -1;
+        if (read_card(json_array_get(v, k), r, where, &a->order[k], p) < 0) return -1;
     }
     a->n = (uint8_t)n;
     return 0;
 }
 
 /* The kind's own field, already known to be present. */
-static int read_kind_field(const json_t *v, size_t i, g304_action *a, problem *p)
+static int read_kind_field(const json_t *v, const g304_rules *r, size_t i, g304_action *a, problem *p)
 {
     long long at;
     char where[32];
@@ -350,14 +361,14 @@ static int read_kind_field(const json_t *v, size_t i, g304_action *a, problem *p
         a->amount = (uint16_t)at;
         return 0;
     case G304_DO_BID: return read_amount(v, i, a, p);
-    case G304_DO_CAPS: return read_order(v, i, a, p);
+    case G304_DO_CAPS: return read_order(v, r, i, a, p);
     default: /* trump, play */
         snprintf(where, sizeof where, "action %zu", i);
-        return read_card(v, where, &a->card, p);
+        return read_card(v, r, where, &a->card, p);
     }
 }
 
-static int read_action(const json_t *obj, size_t i, int *seat, g304_action *a, problem *p)
+static int read_action(const json_t *obj, const g304_rules *r, size_t i, int *seat, g304_action *a, problem *p)
 {
     if (!json_is_object(obj)) return fail(p, "action %zu must be an object", i);
     int kind;
@@ -365,7 +376,7 @@ static int read_action(const json_t *obj, size_t i, int *seat, g304_action *a, p
     const json_t *sv = json_object_get(obj, "seat");
     long long s;
     if (!sv) return fail(p, "action %zu: missing \"seat\"", i);
-    if (!int_in_range(sv, 0, G304_SEATS - 1, &s)) return fail(p, "action %zu: seat must be 0..3", i);
+    if (!int_in_range(sv, 0, g304_seats(r) - 1, &s)) return fail(p, "action %zu: seat must be 0..%d", i, g304_seats(r) - 1);
     *seat = (int)s;
     memset(a, 0, sizeof *a);
     a->kind = (uint8_t)kind;
@@ -373,7 +384,7 @@ static int read_action(const json_t *obj, size_t i, int *seat, g304_action *a, p
     if (!kind_field[kind]) return 0;
     const json_t *fv = json_object_get(obj, kind_field[kind]);
     if (!fv) return fail(p, "action %zu: \"%s\" needs \"%s\"", i, g304_do_name((g304_do)kind), kind_field[kind]);
-    return read_kind_field(fv, i, a, p);
+    return read_kind_field(fv, r, i, a, p);
 }
 
 /* {"ok":true} or {"ok":false,"error":CODE,"message":TEXT}. */
@@ -397,7 +408,7 @@ static int run_actions(const json_t *actions, caps_solver *w, g304_state *st, g3
     json_array_foreach((json_t *)actions, i, obj) {
         int seat = 0;
         g304_action a;
-        if (read_action(obj, i, &seat, &a, p) < 0) return -1;
+        if (read_action(obj, &st->rules, i, &seat, &a, p) < 0) return -1;
         g304_error e = {0};
         g304_events ev;
         ev.n = 0;
@@ -410,11 +421,12 @@ static int run_actions(const json_t *actions, caps_solver *w, g304_state *st, g3
 
 /* ---- Output ---- */
 
-static json_t *seat_json(int seat) { return seat >= 0 && seat < G304_SEATS ? json_integer(seat) : json_null(); }
+/* A seat, or null for G304_NO_SEAT (a state never holds another value). */
+static json_t *seat_json(int seat) { return seat >= 0 && seat < G304_MAX_SEATS ? json_integer(seat) : json_null(); }
 
 static json_t *amount_json(unsigned amount) { return amount == G304_PCC ? json_string("pcc") : json_integer(amount); }
 
-static json_t *card_json(card_t c) { return c < CARD_COUNT ? json_string(card_str(c)) : json_null(); }
+static json_t *card_json(card_t c) { return c < CARD_IDS ? json_string(card_str(c)) : json_null(); }
 
 static json_t *append(json_t *array, json_t *item)
 {
@@ -453,7 +465,7 @@ static json_t *move_json(const g304_action *m)
 static json_t *legal_json(const g304_state *st)
 {
     json_t *a = json_array();
-    if (st->to_act >= G304_SEATS) return a;
+    if (st->to_act >= g304_seats(&st->rules)) return a;
     g304_action moves[G304_MAX_LEGAL];
     int n = g304_legal(st, st->to_act, moves);
     for (int k = 0; k < n && k < G304_MAX_LEGAL && a; k++) a = append(a, move_json(&moves[k]));
@@ -463,7 +475,7 @@ static json_t *legal_json(const g304_state *st)
 static json_t *trick_json(const g304_trick *t)
 {
     json_t *seats = json_array(), *cards = json_array(), *down = json_array();
-    int n = t->n < G304_SEATS ? t->n : G304_SEATS;
+    int n = t->n < G304_MAX_SEATS ? t->n : G304_MAX_SEATS;
     for (int i = 0; i < n; i++) {
         seats = append(seats, seat_json(t->seat[i]));
         cards = append(cards, card_json(t->card[i]));
@@ -476,7 +488,8 @@ static json_t *trick_json(const g304_trick *t)
 static json_t *tricks_json(const g304_state *st)
 {
     json_t *a = json_array();
-    int last = st->trick_no < G304_TRICKS - 1 ? st->trick_no : G304_TRICKS - 1;
+    int tricks = g304_tricks(&st->rules);
+    int last = st->trick_no < tricks - 1 ? st->trick_no : tricks - 1;
     for (int t = 0; t <= last && a; t++)
         if (st->tricks[t].n > 0) a = append(a, trick_json(&st->tricks[t]));
     return a;
@@ -485,7 +498,7 @@ static json_t *tricks_json(const g304_state *st)
 static json_t *hands_json(const g304_state *st)
 {
     json_t *a = json_array();
-    for (int s = 0; s < G304_SEATS && a; s++) a = append(a, cardset_json(st->hand[s]));
+    for (int s = 0; s < g304_seats(&st->rules) && a; s++) a = append(a, cardset_json(st->hand[s]));
     return a;
 }
 
@@ -506,7 +519,7 @@ static json_t *wrong_caps_json(const g304_result *r)
 /* The judge's account of the hand in words (the G304_EV_CAPS_JUDGED event), or null. */
 static json_t *caps_text_json(const g304_state *st, const g304_events *ev)
 {
-    static const char *const names[G304_SEATS] = {"seat 0", "seat 1", "seat 2", "seat 3"};
+    static const char *const names[G304_MAX_SEATS] = {"seat 0", "seat 1", "seat 2", "seat 3", "seat 4", "seat 5"};
     for (int i = 0; i < ev->n; i++) {
         if (ev->ev[i].kind != G304_EV_CAPS_JUDGED) continue;
         char buf[320];
@@ -521,7 +534,7 @@ static json_t *caps_text_json(const g304_state *st, const g304_events *ev)
 static json_t *caps_now_json(caps_solver *w, const g304_state *st)
 {
     json_t *a = json_array();
-    for (int s = 0; s < G304_SEATS && a; s++) {
+    for (int s = 0; s < g304_seats(&st->rules) && a; s++) {
         card_t order[G304_TRICKS];
         int n = 0;
         caps_verdict v = g304_caps_open_for(st, s) ? caps_check(w, st, s, NULL, 0, order, &n) : CAPS_NOT_CERTAIN;

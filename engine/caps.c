@@ -13,7 +13,11 @@
  * when some placement of the rest still fits (Hall's condition over the 15 sets of suits, since
  * every constraint is about suits). Cards of a suit with no card of known location between them
  * are interchangeable for winning tricks, so only one of each such run is tried, and positions are
- * merged after pushing pool cards to the top of their runs. Card points play no part in Caps. */
+ * merged after pushing pool cards to the top of their runs. Card points play no part in Caps.
+ *
+ * With six players (R-SIX-PLAY) the same search runs over six seats, six-card tricks, six
+ * tricks and suits of nine cards (the six at the bottom); the four-player search is unchanged,
+ * move for move (the seat count, trick count and ranks per suit are the solver's numbers). */
 #include "caps.h"
 
 #include <stdlib.h>
@@ -30,12 +34,20 @@
 
 static int team_of(int seat) { return seat & 1; }
 
+/* The seat after p at a table of n seats. */
+static int next_seat(int p, int n) { return p + 1 == n ? 0 : p + 1; }
+
+/* Cards of suit s in a set (its eight of the 32-card pack and its six). */
+static int suit_count(cardset_t set, int s);
+
 /* ---- knowledge ---- */
 
 void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
 {
     memset(k, 0, sizeof *k);
+    int n = g304_seats(&st->rules);
     k->seat = (uint8_t)seat;
+    k->seats = (uint8_t)n;
     k->maker = st->maker;
     k->trump_open = st->trump_open;
     k->ind_down = st->ind_down;
@@ -51,13 +63,14 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
     if (st->caps_seat != G304_NO_SEAT && st->caps_seat != seat) /* a Caps caller shows his cards */
         k->held[st->caps_seat] |= g304_cards_of(st, st->caps_seat);
     cardset_t seen = k->own;
-    for (int p = 0; p < G304_SEATS; p++) seen |= k->held[p];
+    for (int p = 0; p < n; p++) seen |= k->held[p];
     int maker = st->maker, trump_known = seat == maker || st->trump_open;
     k->trumps = trump_known ? (uint8_t)SUIT_BIT(st->trump) : 0xF;
     uint8_t exhaust = 0;
     enum { NOT_BACK = 99 };
     int back_at = st->declared_open ? -1 : NOT_BACK; /* when the shown indicator came back to his hand */
-    int last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
+    int tricks = g304_tricks(&st->rules);
+    int last = st->trick_no < tricks ? st->trick_no : tricks - 1;
     for (int t = 0; t <= last; t++) {
         const g304_trick *tr = &st->tricks[t];
         if (tr->n == 0) continue;
@@ -119,8 +132,8 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
     }
     k->exhaust_suits = exhaust;
     if (seat == maker) k->exhaust_suits = st->exhaust ? (uint8_t)SUIT_BIT(st->trump) : 0; /* he knows his hand */
-    k->unseen = CARDSET_ALL & ~seen;
-    for (int p = 0; p < G304_SEATS; p++) {
+    k->unseen = (n == 6 ? CARDSET_ALL | CARDSET_SIXES : CARDSET_ALL) & ~seen;
+    for (int p = 0; p < n; p++) {
         if (p == seat) continue;
         int c = cardset_count(g304_cards_of(st, p)) - cardset_count(k->held[p]);
         if (p == maker && k->ind_unknown) c--;
@@ -134,12 +147,12 @@ void caps_knowledge_of(const g304_state *st, int seat, caps_knowledge *k)
 
 typedef struct {
     cardset_t pool, own;
-    cardset_t held[G304_SEATS];
-    uint8_t count[G304_SEATS], voids[G304_SEATS];
+    cardset_t held[G304_MAX_SEATS];
+    uint8_t count[G304_MAX_SEATS], voids[G304_MAX_SEATS];
     uint8_t trump, trump_open, ind_down, ind_unknown, exhaust;
     uint8_t trick_no, n, to_act;
-    card_t card[G304_SEATS];
-    uint8_t seat[G304_SEATS];
+    card_t card[G304_MAX_SEATS];
+    uint8_t seat[G304_MAX_SEATS];
     uint8_t fd, ind_at;
     card_t ind_world; /* in a dealt world (quick refutation): the unseen indicator's identity */
 } cs_state;
@@ -153,14 +166,17 @@ typedef struct {
 struct caps_solver {
     long budget, nodes;
     int viewer, team, maker, bid250;
+    int seats, tricks, ranks; /* of the game: 4 8 8, or 6 6 9 with six players */
     card_t ind_card; /* the seat's own indicator when it is the maker */
     int quick;              /* try the quick refutation first (on by default) */
     /* twin_above[c]: the seat's next stronger card of c's suit when nothing but cards already
      * out of play lies between them: the two are interchangeable, so only orders that play the
      * stronger first are tried. CARD_NONE if none. */
-    card_t twin_above[CARD_COUNT];
+    card_t twin_above[CARD_IDS];
     int overflow;
     int slot_cap_int[SUIT_COUNT][16]; /* unseen face-down cards of finished tricks, by allowed suits */
+    int slot_total[SUIT_COUNT];       /* how many, and whether any is barred from a suit */
+    int slot_constrained[SUIT_COUNT];
     cs_state *set[G304_TRICKS + 1];
     int nset[G304_TRICKS + 1];
     seen_slot *seen[G304_TRICKS + 1];
@@ -221,21 +237,31 @@ static int count_bits(uint32_t v)
     return (int)((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
 }
 
+static int suit_count(cardset_t set, int s)
+{
+    return count_bits((uint32_t)(set >> (8 * s)) & 0xFF) + (int)(set >> (CARD_COUNT + s) & 1);
+}
+
 /* Hall's condition: the pool can be dealt into the unknown parts of the hands, the unseen
  * indicator and the unseen face-down cards, respecting the suits each may hold. For every set
  * of suits, the pool cards of those suits must fit into the places that accept one of them;
  * "places accepting none of the set" are summed over subsets of its complement. */
 static int feasible(const caps_solver *w, const cs_state *x)
 {
-    int cap[16], total = 0;
+    int cap[16], total = w->slot_total[x->trump], constrained = w->slot_constrained[x->trump];
     memcpy(cap, w->slot_cap_int[x->trump], sizeof cap);
-    for (int p = 0; p < G304_SEATS; p++)
-        if (p != w->viewer) cap[0xF & ~x->voids[p]] += x->count[p];
-    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1;
-    for (int m = 0; m < 16; m++) total += cap[m];
-    int per_suit[SUIT_COUNT], cards = 0;
-    for (int s = 0; s < SUIT_COUNT; s++) cards += per_suit[s] = count_bits((x->pool >> (8 * s)) & 0xFF);
-    if (cards != total) return 0;
+    for (int p = 0; p < w->seats; p++) {
+        if (p == w->viewer || !x->count[p]) continue;
+        int m = 0xF & ~x->voids[p];
+        cap[m] += x->count[p];
+        total += x->count[p];
+        constrained |= m != 0xF;
+    }
+    if (x->ind_unknown) cap[SUIT_BIT(x->trump)] += 1, total++, constrained = 1;
+    if (count_bits((uint32_t)x->pool) + count_bits((uint32_t)(x->pool >> 32)) != total) return 0;
+    if (!constrained) return 1; /* every place takes every suit */
+    int per_suit[SUIT_COUNT];
+    for (int s = 0; s < SUIT_COUNT; s++) per_suit[s] = suit_count(x->pool, s);
     for (int b = 0; b < SUIT_COUNT; b++) /* cap[m] := places whose suits lie within m */
         for (int m = 0; m < 16; m++)
             if (m & (1 << b)) cap[m] += cap[m ^ (1 << b)];
@@ -249,27 +275,28 @@ static int feasible(const caps_solver *w, const cs_state *x)
 }
 
 /* Cards whose place is known, which split runs of interchangeable pool cards. */
-static cardset_t separators(const cs_state *x)
+static cardset_t separators(const caps_solver *w, const cs_state *x)
 {
     cardset_t s = x->own;
-    for (int p = 0; p < G304_SEATS; p++) s |= x->held[p];
+    for (int p = 0; p < w->seats; p++) s |= x->held[p];
     for (int i = 0; i < x->n; i++)
-        if (x->card[i] < CARD_COUNT) s |= CARDSET_BIT(x->card[i]);
+        if (x->card[i] < CARD_IDS) s |= CARDSET_BIT(x->card[i]);
     return s;
 }
 
-/* The ranks of a suit from strongest to weakest: J 9 A T K Q 8 7. */
-static const uint8_t by_power[RANK_COUNT] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7};
+/* The ranks of a suit from strongest to weakest: J 9 A T K Q 8 7, and the 6 with six players
+ * (the solver's `ranks` of them). */
+static const uint8_t by_power[RANK_IDS] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7, RANK_6};
 
 /* Pool cards of suit s that can make a difference: a run of pool cards with no card of known
  * place between them is interchangeable against every other card, except against the pool
  * cards still to be played to this same trick. So of each run, the strongest `depth` cards are
  * tried, depth being 1 + the number of pool cards still to come in this trick. */
-static int run_choices(const cs_state *x, int s, int depth, card_t *out)
+static int run_choices(const caps_solver *w, const cs_state *x, int s, int depth, card_t *out)
 {
-    cardset_t sep = separators(x);
+    cardset_t sep = separators(w, x);
     int n = 0, taken = 0;
-    for (int i = 0; i < RANK_COUNT; i++) {
+    for (int i = 0; i < w->ranks; i++) {
         card_t c = CARD_MAKE(s, by_power[i]);
         if (sep & CARDSET_BIT(c)) taken = 0;
         else if ((x->pool & CARDSET_BIT(c)) && taken < depth) out[n++] = c, taken++;
@@ -282,22 +309,22 @@ static int run_choices(const cs_state *x, int s, int depth, card_t *out)
 static int later_unknown(const caps_solver *w, const cs_state *x, int i)
 {
     int leader = x->n ? x->seat[0] : x->to_act, later = 0;
-    for (int j = i + 1; j < G304_SEATS; j++) {
+    for (int j = i + 1; j < w->seats; j++) {
         if (j < x->n) later += x->card[j] == CARD_HIDDEN;
-        else later += ((leader + j) & 3) != w->viewer;
+        else later += (leader + j < w->seats ? leader + j : leader + j - w->seats) != w->viewer;
     }
     return later;
 }
 
 /* Pushes pool cards to the top of their runs, so interchangeable positions compare equal. */
-static void canonical_pool(cs_state *x)
+static void canonical_pool(const caps_solver *w, cs_state *x)
 {
-    cardset_t sep = separators(x), pool = 0;
+    cardset_t sep = separators(w, x), pool = 0;
     for (int s = 0; s < SUIT_COUNT; s++) {
-        card_t run[RANK_COUNT];
+        card_t run[RANK_IDS];
         int len = 0, in_pool = 0;
-        for (int i = 0; i <= RANK_COUNT; i++) {
-            card_t c = i < RANK_COUNT ? CARD_MAKE(s, by_power[i]) : CARD_NONE;
+        for (int i = 0; i <= w->ranks; i++) {
+            card_t c = i < w->ranks ? CARD_MAKE(s, by_power[i]) : CARD_NONE;
             if (c == CARD_NONE || (sep & CARDSET_BIT(c))) {
                 for (int j = 0; j < in_pool; j++) pool |= CARDSET_BIT(run[j]);
                 len = in_pool = 0;
@@ -317,10 +344,10 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 33);
 }
 
-static uint64_t state_key(const cs_state *x)
+static uint64_t state_key(const caps_solver *w, const cs_state *x)
 {
     uint64_t h = mix(x->pool, x->own);
-    for (int p = 0; p < G304_SEATS; p++) {
+    for (int p = 0; p < w->seats; p++) {
         h = mix(h, x->held[p]);
         h = mix(h, x->count[p]); /* voids are compared apart: see add_state() */
     }
@@ -333,9 +360,9 @@ static uint64_t state_key(const cs_state *x)
 
 /* Whether every suit a seat of a is known to lack, it is known to lack in b too: then every
  * world of b is a world of a, and whatever order survives a survives b. */
-static int voids_within(const cs_state *a, const cs_state *b)
+static int voids_within(const caps_solver *w, const cs_state *a, const cs_state *b)
 {
-    for (int p = 0; p < G304_SEATS; p++)
+    for (int p = 0; p < w->seats; p++)
         if (a->voids[p] & ~b->voids[p]) return 0;
     return 1;
 }
@@ -346,15 +373,15 @@ static int voids_within(const cs_state *a, const cs_state *b)
 static int add_state(caps_solver *w, const cs_state *x, int d)
 {
     cs_state y = *x;
-    canonical_pool(&y);
-    uint64_t key = state_key(&y);
+    canonical_pool(w, &y);
+    uint64_t key = state_key(w, &y);
     seen_slot *tab = w->seen[d];
     uint32_t mask = (1u << HASH_BITS) - 1, i;
     for (i = (uint32_t)key & mask; tab[i].epoch == w->epoch[d]; i = (i + 1) & mask) {
         if (tab[i].key != key) continue;
         cs_state *old = &w->set[d][tab[i].index];
-        if (voids_within(old, &y)) return 1;
-        if (voids_within(&y, old)) {
+        if (voids_within(w, old, &y)) return 1;
+        if (voids_within(w, &y, old)) {
             *old = y;
             return 1;
         }
@@ -389,8 +416,8 @@ static int show_indicator_then(caps_solver *w, cs_state *x, int d)
     if (!x->ind_down) return adv(w, x, d);
     x->ind_down = 0;
     if (!x->ind_unknown) return adv(w, x, d); /* the seat is the maker: it is in its own hand */
-    card_t heads[RANK_COUNT];
-    int n = run_choices(x, x->trump, RANK_COUNT, heads); /* its rank matters in later tricks */
+    card_t heads[RANK_IDS];
+    int n = run_choices(w, x, x->trump, w->ranks, heads); /* its rank matters in later tricks */
     for (int i = 0; i < n; i++) {
         for (int ended = 0; ended <= x->exhaust; ended++) {
             /* R-EXHAUST "if he still has a trump": if his unseen hand had none, the rule ended
@@ -414,14 +441,14 @@ static int show_indicator_then(caps_solver *w, cs_state *x, int d)
 static int close_trick(const caps_solver *w, cs_state *x, int *show)
 {
     int T = x->trump;
-    int winner = x->seat[g304_trick_winner(x->card, G304_SEATS, T)];
+    int winner = x->seat[g304_trick_winner(x->card, w->seats, T)];
     *show = x->trick_no == 0 && w->bid250 && x->ind_down;
     if (!x->trump_open)
-        for (int i = 0; i < G304_SEATS; i++)
+        for (int i = 0; i < w->seats; i++)
             if (((x->fd >> i) & 1) && CARD_SUIT(x->card[i]) == T) *show = 1;
     if (x->seat[0] == w->maker && CARD_SUIT(x->card[0]) == T && !(x->ind_at & 1)) {
         int followed = 0;
-        for (int i = 1; i < G304_SEATS; i++) followed |= CARD_SUIT(x->card[i]) == T;
+        for (int i = 1; i < w->seats; i++) followed |= CARD_SUIT(x->card[i]) == T;
         /* binding while he still holds a trump; for another seat's view "if he still has one" */
         if (!followed) x->exhaust = w->viewer != w->maker || (x->own & CARDSET_SUIT(T));
     }
@@ -437,7 +464,7 @@ static int finish_trick(caps_solver *w, cs_state *x, int d)
 {
     int show;
     if (team_of(close_trick(w, x, &show)) != w->team) return 0; /* a trick lost: not Caps */
-    if (x->trick_no == G304_TRICKS) return 1;                     /* every trick won */
+    if (x->trick_no == w->tricks) return 1;                       /* every trick won */
     return show ? show_indicator_then(w, x, d) : adv(w, x, d);
 }
 
@@ -451,7 +478,7 @@ static int apply_other(caps_solver *w, cs_state *x, int p, card_t c, int from)
     int fd = 0;
     if (from == FROM_POOL && (!x->count[p] || (x->voids[p] & SUIT_BIT(s)))) return 0;
     if (x->n == 0) { /* leading */
-        if (from == FROM_INDICATOR && (x->trick_no != G304_TRICKS - 1 || x->count[p] || x->held[p])) return 0;
+        if (from == FROM_INDICATOR && (x->trick_no != w->tricks - 1 || x->count[p] || x->held[p])) return 0;
         if (is_maker && !x->trump_open && x->trick_no == 0 && s == T && from != FROM_INDICATOR) return 0;
         if (is_maker && x->exhaust && s != T) { /* allowed only without a trump in hand */
             if (x->held[p] & CARDSET_SUIT(T)) return 0;
@@ -491,7 +518,7 @@ static int apply_other(caps_solver *w, cs_state *x, int p, card_t c, int from)
     x->seat[i] = (uint8_t)p;
     if (fd) x->fd |= (uint8_t)(1 << i);
     if (from == FROM_INDICATOR) x->ind_at |= (uint8_t)(1 << i);
-    x->to_act = (uint8_t)((p + 1) & 3);
+    x->to_act = (uint8_t)next_seat(p, w->seats);
     return 1;
 }
 
@@ -503,7 +530,7 @@ static int move_score(const caps_solver *w, const cs_state *x, int p, card_t c)
     int strength = card_power(c) + (CARD_SUIT(c) == x->trump ? 16 : 0);
     int takes = 0;
     if (x->n) {
-        card_t cards[G304_SEATS];
+        card_t cards[G304_MAX_SEATS];
         memcpy(cards, x->card, x->n);
         cards[x->n] = c;
         takes = g304_trick_winner(cards, x->n + 1, x->trump) == x->n;
@@ -518,6 +545,9 @@ typedef struct {
     int score;
 } adv_move;
 
+/* Moves of one seat: its known cards, a run head per suit and depth, and indicator identities. */
+#define MAX_MOVES (CARD_IDS + RANK_IDS)
+
 /* The moves worth trying for seat p (another player), best first for the adversary. */
 static int gen_moves(caps_solver *w, const cs_state *x, int p, adv_move *moves)
 {
@@ -527,14 +557,14 @@ static int gen_moves(caps_solver *w, const cs_state *x, int p, adv_move *moves)
     if (x->count[p]) {
         for (int s = 0; s < SUIT_COUNT; s++) {
             if (x->voids[p] & SUIT_BIT(s)) continue;
-            card_t heads[RANK_COUNT];
-            int k = run_choices(x, s, depth, heads);
+            card_t heads[RANK_IDS];
+            int k = run_choices(w, x, s, depth, heads);
             for (int i = 0; i < k; i++) moves[nm++] = (adv_move){heads[i], FROM_POOL, 0};
         }
     }
     if (p == w->maker && x->ind_unknown && x->ind_down) {
-        card_t heads[RANK_COUNT];
-        int k = run_choices(x, x->trump, depth, heads);
+        card_t heads[RANK_IDS];
+        int k = run_choices(w, x, x->trump, depth, heads);
         for (int i = 0; i < k; i++) moves[nm++] = (adv_move){heads[i], FROM_INDICATOR, 0};
     }
     for (int i = 0; i < nm; i++) moves[i].score = move_score(w, x, p, moves[i].card);
@@ -559,10 +589,10 @@ static int play_move(caps_solver *w, const cs_state *x, int p, const adv_move *m
 static int adv(caps_solver *w, cs_state *x, int d)
 {
     if (++w->nodes > w->budget) return -1;
-    if (x->n == G304_SEATS) return finish_trick(w, x, d);
+    if (x->n == w->seats) return finish_trick(w, x, d);
     int p = x->to_act;
     if (p == w->viewer) return add_state(w, x, d);
-    adv_move moves[CARD_COUNT];
+    adv_move moves[MAX_MOVES];
     int nm = gen_moves(w, x, p, moves);
     for (int i = 0; i < nm; i++) {
         cs_state y;
@@ -601,7 +631,7 @@ static int apply_viewer(caps_solver *w, cs_state *x, card_t c)
     x->seat[i] = (uint8_t)w->viewer;
     if (fd) x->fd |= (uint8_t)(1 << i);
     if (is_ind) x->ind_at |= (uint8_t)(1 << i);
-    x->to_act = (uint8_t)((w->viewer + 1) & 3);
+    x->to_act = (uint8_t)next_seat(w->viewer, w->seats);
     return 1;
 }
 
@@ -641,7 +671,7 @@ static int candidates(const caps_solver *w, int d, card_t *out)
         out[n++] = w->fixed[d];
         return n;
     }
-    int score[CARD_COUNT];
+    int score[G304_TRICKS];
     int one_trump = 1;
     for (int i = 1; i < w->nset[d]; i++) one_trump &= w->set[d][i].trump == x->trump;
     for (cardset_t s = x->own; s; s &= s - 1) {
@@ -678,7 +708,7 @@ static int solve(caps_solver *w, int d)
 {
     if (w->nset[d] == 0) return 1;
     uint64_t h = (uint64_t)d * 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < w->nset[d]; i++) h += state_key(&w->set[d][i]);
+    for (int i = 0; i < w->nset[d]; i++) h += state_key(w, &w->set[d][i]);
     if (failed_before(w, h, 0)) return 0;
     int r = solve_set(w, d);
     if (r == 0) failed_before(w, h, 1);
@@ -724,8 +754,8 @@ static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int
     if (!((k->indicator_at >> i) & 1) && k->seat_of[i] == w->maker) allowed &= (uint8_t)~SUIT_BIT(T); /* R-MAKER-VOID */
     for (int s = 0; s < SUIT_COUNT; s++) {
         if (!(allowed & SUIT_BIT(s))) continue;
-        card_t heads[RANK_COUNT];
-        int n = run_choices(x, s, 1 + later_unknown(w, x, i), heads);
+        card_t heads[RANK_IDS];
+        int n = run_choices(w, x, s, 1 + later_unknown(w, x, i), heads);
         for (int h = 0; h < n; h++) {
             cs_state y = *x;
             y.card[i] = heads[h];
@@ -742,13 +772,13 @@ static int root_assign(caps_solver *w, const caps_knowledge *k, cs_state *x, int
 static int trick_refutes(caps_solver *w, const cs_state *x, card_t c)
 {
     if (++w->nodes > w->budget) return 0; /* undecided: the full search will tell */
-    if (x->n == G304_SEATS) return team_of(x->seat[g304_trick_winner(x->card, G304_SEATS, x->trump)]) != w->team;
+    if (x->n == w->seats) return team_of(x->seat[g304_trick_winner(x->card, w->seats, x->trump)]) != w->team;
     int p = x->to_act;
     if (p == w->viewer) {
         cs_state y = *x;
         return !apply_viewer(w, &y, c) || trick_refutes(w, &y, c);
     }
-    adv_move moves[CARD_COUNT];
+    adv_move moves[MAX_MOVES];
     int nm = gen_moves(w, x, p, moves);
     for (int i = 0; i < nm; i++) {
         cs_state y;
@@ -805,10 +835,13 @@ static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state 
     x->fd = k->facedown;
     x->ind_at = k->indicator_at;
     memset(w->slot_cap_int[T], 0, sizeof w->slot_cap_int[T]);
+    w->slot_total[T] = k->nhidden;
+    w->slot_constrained[T] = 0;
     for (int i = 0; i < k->nhidden; i++) {
         int mask = 0xF & ~k->hidden_not[i];
         if (k->hidden_not_trump[i]) mask &= ~SUIT_BIT(T);
         w->slot_cap_int[T][mask]++;
+        w->slot_constrained[T] |= mask != 0xF;
     }
 }
 
@@ -817,14 +850,14 @@ static void root_state(caps_solver *w, const caps_knowledge *k, int T, cs_state 
 static void find_twins(caps_solver *w, const g304_state *st, const caps_knowledge *k)
 {
     cardset_t live = k->unseen, own = k->own;
-    for (int p = 0; p < G304_SEATS; p++) live |= k->held[p];
+    for (int p = 0; p < w->seats; p++) live |= k->held[p];
     for (int i = 0; i < k->n; i++)
-        if (k->card[i] < CARD_COUNT) live |= CARDSET_BIT(k->card[i]);
+        if (k->card[i] < CARD_IDS) live |= CARDSET_BIT(k->card[i]);
     if (w->viewer == st->maker && st->ind_down) own &= ~CARDSET_BIT(st->indicator); /* special to play */
     memset(w->twin_above, CARD_NONE, sizeof w->twin_above);
     for (int s = 0; s < SUIT_COUNT; s++) {
         card_t above = CARD_NONE;
-        for (int i = 0; i < RANK_COUNT; i++) {
+        for (int i = 0; i < w->ranks; i++) {
             card_t c = CARD_MAKE(s, by_power[i]);
             if (live & CARDSET_BIT(c)) above = CARD_NONE;
             else if (own & CARDSET_BIT(c)) w->twin_above[c] = above, above = c;
@@ -840,21 +873,21 @@ static void find_twins(caps_solver *w, const g304_state *st, const caps_knowledg
  * survives that single world and that single line of play, Caps is not certain — a proof that
  * costs a few hundred moves instead of the full search. */
 
-/* Deals every unseen card of x to a hand (favoured opponent first); the rest stay in the pool
- * for the unseen face-down cards of finished tricks. Returns 0 if it cannot. */
+/* Deals every unseen card of x to a hand (favoured opponent first, then the other opponents,
+ * then the seat's teammates); the rest stay in the pool for the unseen face-down cards of
+ * finished tricks. Returns 0 if it cannot. */
 static int deal_world(caps_solver *w, const cs_state *x, int favoured, int void_suit, cs_state *y)
 {
-    int pref[G304_SEATS], np = 0;
-    pref[np++] = favoured;
-    pref[np++] = (favoured + 2) & 3;
-    pref[np++] = (w->viewer + 2) & 3;
+    int pref[G304_MAX_SEATS], np = 0;
+    for (int k = 0; k < w->seats; k += 2) pref[np++] = (favoured + k) % w->seats;
+    for (int k = 2; k < w->seats; k += 2) pref[np++] = (w->viewer + k) % w->seats;
     *y = *x;
-    for (int strength = 23; strength >= 0; strength--) {
+    for (int strength = 16 + w->ranks - 1; strength >= 0; strength--) {
         for (int s = 0; s < SUIT_COUNT; s++) {
             int trump_bonus = s == x->trump ? 16 : 0;
             int power = strength - trump_bonus;
-            if (power < 0 || power >= RANK_COUNT) continue;
-            card_t c = CARD_MAKE(s, by_power[7 - power]);
+            if (power < 0 || power >= w->ranks) continue;
+            card_t c = CARD_MAKE(s, by_power[w->ranks - 1 - power]);
             if (!(y->pool & CARDSET_BIT(c))) continue;
             cs_state z = *y;
             int placed = 0;
@@ -882,7 +915,7 @@ static int deal_world(caps_solver *w, const cs_state *x, int favoured, int void_
             }
         }
     }
-    for (int p = 0; p < G304_SEATS; p++)
+    for (int p = 0; p < w->seats; p++)
         if (p != w->viewer && y->count[p]) return 0;
     return !y->ind_unknown;
 }
@@ -893,7 +926,7 @@ static int greedy_to_turn(caps_solver *w, cs_state *x)
 {
     for (;;) {
         if (++w->nodes > w->budget) return 1; /* out of budget: let the full search decide */
-        if (x->n == G304_SEATS) {
+        if (x->n == w->seats) {
             int show;
             if (team_of(close_trick(w, x, &show)) != w->team) return 0;
             if (show) {
@@ -901,7 +934,7 @@ static int greedy_to_turn(caps_solver *w, cs_state *x)
                 if (x->ind_down && w->viewer != w->maker) x->held[w->maker] |= CARDSET_BIT(x->ind_world);
                 x->ind_down = 0;
             }
-            if (x->trick_no == G304_TRICKS) return 2;
+            if (x->trick_no == w->tricks) return 2;
         }
         int p = x->to_act;
         if (p == w->viewer) return 1;
@@ -952,23 +985,99 @@ static int survives(caps_solver *w, const cs_state *worlds, int k, int d)
     return 0;
 }
 
-/* Whether a few concrete worlds with greedy play already defeat every order: for positions of
- * the first belief set, an opponent is dealt the strongest unseen cards (trumps first), once
- * with every suit and once lacking each suit in turn (so that it can cut). */
-static int quickly_refuted(caps_solver *w)
+/* Whether a few concrete worlds with greedy play already defeat every order: for positions `from`
+ * (the first belief set, or the roots before it), an opponent is dealt the strongest unseen
+ * cards (trumps first), once with every suit and once lacking each suit in turn (so that it can
+ * cut). A world not yet at the seat's turn is played on greedily to it; if a trick is lost on the
+ * way, no order of the seat's cards can help. */
+static int quickly_refuted(caps_solver *w, const cs_state *from, int n)
 {
     cs_state worlds[QUICK_WORLDS];
     int k = 0;
-    int states = w->nset[0] < QUICK_STATES ? w->nset[0] : QUICK_STATES;
+    int states = n < QUICK_STATES ? n : QUICK_STATES;
     for (int i = 0; i < states; i++) {
-        for (int o = 1; o <= 3; o += 2) {
+        for (int o = 1; o < w->seats; o += 2) {
             for (int v = -1; v < SUIT_COUNT && k < QUICK_WORLDS; v++) {
-                if (v == w->set[0][i].trump) continue;
-                if (deal_world(w, &w->set[0][i], (w->viewer + o) & 3, v, &worlds[k])) k++;
+                if (v == from[i].trump || !deal_world(w, &from[i], (w->viewer + o) % w->seats, v, &worlds[k])) continue;
+                if (worlds[k].to_act != w->viewer && greedy_to_turn(w, &worlds[k]) == 0) return 1;
+                if (worlds[k].to_act == w->viewer) k++;
             }
         }
     }
     return k > 0 && !survives(w, worlds, k, 0);
+}
+
+/* The first belief set could not be built whole: up to five players move before the seat's first
+ * turn at a six-player table, and their choices can overflow it or the budget. The positions it
+ * holds are real ones, so if no order of the seat's cards wins even for them, none wins for all:
+ * Caps is not certain. Tried with the quick refutation, then a search with a fresh budget. (At
+ * four seats such a check stays "unknown", as it always was: a judged hand replays the same.) */
+static int refuted_in_part(caps_solver *w)
+{
+    if (w->nset[0] == 0) return 0;
+    long budget = w->budget;
+    w->overflow = 0;
+    w->budget = w->nodes + budget;
+    int refuted = (w->quick && quickly_refuted(w, w->set[0], w->nset[0])) || solve(w, 0) == 0;
+    w->budget = budget;
+    return refuted;
+}
+
+/* The strongest card of a set (by card_power; sets of one suit), CARD_NONE if empty. */
+static card_t strongest(cardset_t s)
+{
+    card_t best = CARD_NONE;
+    for (; s; s &= s - 1)
+        if (best == CARD_NONE || card_power(cardset_first(s)) > card_power(best)) best = cardset_first(s);
+    return best;
+}
+
+/* A claim that needs no search, for six players: the seat is on lead at the start of a trick,
+ * knows the trump (its own, or open), and every card it holds beats every card of its suit the
+ * others may hold, with trumps enough to draw every trump any one of them may hold. Leading its
+ * trumps and then its side cards wins every trick: each trump lead is the highest trump, the
+ * others must follow while they have trumps, and then nobody can cut the side cards. The maker's
+ * call shows a face-down indicator, which then counts as a card of his hand (as in root_state).
+ * The search proves the same, but five others to play around make its belief sets too large.
+ * Writes such an order (or checks the fixed one: trumps first, then the rest) and returns its
+ * length; 0 if the claim does not hold. */
+static int top_cards_claim(const caps_solver *w, const caps_knowledge *k, const card_t *fixed, card_t *order)
+{
+    if (k->n != 0 || k->to_act != w->viewer || __builtin_popcount(k->trumps) != 1) return 0;
+    int T = __builtin_ctz(k->trumps);
+    cardset_t mine = k->own, others = k->unseen, trumps = CARDSET_SUIT(T);
+    for (int p = 0; p < w->seats; p++) others |= k->held[p];
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        cardset_t h = mine & CARDSET_SUIT(s), o = others & CARDSET_SUIT(s);
+        if (!h || !o) continue;
+        card_t weakest = CARD_NONE;
+        for (cardset_t x = h; x; x &= x - 1)
+            if (weakest == CARD_NONE || card_power(cardset_first(x)) < card_power(weakest)) weakest = cardset_first(x);
+        if (card_power(weakest) < card_power(strongest(o))) return 0;
+    }
+    int ntrumps = cardset_count(mine & trumps), most = 0; /* the most trumps one other seat may hold */
+    for (int p = 0; p < w->seats; p++) {
+        if (p == w->viewer) continue;
+        int t = cardset_count(k->held[p] & trumps);
+        if (!(k->voids[p] & SUIT_BIT(T))) t += k->count[p];
+        if (t > most) most = t;
+    }
+    if (most > cardset_count(others & trumps)) most = cardset_count(others & trumps);
+    if ((mine & ~trumps) && ntrumps < most) return 0;
+    int n = 0;
+    for (cardset_t x = mine & trumps; x; x &= x - 1) order[n++] = cardset_first(x);
+    for (cardset_t x = mine & ~trumps; x; x &= x - 1) order[n++] = cardset_first(x);
+    for (int i = 1; i < n; i++) /* the strongest trump first, as people claim (any order of them wins) */
+        for (int j = i; j > 0 && j < ntrumps && card_power(order[j]) > card_power(order[j - 1]); j--) {
+            card_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    if (!fixed) return n;
+    for (int i = 0; i < n; i++) /* the fixed order: all the trumps, then the rest */
+        if ((CARD_SUIT(fixed[i]) == T) != (i < ntrumps)) return 0;
+    memcpy(order, fixed, (size_t)n);
+    return n;
 }
 
 static int valid_fixed(cardset_t own, const card_t *fixed, int n)
@@ -976,7 +1085,7 @@ static int valid_fixed(cardset_t own, const card_t *fixed, int n)
     cardset_t seen = 0;
     if (n != cardset_count(own)) return 0;
     for (int i = 0; i < n; i++) {
-        if (fixed[i] >= CARD_COUNT || !(own & CARDSET_BIT(fixed[i])) || (seen & CARDSET_BIT(fixed[i]))) return 0;
+        if (fixed[i] >= CARD_IDS || !(own & CARDSET_BIT(fixed[i])) || (seen & CARDSET_BIT(fixed[i]))) return 0;
         seen |= CARDSET_BIT(fixed[i]);
     }
     return 1;
@@ -998,11 +1107,15 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     if (!k.own) return CAPS_NOT_CERTAIN;
     if (fixed && !valid_fixed(k.own, fixed, nfixed)) return CAPS_NOT_CERTAIN;
     w->viewer = seat;
+    w->seats = k.seats;
+    w->tricks = g304_tricks(&st->rules);
+    w->ranks = k.seats == 6 ? RANK_IDS : RANK_COUNT;
     w->team = team_of(seat);
     w->maker = st->maker;
     w->bid250 = k.bid250;
     w->ind_card = seat == st->maker ? st->indicator : CARD_NONE;
     w->fixed = fixed;
+    if (w->seats == 6 && (*n = top_cards_claim(w, &k, fixed, order)) > 0) return CAPS_CERTAIN;
     find_twins(w, st, &k);
     clear_set(w, 0);
     w->nroots = 0;
@@ -1020,10 +1133,13 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     }
     if (w->nroots == 0) return CAPS_UNKNOWN; /* no world fits what the seat saw: never blame anyone */
     if (every_first_card_beaten(w)) return CAPS_NOT_CERTAIN;
+    /* Six players: up to five others move before the seat's first turn and their choices multiply
+     * the first belief set, so dealt worlds are tried from the roots before it is built. */
+    if (w->seats == 6 && w->quick && quickly_refuted(w, w->roots, w->nroots)) return CAPS_NOT_CERTAIN;
     for (int i = 0; i < w->nroots; i++) {
         cs_state *x = &w->roots[i];
         int r = x->to_act == w->viewer ? add_state(w, x, 0) : adv(w, x, 0);
-        if (r < 0) return CAPS_UNKNOWN;
+        if (r < 0) return w->seats == 6 && refuted_in_part(w) ? CAPS_NOT_CERTAIN : CAPS_UNKNOWN;
         if (r == 0) return CAPS_NOT_CERTAIN;
     }
     /* Most positions are settled by a short search; for the rest a few dealt worlds often prove
@@ -1033,7 +1149,7 @@ caps_verdict caps_check(caps_solver *w, const g304_state *st, int seat, const ca
     int r = solve(w, 0);
     w->budget = budget;
     if (r < 0 && w->nodes < budget) {
-        if (w->quick && quickly_refuted(w)) return CAPS_NOT_CERTAIN;
+        if (w->quick && quickly_refuted(w, w->set[0], w->nset[0])) return CAPS_NOT_CERTAIN;
         w->overflow = 0;
         r = solve(w, 0);
     }

@@ -10,17 +10,20 @@
  * (unseen cards are placed lazily, with a feasibility test on the counts and suits each hand and
  * each unseen face-down card may hold), tries the seat's cards in a good order, merges positions
  * that differ only by interchangeable cards, and stops at a node budget. A search that reaches
- * its budget answers CAPS_UNKNOWN, and an unknown answer never costs anybody a penalty. */
+ * its budget answers CAPS_UNKNOWN, and an unknown answer never costs anybody a penalty.
+ * Four or six players alike (R-SIX-PLAY): "the other three" are then the other five, the
+ * partner the two teammates, and the pack has the sixes. */
 #ifndef CARDROOM_CAPS_H
 #define CARDROOM_CAPS_H
 
 #include "g304.h"
 
-#define CAPS_MAX_HIDDEN 24
+#define CAPS_MAX_HIDDEN 30 /* face-down cards of finished tricks: 8 x 3, or 6 x 5 with six players */
 
 /* What one seat knows (its information set). */
 typedef struct {
     uint8_t seat, maker;
+    uint8_t seats;          /* 4 or 6 (R-SIX-SEATS) */
     uint8_t trumps;         /* suits that may be trump as far as it knows (one bit once known) */
     uint8_t trump_open, ind_down;
     uint8_t ind_unknown;    /* the maker holds the face-down indicator and this seat has not seen it */
@@ -30,9 +33,9 @@ typedef struct {
     cardset_t own;          /* its cards, a face-down indicator included */
     cardset_t unseen;       /* cards it cannot place: in other hands, the unseen indicator, face-down cards
                                it has not seen */
-    cardset_t held[G304_SEATS]; /* cards it knows another seat holds (a shown indicator) */
-    uint8_t count[G304_SEATS];  /* cards of each seat's hand it cannot name (not counting an unseen indicator) */
-    uint8_t voids[G304_SEATS];  /* suits each seat's hand has shown it lacks (failing to follow) */
+    cardset_t held[G304_MAX_SEATS]; /* cards it knows another seat holds (a shown indicator) */
+    uint8_t count[G304_MAX_SEATS];  /* cards of each seat's hand it cannot name (not counting an unseen indicator) */
+    uint8_t voids[G304_MAX_SEATS];  /* suits each seat's hand has shown it lacks (failing to follow) */
     uint8_t exhaust_suits;  /* suits X such that, if X is trump, R-EXHAUST binds the maker now if he
                                still holds a trump in hand (exact when this seat is the maker) */
     uint8_t exhaust_sure;   /* of those, the ones known to bind (he held the shown indicator then) */
@@ -44,8 +47,8 @@ typedef struct {
     uint8_t hidden_not_trump[CAPS_MAX_HIDDEN]; /* it is known not to be a trump */
     /* the trick in progress */
     uint8_t trick_no, n, to_act;
-    card_t card[G304_SEATS];  /* CARD_HIDDEN where this seat has not seen the card */
-    uint8_t seat_of[G304_SEATS];
+    card_t card[G304_MAX_SEATS];  /* CARD_HIDDEN where this seat has not seen the card */
+    uint8_t seat_of[G304_MAX_SEATS];
     uint8_t facedown;         /* bit i: card i lies face down */
     uint8_t indicator_at;     /* bit i: card i is the maker's indicator (everybody sees that) */
 } caps_knowledge;

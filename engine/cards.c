@@ -3,19 +3,26 @@
  * The reader accepts what people type in chat: any case, "10" or "T", suit letters,
  * symbols (before or after the rank, with or without an emoji variation selector) and
  * words ("jack of spades", "10 of hearts", "queen hearts"). Everything else is refused
- * with a message that shows the accepted forms. */
+ * with a message that shows the accepted forms; so is a six when the pack has none, with the
+ * very message of any other unknown card. Points and strength are tables by card id, so the
+ * sixes cost the four-player game nothing. */
 #include "cards.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-static const int points_by_rank[RANK_COUNT] = {0, 0, 20, 10, 30, 2, 3, 11};
-/* Strength by rank: 7 < 8 < Q < K < 10 < A < 9 < J. */
-static const int power_by_rank[RANK_COUNT] = {0, 1, 6, 4, 7, 2, 3, 5};
-static const char rank_letters[RANK_COUNT] = {'7', '8', '9', 'T', 'J', 'Q', 'K', 'A'};
-static const char *const rank_words[RANK_COUNT] = {"seven", "eight", "nine", "ten",
-                                                    "jack",  "queen", "king", "ace"};
+/* By card id: the eight ranks of each suit (7 8 9 T J Q K A), then the four sixes. */
+static const uint8_t points_by_card[CARD_IDS] = {
+    0, 0, 20, 10, 30, 2, 3, 11, 0, 0, 20, 10, 30, 2, 3, 11, 0, 0, 20, 10, 30, 2, 3, 11,
+    0, 0, 20, 10, 30, 2, 3, 11, 0, 0, 0, 0};
+/* Strength: 6 < 7 < 8 < Q < K < 10 < A < 9 < J; the 32-card pack keeps 0 (7) .. 7 (J). */
+static const int8_t power_by_card[CARD_IDS] = {
+    0, 1, 6, 4, 7, 2, 3, 5, 0, 1, 6, 4, 7, 2, 3, 5, 0, 1, 6, 4, 7, 2, 3, 5,
+    0, 1, 6, 4, 7, 2, 3, 5, -1, -1, -1, -1};
+static const char rank_letters[RANK_IDS] = {'7', '8', '9', 'T', 'J', 'Q', 'K', 'A', '6'};
+static const char *const rank_words[RANK_IDS] = {"seven", "eight", "nine", "ten", "jack",
+                                                  "queen", "king",  "ace",  "six"};
 static const char suit_letters[SUIT_COUNT] = {'S', 'H', 'D', 'C'};
 static const char *const suit_words[SUIT_COUNT] = {"spades", "hearts", "diamonds", "clubs"};
 static const char *const suit_symbols[SUIT_COUNT] = {"\xE2\x99\xA0", "\xE2\x99\xA5",
@@ -25,18 +32,31 @@ static const char *const suit_white_symbols[SUIT_COUNT] = {"\xE2\x99\xA4", "\xE2
                                                             "\xE2\x99\xA2", "\xE2\x99\xA7"};
 static const char variation_selector[] = "\xEF\xB8\x8F";
 
-int card_points(card_t c) { return c < CARD_COUNT ? points_by_rank[CARD_RANK(c)] : 0; }
-int card_power(card_t c) { return c < CARD_COUNT ? power_by_rank[CARD_RANK(c)] : -1; }
+#define SUIT8(s) s, s, s, s, s, s, s, s
+#define SUITS32(base) SUIT8(base), SUIT8(base + 1), SUIT8(base + 2), SUIT8(base + 3)
+const uint8_t card_suit_of[256] = {
+    SUITS32(0), 0, 1, 2, 3, 4, 4, 4, 4, SUIT8(5), SUIT8(6), SUIT8(7), SUITS32(8), SUITS32(12), SUITS32(16),
+    SUITS32(20), SUITS32(24), SUITS32(28)};
+#define RANKS8 0, 1, 2, 3, 4, 5, 6, 7
+#define RANKS32 RANKS8, RANKS8, RANKS8, RANKS8
+const uint8_t card_rank_of[256] = {
+    RANKS32, RANK_6, RANK_6, RANK_6, RANK_6, 4, 5, 6, 7, RANKS8, RANKS8, RANKS8, RANKS32, RANKS32, RANKS32,
+    RANKS32, RANKS32, RANKS32};
+const cardset_t cardset_suit_of[SUIT_COUNT] = {
+    0xFFull | 1ull << 32, 0xFF00ull | 1ull << 33, 0xFF0000ull | 1ull << 34, 0xFF000000ull | 1ull << 35};
 
-int cardset_count(cardset_t s) { return __builtin_popcount(s); }
+int card_points(card_t c) { return c < CARD_IDS ? points_by_card[c] : 0; }
+int card_power(card_t c) { return c < CARD_IDS ? power_by_card[c] : -1; }
 
-card_t cardset_first(cardset_t s) { return s ? (card_t)__builtin_ctz(s) : CARD_NONE; }
+int cardset_count(cardset_t s) { return __builtin_popcountll(s); }
+
+card_t cardset_first(cardset_t s) { return s ? (card_t)__builtin_ctzll(s) : CARD_NONE; }
 
 int cardset_points(cardset_t s)
 {
     int sum = 0;
     while (s) {
-        card_t c = (card_t)__builtin_ctz(s);
+        card_t c = (card_t)__builtin_ctzll(s);
         s &= s - 1;
         sum += card_points(c);
     }
@@ -45,15 +65,16 @@ int cardset_points(cardset_t s)
 
 const char *card_str(card_t c)
 {
-    static const char names[CARD_COUNT][3] = {
+    static const char names[CARD_IDS][3] = {
         "7S", "8S", "9S", "TS", "JS", "QS", "KS", "AS", "7H", "8H", "9H", "TH", "JH", "QH", "KH", "AH",
-        "7D", "8D", "9D", "TD", "JD", "QD", "KD", "AD", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AC"};
-    return c < CARD_COUNT ? names[c] : "??";
+        "7D", "8D", "9D", "TD", "JD", "QD", "KD", "AD", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AC",
+        "6S", "6H", "6D", "6C"};
+    return c < CARD_IDS ? names[c] : "??";
 }
 
 const char *card_pretty(card_t c, char buf[CARD_TEXT_MAX])
 {
-    if (c >= CARD_COUNT) {
+    if (c >= CARD_IDS) {
         snprintf(buf, CARD_TEXT_MAX, "??");
         return buf;
     }
@@ -130,15 +151,15 @@ int suit_parse(const char *text, size_t len, int *suit)
     return suit_from_lower(w.s, w.n, suit);
 }
 
-/* Reads a rank at the start of s; returns the bytes used or 0. */
+/* Reads a rank at the start of s (the six included); returns the bytes used or 0. */
 static size_t rank_prefix(const char *s, size_t n, int *rank)
 {
-    for (int i = 0; i < RANK_COUNT; i++) {
+    for (int i = 0; i < RANK_IDS; i++) {
         size_t wl = strlen(rank_words[i]);
         if (n >= wl && memcmp(s, rank_words[i], wl) == 0) return *rank = i, wl;
     }
     if (n >= 2 && s[0] == '1' && s[1] == '0') return *rank = RANK_T, 2;
-    for (int i = 0; i < RANK_COUNT; i++)
+    for (int i = 0; i < RANK_IDS; i++)
         if (n >= 1 && s[0] == tolower((unsigned char)rank_letters[i])) return *rank = i, 1;
     return 0;
 }
@@ -167,10 +188,11 @@ static int parse_lower(const char *s, size_t n, card_t *out)
     return 0;
 }
 
-int card_parse(const char *text, size_t len, card_t *out, char *err, size_t errlen)
+int card_parse_pack(const char *text, size_t len, int pack, card_t *out, char *err, size_t errlen)
 {
     word_buf w;
-    if (trimmed_lower(text, len, &w) == 0 && parse_lower(w.s, w.n, out) == 0) return 0;
+    card_t c;
+    if (trimmed_lower(text, len, &w) == 0 && parse_lower(w.s, w.n, &c) == 0 && c < pack) return *out = c, 0;
     if (err && errlen) {
         /* Quote at most a short, printable prefix of what was given. */
         char shown[24];
@@ -185,4 +207,9 @@ int card_parse(const char *text, size_t len, card_t *out, char *err, size_t errl
                  shown);
     }
     return -1;
+}
+
+int card_parse(const char *text, size_t len, card_t *out, char *err, size_t errlen)
+{
+    return card_parse_pack(text, len, CARD_COUNT, out, err, errlen);
 }

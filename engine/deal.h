@@ -2,7 +2,10 @@
  *
  * The seed keys ChaCha20 (libsodium's IETF variant, zero nonce); its keystream is read as
  * little-endian 32-bit words and turned into an unbiased Fisher–Yates shuffle by rejection
- * sampling. Same seed, same deck, on every machine (R-SHUFFLE). */
+ * sampling. Same seed, same deck, on every machine (R-SHUFFLE). A pack of n cards is the
+ * permutation of the ids 0..n-1: four-player 304 shuffles n = 32 (CARD_COUNT), six-player 304
+ * n = 36 (CARD_IDS, the sixes 32..35) — the same keystream and the same algorithm over the
+ * larger pack, so a seed deals a different, equally unbiased order there (g304_shuffle()). */
 #ifndef CARDROOM_DEAL_H
 #define CARDROOM_DEAL_H
 

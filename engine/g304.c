@@ -3,7 +3,11 @@
  * Every move is checked by the same functions that list legal moves, so "legal" and
  * "accepted" cannot drift apart. A move is validated completely before anything in the
  * state changes; a refused move therefore leaves the state untouched. Events are written
- * into a fixed buffer; nothing here allocates. Comments cite the rule ids they implement. */
+ * into a fixed buffer; nothing here allocates. Comments cite the rule ids they implement.
+ *
+ * Six players (R-SIX-…) change numbers, not rules: how many seats (seats_of), tricks and cards
+ * in a trick, and "partner" read as "a teammate" (teammates). Seats advance by seat_add(), a
+ * compare instead of a division, so the four-player game keeps its speed. */
 #include "g304.h"
 
 #include <stdarg.h>
@@ -15,8 +19,37 @@
 /* ---- small helpers ---- */
 
 static int team_of(int seat) { return seat & 1; }
-static int partner_of(int seat) { return (seat + 2) & 3; }
+static int partner_of(int seat) { return (seat + 2) & 3; } /* four players only (R-B4-PARTNER) */
 static int seat_bit(int seat) { return 1 << seat; }
+static int six(const g304_state *st) { return st->rules.players == 6; }
+static int seats_of(const g304_state *st) { return six(st) ? 6 : 4; }
+static int tricks_of(const g304_state *st) { return six(st) ? 6 : G304_TRICKS; }
+
+/* The seat k places after seat in playing order (0 <= k < seats). */
+static int seat_add(const g304_state *st, int seat, int k)
+{
+    int s = seat + k, n = seats_of(st);
+    return s >= n ? s - n : s;
+}
+
+/* Whether b is a teammate of a (R-SEATS: the partner; R-SIX-SEATS: one of the two others). */
+static int teammates(int a, int b) { return b != G304_NO_SEAT && a != b && team_of(a) == team_of(b); }
+
+/* "your partner", or with six players "your teammate", for messages. */
+static const char *mate(const g304_state *st) { return six(st) ? "your teammate" : "your partner"; }
+/* The name of the second bidding round: "eight-card", or "six-card" (R-SIX-B6). */
+static const char *round2(const g304_state *st) { return six(st) ? "six-card" : "eight-card"; }
+
+static int pack_of(const g304_state *st) { return six(st) ? CARD_IDS : CARD_COUNT; }
+/* Cards in a trick: every seat's, or in Partner Close Caps the maker's and his opponents'. */
+static int trick_cards(const g304_state *st) { return st->pcc ? seats_of(st) / 2 + 1 : seats_of(st); }
+/* The lowest card of a non-empty set (cardset_first() without the call, for the hot loops). */
+static card_t low_card(cardset_t s) { return (card_t)__builtin_ctzll(s); }
+
+int g304_seats(const g304_rules *r) { return r->players == 6 ? 6 : 4; }
+int g304_tricks(const g304_rules *r) { return r->players == 6 ? 6 : G304_TRICKS; }
+int g304_deck_size(const g304_rules *r) { return r->players == 6 ? CARD_IDS : CARD_COUNT; }
+int g304_trick_size(const g304_state *st) { return trick_cards(st); }
 
 static g304_code fail(g304_error *err, g304_code code, const char *fmt, ...)
 {
@@ -36,17 +69,16 @@ static const char *cards_text(cardset_t s, char *buf, size_t len)
     size_t used = 0;
     buf[0] = 0;
     if (!len) return buf; /* no message wanted (see g304_check_card) */
+    /* strongest first within a suit, as people sort a hand */
+    static const uint8_t by_power[RANK_IDS] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q, RANK_8, RANK_7, RANK_6};
     for (int suit = 0; suit < SUIT_COUNT; suit++) {
-        /* strongest first within a suit, as people sort a hand */
-        for (int p = 7; p >= 0; p--) {
-            for (int r = 0; r < RANK_COUNT; r++) {
-                card_t c = CARD_MAKE(suit, r);
-                if (card_power(c) != p || !(s & CARDSET_BIT(c))) continue;
-                char one[CARD_TEXT_MAX];
-                int k = snprintf(buf + used, len - used, "%s%s", used ? " " : "", card_pretty(c, one));
-                if (k < 0 || (size_t)k >= len - used) return buf;
-                used += (size_t)k;
-            }
+        for (int i = 0; i < RANK_IDS; i++) {
+            card_t c = CARD_MAKE(suit, by_power[i]);
+            if (!(s & CARDSET_BIT(c))) continue;
+            char one[CARD_TEXT_MAX];
+            int k = snprintf(buf + used, len - used, "%s%s", used ? " " : "", card_pretty(c, one));
+            if (k < 0 || (size_t)k >= len - used) return buf;
+            used += (size_t)k;
         }
     }
     return buf;
@@ -67,7 +99,7 @@ static g304_event *emit(g304_events *ev, int kind, int vis, int to, int seat)
 static void event_cards(g304_event *e, cardset_t s)
 {
     while (s && e->n < G304_TRICKS) {
-        e->cards[e->n++] = cardset_first(s);
+        e->cards[e->n++] = low_card(s);
         s &= s - 1;
     }
 }
@@ -136,6 +168,15 @@ void g304_rules_default(g304_rules *r)
     memset(r, 0, sizeof *r);
     r->step_above_200 = 10;
     r->start_tokens = 11;
+    r->players = 4;
+}
+
+int g304_rules_set_players(g304_rules *r, int players, g304_error *err)
+{
+    if (players != 4 && players != 6)
+        return fail(err, G304_E_PHASE, "option players is 4 or 6, not %d", players), -1;
+    r->players = (uint8_t)players;
+    return 0;
 }
 
 /* An option whose value is one of a few words; index = stored value. */
@@ -212,32 +253,60 @@ const char *g304_rules_get(const g304_rules *r, const char *name, char *buf, siz
     return NULL;
 }
 
-/* ---- dealing (R-DEAL) ---- */
+/* ---- dealing (R-DEAL, R-SIX-DEAL) ---- */
 
-int g304_deck_from_hands(const card_t hands[G304_SEATS][G304_TRICKS], int dealer, card_t deck[CARD_COUNT])
+void g304_shuffle(const uint8_t seed[DEAL_SEED_BYTES], const g304_rules *r, card_t deck[CARD_IDS])
 {
+    deal_shuffle(seed, deck, g304_deck_size(r));
+}
+
+/* The dealer as a seat of a game of n seats. */
+static int dealer_seat(int dealer, int n) { return ((dealer % n) + n) % n; }
+
+/* Cards each seat gets in a batch: four, then the rest of the hand (four, or two with six). */
+static int batch_cards(int batch, int hand) { return batch ? hand - 4 : 4; }
+
+int g304_deck_from_hands_of(const g304_rules *r, const card_t hands[G304_MAX_SEATS][G304_TRICKS], int dealer,
+                            card_t deck[CARD_IDS])
+{
+    int n = g304_seats(r), pack = g304_deck_size(r), at = 0;
     cardset_t seen = 0;
+    dealer = dealer_seat(dealer, n);
     for (int batch = 0; batch < 2; batch++) {
-        for (int i = 0; i < G304_SEATS; i++) {
-            int seat = (dealer + 1 + i) & 3;
-            for (int k = 0; k < 4; k++) {
+        int per = batch_cards(batch, g304_tricks(r));
+        for (int i = 0; i < n; i++) {
+            int seat = (dealer + 1 + i) % n;
+            for (int k = 0; k < per; k++) {
                 card_t c = hands[seat][batch * 4 + k];
-                if (c >= CARD_COUNT || (seen & CARDSET_BIT(c))) return -1;
+                if (c >= pack || (seen & CARDSET_BIT(c))) return -1;
                 seen |= CARDSET_BIT(c);
-                deck[batch * 16 + i * 4 + k] = c;
+                deck[at++] = c;
             }
         }
     }
     return 0;
 }
 
-/* Deals one batch of four to each player, starting at the dealer's right. */
+int g304_deck_from_hands(const card_t hands[G304_SEATS][G304_TRICKS], int dealer, card_t deck[CARD_COUNT])
+{
+    g304_rules r;
+    card_t all[G304_MAX_SEATS][G304_TRICKS], out[CARD_IDS];
+    g304_rules_default(&r);
+    memcpy(all, hands, sizeof(card_t) * G304_SEATS * G304_TRICKS);
+    if (g304_deck_from_hands_of(&r, (const card_t(*)[G304_TRICKS])all, dealer, out) < 0) return -1;
+    memcpy(deck, out, CARD_COUNT);
+    return 0;
+}
+
+/* Deals one batch to each player, starting at the dealer's right: four cards each, then the
+ * rest of the hands (four each, or two with six players). */
 static void deal_batch(g304_state *st, int batch, g304_events *ev)
 {
-    for (int i = 0; i < G304_SEATS; i++) {
-        int seat = (st->dealer + 1 + i) & 3;
+    int n = seats_of(st), per = batch_cards(batch, tricks_of(st)), base = batch * 4 * n;
+    for (int i = 0; i < n; i++) {
+        int seat = seat_add(st, st->dealer, 1 + i);
         cardset_t got = 0;
-        for (int k = 0; k < 4; k++) got |= CARDSET_BIT(st->deck[batch * 16 + i * 4 + k]);
+        for (int k = 0; k < per; k++) got |= CARDSET_BIT(st->deck[base + i * per + k]);
         st->hand[seat] |= got;
         st->dealt[seat] |= got;
         if (batch == 0) st->first4[seat] = got;
@@ -251,21 +320,21 @@ static void start_bidding(g304_state *st, g304_events *ev)
 {
     deal_batch(st, 0, ev);
     st->phase = G304_PHASE_BID4;
-    st->turn = st->to_act = (uint8_t)((st->dealer + 1) & 3);
+    st->turn = st->to_act = (uint8_t)seat_add(st, st->dealer, 1);
 }
 
 void g304_start(g304_state *st, const g304_rules *rules, int dealer, const int16_t tokens[2],
-                const card_t deck[CARD_COUNT], g304_events *ev)
+                const card_t *deck, g304_events *ev)
 {
     g304_events scratch;
     if (!ev) ev = &scratch;
     scratch.n = 0;
     memset(st, 0, sizeof *st);
     st->rules = *rules;
-    st->dealer = (uint8_t)(dealer & 3);
+    st->dealer = (uint8_t)dealer_seat(dealer, seats_of(st));
     st->tokens[0] = tokens[0];
     st->tokens[1] = tokens[1];
-    memcpy(st->deck, deck, CARD_COUNT);
+    memcpy(st->deck, deck, (size_t)g304_deck_size(rules));
     st->bidder = st->asked = st->maker = st->maker4 = G304_NO_SEAT;
     st->caps_seat = st->spoilt_seat = G304_NO_SEAT;
     st->indicator = CARD_NONE;
@@ -276,7 +345,7 @@ void g304_start(g304_state *st, const g304_rules *rules, int dealer, const int16
     memset(st->certain_at, G304_NEVER, sizeof st->certain_at);
     if (rules->cut) {
         st->phase = G304_PHASE_CUT;
-        st->to_act = (uint8_t)((dealer + 3) & 3); /* the dealer's left cuts */
+        st->to_act = (uint8_t)seat_add(st, st->dealer, seats_of(st) - 1); /* the dealer's left cuts */
     } else {
         start_bidding(st, ev);
     }
@@ -286,7 +355,7 @@ void g304_start(g304_state *st, const g304_rules *rules, int dealer, const int16
 
 static void show_all_hands(g304_state *st, g304_events *ev)
 {
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < seats_of(st); s++) {
         g304_event *e = emit(ev, G304_EV_HAND, G304_VIS_ALL, 0, s);
         event_cards(e, st->dealt[s]);
     }
@@ -295,7 +364,7 @@ static void show_all_hands(g304_state *st, g304_events *ev)
 static void finish(g304_state *st, int end, int next_dealer, g304_events *ev)
 {
     st->result.end = (uint8_t)end;
-    st->result.next_dealer = (uint8_t)(next_dealer & 3);
+    st->result.next_dealer = (uint8_t)(next_dealer >= seats_of(st) ? next_dealer - seats_of(st) : next_dealer);
     st->result.caps_seat = st->caps_seat;
     st->result.caps_broken = st->caps_broken;
     st->result.spoilt_seat = st->spoilt_seat;
@@ -331,17 +400,18 @@ static void pay(g304_state *st, int payer, int amount)
     }
 }
 
+/* R-SPOILT: the maker's opponents (two, or three with six players) were dealt no trump. */
 static int spoilt_trumps(const g304_state *st)
 {
-    int opp = !team_of(st->maker);
-    cardset_t opp_cards = st->dealt[opp] | st->dealt[opp + 2];
+    cardset_t opp_cards = 0;
+    for (int s = !team_of(st->maker); s < seats_of(st); s += 2) opp_cards |= st->dealt[s];
     return (opp_cards & CARDSET_SUIT(st->trump)) == 0;
 }
 
 int g304_cards_played(const g304_state *st)
 {
-    int per = st->pcc ? 3 : 4;
-    if (st->trick_no >= G304_TRICKS) return G304_TRICKS * per;
+    int per = trick_cards(st), tricks = tricks_of(st);
+    if (st->trick_no >= tricks) return tricks * per;
     return st->trick_no * per + st->tricks[st->trick_no].n;
 }
 
@@ -349,7 +419,7 @@ int g304_cards_played(const g304_state *st)
 static int team_due(const g304_state *st, int team)
 {
     int due = G304_NEVER;
-    for (int s = team; s < G304_SEATS; s += 2)
+    for (int s = team; s < seats_of(st); s += 2)
         if (st->certain_at[s] < due) due = st->certain_at[s];
     return due;
 }
@@ -358,8 +428,9 @@ static int team_due(const g304_state *st, int team)
  * at `due`. Grace: until the first card of the next trick; strict: before any other card. */
 static int call_deadline(const g304_state *st, int due)
 {
+    int per = trick_cards(st);
     if (st->rules.caps == G304_CAPS_STRICT) return due;
-    return (due / 4) * 4 + 4;
+    return (due / per) * per + per;
 }
 
 /* R-CAPS-WRONG: was the hand's Caps call (or its absence) wrong, and why. External Caps is never
@@ -373,13 +444,13 @@ static void judge_caps(g304_state *st)
         if (team_due(st, mt) != G304_NEVER) {
             int due = team_due(st, mt);
             r->wrong_reason = G304_WRONG_MISSING;
-            for (int s = mt; s < G304_SEATS; s += 2)
+            for (int s = mt; s < seats_of(st); s += 2)
                 if (st->certain_at[s] == due && r->wrong_seat == G304_NO_SEAT) r->wrong_seat = (uint8_t)s;
         }
         return;
     }
     int ct = team_of(st->caps_seat);
-    int at = st->caps_trick * 4 + st->caps_cards;
+    int at = st->caps_trick * trick_cards(st) + st->caps_cards;
     int due = team_due(st, ct);
     if (st->call_verdict == G304_CALL_NOT_CERTAIN) {
         r->wrong_reason = G304_WRONG_EARLY;
@@ -402,7 +473,7 @@ static void tell_caps(g304_state *st, g304_events *ev)
     int seat = G304_NO_SEAT;
     for (int i = 0; i < 3 && seat == G304_NO_SEAT; i++) {
         int due = team_due(st, teams[i]);
-        for (int s = teams[i]; s < G304_SEATS && due != G304_NEVER; s += 2)
+        for (int s = teams[i]; s < seats_of(st) && due != G304_NEVER; s += 2)
             if (st->certain_at[s] == due && seat == G304_NO_SEAT) seat = s;
     }
     if (seat == G304_NO_SEAT && st->caps_seat == G304_NO_SEAT) return;
@@ -428,7 +499,7 @@ static void score_played(g304_state *st, g304_events *ev)
     g304_result *r = &st->result;
     int mt = team_of(st->maker), ot = !mt;
     if (st->pcc) {
-        r->made = st->team_tricks[mt] == G304_TRICKS;
+        r->made = st->team_tricks[mt] == tricks_of(st);
         pay(st, r->made ? ot : mt, r->made ? bid_reward(G304_PCC) : bid_charge(G304_PCC));
         finish(st, G304_END_PLAYED, st->dealer + 1, ev);
         return;
@@ -437,14 +508,16 @@ static void score_played(g304_state *st, g304_events *ev)
     judge_caps(st);
     if (st->caps_seat != G304_NO_SEAT) {
         int ct = team_of(st->caps_seat);
-        r->caps_won = st->team_tricks[ct] == G304_TRICKS;
+        r->caps_won = st->team_tricks[ct] == tricks_of(st);
         if (!r->caps_won) {
             pay(st, ct, 5); /* a trick lost after the call */
         } else if (r->wrong_seat != G304_NO_SEAT) {
             pay(st, ct, 2); /* Wrong Caps: nothing for the bid */
         } else if (ct == mt) {
-            /* called before the first card of the seventh trick */
-            r->caps_bonus = st->caps_trick < 6 || (st->caps_trick == 6 && st->caps_cards == 0);
+            /* called before the first card of the second-to-last trick: the seventh of eight, the
+             * fifth of six (R-SIX-PLAY) */
+            int late = tricks_of(st) - 2;
+            r->caps_bonus = st->caps_trick < late || (st->caps_trick == late && st->caps_cards == 0);
             pay(st, ot, bid_reward(st->bid) + r->caps_bonus);
         } else {
             pay(st, mt, bid_charge(st->bid) + 1); /* R-CAPS-EXTERNAL */
@@ -462,19 +535,18 @@ static void score_played(g304_state *st, g304_events *ev)
 
 int g304_next_seat(const g304_state *st, int seat)
 {
-    int n = (seat + 1) & 3;
-    if (st->pcc && n == partner_of(st->maker)) n = (n + 1) & 3;
+    int n = seat_add(st, seat, 1);
+    while (st->pcc && teammates(st->maker, n)) n = seat_add(st, n, 1); /* R-PCC, R-SIX-PCC */
     return n;
 }
 
 cardset_t g304_cards_of(const g304_state *st, int seat)
 {
-    cardset_t s = st->hand[seat & 3];
+    if ((unsigned)seat >= G304_MAX_SEATS) return 0;
+    cardset_t s = st->hand[seat];
     if (st->ind_down && seat == st->maker) s |= CARDSET_BIT(st->indicator);
     return s;
 }
-
-static int trick_size(const g304_state *st) { return st->pcc ? 3 : 4; }
 
 /* Puts the face-down indicator back into the maker's hand and opens the trump. */
 static void indicator_to_hand(g304_state *st)
@@ -498,7 +570,7 @@ g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, 
         return fail(err, G304_E_NOT_HELD, "you don't hold %s", card_pretty(card, one));
     }
     if (p->led == CARD_NONE) { /* leading */
-        if (is_ind && p->trick_no != G304_TRICKS - 1)
+        if (is_ind && hand != 0) /* only his very last card, in the last trick, may be led */
             return fail(err, G304_E_INDICATOR,
                         "the indicator can't be led: it is played only to cut, or as your last card");
         if (closed && p->trick_no == 0 && p->is_maker && suit == p->trump)
@@ -515,7 +587,7 @@ g304_code g304_check_card(const g304_card_rules *p, card_t card, int *facedown, 
     int led = CARD_SUIT(p->led);
     cardset_t have_led = hand & CARDSET_SUIT(led);
     if (is_ind) {
-        if (hand == 0) { /* his very last card, in the eighth trick */
+        if (hand == 0) { /* his very last card, in the last trick */
             *facedown = closed && suit != led;
             return G304_OK;
         }
@@ -646,7 +718,7 @@ static void finish_trick(g304_state *st, g304_events *ev)
         indicator_to_hand(st);
     }
     st->trick_no++;
-    if (st->trick_no == G304_TRICKS) {
+    if (st->trick_no == tricks_of(st)) {
         score_played(st, ev);
         return;
     }
@@ -688,7 +760,7 @@ static void do_play(g304_state *st, int seat, card_t card, int facedown, g304_ev
         e->cards[0] = card;
         e->n = 1;
     }
-    if (t->n == trick_size(st))
+    if (t->n == trick_cards(st))
         finish_trick(st, ev);
     else
         st->to_act = (uint8_t)g304_next_seat(st, seat);
@@ -723,7 +795,7 @@ static void start_play(g304_state *st, g304_events *ev)
 {
     st->phase = G304_PHASE_PLAY;
     st->trick_no = 0;
-    int leader = st->pcc ? st->maker : (st->dealer + 1) & 3;
+    int leader = st->pcc ? st->maker : seat_add(st, st->dealer, 1);
     st->tricks[0].leader = (uint8_t)leader;
     st->to_act = (uint8_t)leader;
     if (st->rules.spoilt == G304_SPOILT_AUTO && spoilt_trumps(st)) {
@@ -759,11 +831,11 @@ static g304_code check_amount(const g304_state *st, int amount, int minimum, g30
 static g304_code check_bid4(const g304_state *st, int seat, int amount, g304_error *err)
 {
     if (amount == G304_PCC)
-        return fail(err, G304_E_AMOUNT, "Partner Close Caps can only be bid with eight cards");
+        return fail(err, G304_E_AMOUNT, "Partner Close Caps can only be bid with %s cards", six(st) ? "six" : "eight");
     g304_code c = check_amount(st, amount, 160, err);
     if (c) return c;
     int spoke = (st->spoke & seat_bit(seat)) != 0;
-    int partner_holds = st->bidder == partner_of(seat);
+    int partner_holds = teammates(seat, st->bidder); /* R-SIX-PARTNER: "a teammate" */
     if (st->rules.bidding == G304_BIDDING_SINGLE) {
         int may_break = amount >= 200 && !st->high200; /* the first bid of 200 or more */
         if (spoke && !may_break)
@@ -772,29 +844,32 @@ static g304_code check_bid4(const g304_state *st, int seat, int amount, g304_err
                                     : "you have had your turn: only a first bid of 200 or more may come now");
         if (partner_holds && !may_break)
             return fail(err, G304_E_PARTNER_BID,
-                        st->high200 ? "you may not overbid your partner"
-                                    : "you may not overbid your partner, unless with the first bid of 200 or more");
+                        st->high200 ? "you may not overbid %s"
+                                    : "you may not overbid %s, unless with the first bid of 200 or more",
+                        mate(st));
         return G304_OK;
     }
     if (partner_holds && amount < 200)
-        return fail(err, G304_E_BID_200, "your partner holds the bid: bid 200 or more, or pass");
+        return fail(err, G304_E_BID_200, "%s holds the bid: bid 200 or more, or pass", mate(st));
     if (spoke && amount < 200)
         return fail(err, G304_E_BID_200, "you have already had a turn: bid 200 or more, or pass");
     return G304_OK;
 }
 
-/* R-B8-AMOUNT, R-B8-PCC. */
+/* R-B8-AMOUNT, R-B8-PCC, R-SIX-B6. */
 static g304_code check_bid8(const g304_state *st, int seat, int amount, g304_error *err)
 {
     g304_code c = check_amount(st, amount, 250, err);
     if (c) return c;
-    if (st->bid_round == 8 && st->bidder == partner_of(seat))
-        return fail(err, G304_E_PARTNER_BID, "your partner made the highest bid in this round: you must pass");
+    if (st->bid_round == 8 && teammates(seat, st->bidder))
+        return fail(err, G304_E_PARTNER_BID, "%s made the highest bid in this round: you must pass", mate(st));
     return G304_OK;
 }
 
+/* R-B4-PARTNER; R-SIX-PARTNER: not with six players. */
 static g304_code check_ask(const g304_state *st, int seat, g304_error *err)
 {
+    if (six(st)) return fail(err, G304_E_ASK, "there is no asking partner with six players: bid or pass");
     if (st->asked != G304_NO_SEAT)
         return fail(err, G304_E_ASK, "you were asked to bid: bid or pass, you can't ask back");
     if (st->bidder == partner_of(seat))
@@ -805,7 +880,7 @@ static g304_code check_ask(const g304_state *st, int seat, g304_error *err)
 
 static g304_code check_redeal(const g304_state *st, int seat, g304_error *err)
 {
-    if (seat != ((st->dealer + 1) & 3))
+    if (seat != seat_add(st, st->dealer, 1))
         return fail(err, G304_E_SEAT, "only the player at the dealer's right may ask for a redeal");
     if (st->spoke || st->asked != G304_NO_SEAT || st->bid)
         return fail(err, G304_E_REDEAL, "too late: a redeal must come before you bid or pass");
@@ -825,12 +900,12 @@ static void b4_turn_done(g304_state *st, int passed, g304_events *ev)
         st->spoke |= (uint8_t)seat_bit(st->turn);
     }
     st->passes = passed ? (uint8_t)(st->passes + 1) : 0;
-    if (st->bid == 0 && st->passes == 4) { /* all four passed */
+    if (st->bid == 0 && st->passes == seats_of(st)) { /* all passed */
         emit(ev, G304_EV_ALL_PASS, G304_VIS_ALL, 0, G304_NO_SEAT);
         finish(st, G304_END_ALL_PASS, st->dealer + 1, ev);
         return;
     }
-    if (st->bid && st->passes == 3) { /* R-B4-ORDER: three others passed after a bid */
+    if (st->bid && st->passes == seats_of(st) - 1) { /* R-B4-ORDER: the others passed after a bid */
         st->maker = st->maker4 = st->bidder;
         st->bid4 = st->bid;
         st->phase = G304_PHASE_TRUMP;
@@ -839,8 +914,8 @@ static void b4_turn_done(g304_state *st, int passed, g304_events *ev)
         e->amount = st->bid;
         return;
     }
-    int next = (st->turn + 1) & 3;
-    if (next == st->bidder) next = (next + 1) & 3; /* nobody overbids himself */
+    int next = seat_add(st, st->turn, 1);
+    if (next == st->bidder) next = seat_add(st, next, 1); /* nobody overbids himself */
     st->turn = st->to_act = (uint8_t)next;
 }
 
@@ -886,10 +961,10 @@ static g304_code apply_bid(g304_state *st, int seat, int amount, g304_events *ev
     }
     st->bid_round = 8;
     st->passes++;
-    if (amount == G304_PCC || st->passes == G304_SEATS)
+    if (amount == G304_PCC || st->passes == seats_of(st))
         end_bid8(st, ev);
     else
-        st->to_act = (uint8_t)((seat + 1) & 3);
+        st->to_act = (uint8_t)seat_add(st, seat, 1);
     return G304_OK;
 }
 
@@ -901,10 +976,10 @@ static g304_code apply_pass(g304_state *st, int seat, g304_events *ev)
         return G304_OK;
     }
     st->passes++;
-    if (st->passes == G304_SEATS)
+    if (st->passes == seats_of(st))
         end_bid8(st, ev);
     else
-        st->to_act = (uint8_t)((seat + 1) & 3);
+        st->to_act = (uint8_t)seat_add(st, seat, 1);
     return G304_OK;
 }
 
@@ -912,6 +987,7 @@ static g304_code check_trump(const g304_state *st, int seat, card_t card, g304_e
 {
     char one[CARD_TEXT_MAX];
     (void)seat;
+    if (card >= pack_of(st)) return fail(err, G304_E_NOT_HELD, "that is not a card");
     if (!(st->hand[st->maker] & CARDSET_BIT(card)))
         return fail(err, G304_E_NOT_HELD, "you don't hold %s", card_pretty(card, one));
     if (st->bid_round != 8 && !(st->first4[st->maker] & CARDSET_BIT(card)))
@@ -937,7 +1013,7 @@ static void apply_trump(g304_state *st, card_t card, g304_events *ev)
     deal_batch(st, 1, ev); /* R-DEAL: complete the deal */
     st->phase = G304_PHASE_BID8;
     st->passes = 0;
-    st->to_act = (uint8_t)(st->rules.bid8_opener == G304_OPENER_DEALER_RIGHT ? (st->dealer + 1) & 3 : maker);
+    st->to_act = (uint8_t)(st->rules.bid8_opener == G304_OPENER_DEALER_RIGHT ? seat_add(st, st->dealer, 1) : maker);
 }
 
 static g304_code check_open(const g304_state *st, int seat, g304_error *err)
@@ -980,7 +1056,7 @@ static g304_code check_caps(const g304_state *st, int seat, const g304_action *a
     if (c) return c;
     cardset_t have = g304_cards_of(st, seat), listed = 0;
     for (int i = 0; i < a->n && i < G304_TRICKS; i++) {
-        if (a->order[i] >= CARD_COUNT || (listed & CARDSET_BIT(a->order[i]))) {
+        if (a->order[i] >= pack_of(st) || (listed & CARDSET_BIT(a->order[i]))) {
             listed = ~have; /* forces the message below */
             break;
         }
@@ -1046,16 +1122,17 @@ static void apply_spoilt(g304_state *st, int seat, g304_events *ev)
 
 static g304_code check_cut(const g304_state *st, int amount, g304_error *err)
 {
-    (void)st;
-    if (amount > CARD_COUNT - 1) return fail(err, G304_E_CUT, "the cut point is a number from 0 (no cut) to 31");
+    int last = pack_of(st) - 1;
+    if (amount > last) return fail(err, G304_E_CUT, "the cut point is a number from 0 (no cut) to %d", last);
     return G304_OK;
 }
 
 static void apply_cut(g304_state *st, int seat, int at, g304_events *ev)
 {
-    card_t old[CARD_COUNT];
-    memcpy(old, st->deck, CARD_COUNT);
-    for (int i = 0; i < CARD_COUNT; i++) st->deck[i] = old[(i + at) % CARD_COUNT];
+    int pack = pack_of(st);
+    card_t old[CARD_IDS];
+    memcpy(old, st->deck, (size_t)pack);
+    for (int i = 0; i < pack; i++) st->deck[i] = old[(i + at) % pack];
     g304_event *e = emit(ev, G304_EV_CUT, G304_VIS_ALL, 0, seat);
     e->amount = (uint16_t)at;
     start_bidding(st, ev);
@@ -1083,17 +1160,18 @@ static g304_code check_phase(const g304_state *st, int kind, g304_error *err)
         [G304_DO_PARTNER] = "you can ask your partner only in the four-card bidding",
         [G304_DO_REDEAL] = "a redeal is asked for before the four-card bidding starts",
         [G304_DO_TRUMP] = "the indicator is placed by the trump maker after the bidding",
-        [G304_DO_OPEN] = "an open game is declared after the eight-card bidding, before the first lead",
+        [G304_DO_OPEN] = "an open game is declared after the %s bidding, before the first lead",
         [G304_DO_PLAY] = "cards are played after the bidding",
         [G304_DO_CAPS] = "Caps is called during play",
-        [G304_DO_SPOILT] = "spoilt trumps are declared after the eight-card bidding, during play",
+        [G304_DO_SPOILT] = "spoilt trumps are declared after the %s bidding, during play",
     };
     if (st->phase == G304_PHASE_DONE) return fail(err, G304_E_OVER, "the hand is over");
     if (kind < 0 || kind >= G304_DO_COUNT) return fail(err, G304_E_PHASE, "unknown move");
+    if (kind == G304_DO_PARTNER && six(st)) return check_ask(st, 0, err); /* R-SIX-PARTNER, in every phase */
     if (!(phase_of[kind] & (1 << st->phase))) {
         if (kind == G304_DO_PARTNER && st->phase == G304_PHASE_BID8)
             return fail(err, G304_E_ASK, "no asking partner in the eight-card round");
-        return fail(err, G304_E_PHASE, "%s", when[kind]);
+        return fail(err, G304_E_PHASE, when[kind], round2(st));
     }
     return G304_OK;
 }
@@ -1131,7 +1209,7 @@ static g304_code check_move(const g304_state *st, int seat, const g304_action *a
     case G304_DO_PARTNER: return check_ask(st, seat, err);
     case G304_DO_TRUMP: return check_trump(st, seat, a->card, err);
     case G304_DO_PLAY:
-        if (a->card >= CARD_COUNT) return fail(err, G304_E_NOT_HELD, "that is not a card");
+        if (a->card >= pack_of(st)) return fail(err, G304_E_NOT_HELD, "that is not a card");
         return check_play(st, seat, a->card, facedown, err);
     }
     return fail(err, G304_E_PHASE, "unknown move");
@@ -1141,7 +1219,7 @@ g304_code g304_apply(g304_state *st, int seat, const g304_action *a, g304_events
 {
     g304_events scratch;
     if (!ev) ev = &scratch, scratch.n = 0;
-    if (seat < 0 || seat >= G304_SEATS) return fail(err, G304_E_SEAT, "there is no seat %d", seat);
+    if (seat < 0 || seat >= seats_of(st)) return fail(err, G304_E_SEAT, "there is no seat %d", seat);
     int facedown = 0;
     g304_code c = check_move(st, seat, a, &facedown, err);
     if (c) return c;
@@ -1187,14 +1265,14 @@ static void add(g304_action *out, int *n, int kind, card_t card, int amount)
 int g304_legal(const g304_state *st, int seat, g304_action *out)
 {
     int n = 0, fd;
-    if (seat < 0 || seat >= G304_SEATS || st->phase == G304_PHASE_DONE) return 0;
+    if (seat < 0 || seat >= seats_of(st) || st->phase == G304_PHASE_DONE) return 0;
     if (seat != st->to_act) { /* the maker may declare an open game out of turn */
         if (st->phase == G304_PHASE_PLAY && check_open(st, seat, NULL) == G304_OK) add(out, &n, G304_DO_OPEN, 0, 0);
         return n;
     }
     switch (st->phase) {
     case G304_PHASE_CUT:
-        for (int at = 0; at < CARD_COUNT; at++) add(out, &n, G304_DO_CUT, 0, at);
+        for (int at = 0; at < pack_of(st); at++) add(out, &n, G304_DO_CUT, 0, at);
         break;
     case G304_PHASE_BID4:
     case G304_PHASE_BID8:
@@ -1211,15 +1289,13 @@ int g304_legal(const g304_state *st, int seat, g304_action *out)
             if (check_redeal(st, seat, NULL) == G304_OK) add(out, &n, G304_DO_REDEAL, 0, 0);
         }
         break;
-    case G304_PHASE_TRUMP:
-        for (card_t c = 0; c < CARD_COUNT; c++)
-            if (check_trump(st, seat, c, NULL) == G304_OK) add(out, &n, G304_DO_TRUMP, c, 0);
+    case G304_PHASE_TRUMP: /* the maker's cards, in card order */
+        for (cardset_t h = st->hand[st->maker]; h; h &= h - 1)
+            if (check_trump(st, seat, low_card(h), NULL) == G304_OK) add(out, &n, G304_DO_TRUMP, low_card(h), 0);
         break;
     case G304_PHASE_PLAY: {
-        cardset_t mine = g304_cards_of(st, seat);
-        for (card_t c = 0; c < CARD_COUNT; c++)
-            if ((mine & CARDSET_BIT(c)) && check_play(st, seat, c, &fd, NULL) == G304_OK)
-                add(out, &n, G304_DO_PLAY, c, 0);
+        for (cardset_t h = g304_cards_of(st, seat); h; h &= h - 1)
+            if (check_play(st, seat, low_card(h), &fd, NULL) == G304_OK) add(out, &n, G304_DO_PLAY, low_card(h), 0);
         if (check_open(st, seat, NULL) == G304_OK) add(out, &n, G304_DO_OPEN, 0, 0);
         break;
     }
@@ -1273,16 +1349,16 @@ void g304_view_of(const g304_state *st, int seat, g304_view *v)
     v->ind_down = st->ind_down;
     v->declared_open = st->declared_open;
     v->trick_no = st->trick_no;
-    for (int s = 0; s < G304_SEATS; s++) v->hand_size[s] = (uint8_t)cardset_count(g304_cards_of(st, s));
+    for (int s = 0; s < seats_of(st); s++) v->hand_size[s] = (uint8_t)cardset_count(g304_cards_of(st, s));
     v->team_tricks[0] = st->team_tricks[0];
     v->team_tricks[1] = st->team_tricks[1];
     v->tokens[0] = st->tokens[0];
     v->tokens[1] = st->tokens[1];
     v->last.winner = v->current.winner = G304_NO_SEAT;
     if (st->phase == G304_PHASE_PLAY || st->phase == G304_PHASE_DONE) {
-        int cur = st->trick_no < G304_TRICKS ? st->trick_no : -1;
+        int cur = st->trick_no < tricks_of(st) ? st->trick_no : -1;
         if (cur >= 0) mask_trick(st, &st->tricks[cur], seat, &v->current);
-        int last = (cur >= 0 ? cur : G304_TRICKS) - 1;
+        int last = (cur >= 0 ? cur : tricks_of(st)) - 1;
         if (last >= 0) mask_trick(st, &st->tricks[last], seat, &v->last);
     }
     v->caps_seat = st->caps_seat;

@@ -5,7 +5,15 @@
  * (an error code and a message, state unchanged) or applies it and reports game events,
  * each with a visibility: everyone, one seat, or one team. g304_legal() lists the moves a
  * seat may make now; g304_view() gives what a seat may know. Nothing here allocates,
- * prints or keeps globals. Rule ids (R-…) refer to shared/rules/304.md. */
+ * prints or keeps globals. Rule ids (R-…) refer to shared/rules/304.md.
+ *
+ * Four or six players (R-SIX-…): the table option `players` (g304_rules.players, set with
+ * g304_rules_set_players()) picks the game. With six, seats are 0..5 in playing order, teams by
+ * parity (team 0 = seats 0 2 4), the pack has 36 cards with the sixes, hands and tricks are six,
+ * and the second batch and bidding round are two cards and the "six-card round" (the phase and
+ * the names keep "bid8"). G304_SEATS and G304_TRICKS keep their four-player meaning (4 seats, 8
+ * tricks, also the largest hand); arrays in the state are sized G304_MAX_SEATS. g304_seats(),
+ * g304_tricks(), g304_deck_size() and g304_trick_size() read the numbers of a game. */
 #ifndef CARDROOM_G304_H
 #define CARDROOM_G304_H
 
@@ -13,14 +21,17 @@
 #include <stdint.h>
 
 #include "cards.h"
+#include "deal.h"
 
-#define G304_SEATS 4
-#define G304_TRICKS 8
+#define G304_SEATS 4       /* seats of the four-player game */
+#define G304_MAX_SEATS 6   /* seats of the six-player game (R-SIX-SEATS), the most */
+#define G304_TEAMS 2
+#define G304_TRICKS 8      /* tricks of the four-player game; the most cards a hand holds */
 #define G304_NO_SEAT 0xFF
 #define G304_PCC 0xFFFF    /* bid amount standing for Partner Close Caps (R-B8-PCC), above every number */
 #define G304_MAX_BID 300   /* the highest numeric bid: the pack holds 304 points */
 #define G304_MAX_EVENTS 48 /* events one g304_apply() can report */
-#define G304_MAX_LEGAL 40  /* moves g304_legal() can list */
+#define G304_MAX_LEGAL 40  /* moves g304_legal() can list (36 cut points with six players) */
 #define G304_MSG_MAX 160
 
 /* ---- Options (every *option* of the rules) ---- */
@@ -39,6 +50,7 @@ typedef struct {
     uint8_t caps;           /* G304_CAPS_* (R-CAPS-GRACE) */
     uint8_t scoring;        /* G304_SCORING_* (R-TRANSFER) */
     uint8_t start_tokens;   /* R-TOKENS: tokens per team at the start of a match (default 11) */
+    uint8_t players;        /* 4 (default) or 6 (R-SIX-…); anything else reads as 4 */
 } g304_rules;
 
 /* ---- Errors ---- */
@@ -77,10 +89,10 @@ const char *g304_code_name(g304_code code);
 
 /* ---- Moves ---- */
 typedef enum {
-    G304_DO_CUT,     /* amount = cut point 0..31 (0 = no cut) */
+    G304_DO_CUT,     /* amount = cut point 0..31 (0..35 with six players; 0 = no cut) */
     G304_DO_BID,     /* amount = points, or G304_PCC */
     G304_DO_PASS,
-    G304_DO_PARTNER, /* ask partner to bid (R-B4-PARTNER) */
+    G304_DO_PARTNER, /* ask partner to bid (R-B4-PARTNER; not with six players, R-SIX-PARTNER) */
     G304_DO_REDEAL,  /* R-REDEAL */
     G304_DO_TRUMP,   /* card = the indicator */
     G304_DO_OPEN,    /* R-OPEN */
@@ -106,7 +118,7 @@ typedef enum {
     G304_PHASE_CUT,   /* "cut": the dealer's left chooses a cut point */
     G304_PHASE_BID4,  /* "bid4": four-card bidding */
     G304_PHASE_TRUMP, /* "trump": the trump maker places the indicator */
-    G304_PHASE_BID8,  /* "bid8": the eight-card round */
+    G304_PHASE_BID8,  /* "bid8": the eight-card round (the six-card round with six players, R-SIX-B6) */
     G304_PHASE_PLAY,  /* "play": from the first lead to the last card */
     G304_PHASE_DONE,  /* "done": the hand is over (scored or thrown in) */
 } g304_phase;
@@ -118,7 +130,8 @@ enum { G304_VIS_ALL = 0, G304_VIS_SEAT = 1, G304_VIS_TEAM = 2 };
 
 typedef enum {
     G304_EV_CUT,           /* all: seat cut at amount */
-    G304_EV_DEALT,         /* seat: cards[] newly dealt to `seat` (a batch of four) */
+    G304_EV_DEALT,         /* seat: cards[] newly dealt to `seat` (a batch: four, or two in the six-player
+                              second batch); amount = batch 0 or 1 */
     G304_EV_BID,           /* all: seat bid amount (G304_PCC for Partner Close Caps) */
     G304_EV_PASS,          /* all: seat passed */
     G304_EV_ASK,           /* all: seat asked partner (`other`) to bid */
@@ -174,8 +187,8 @@ int g304_event_visible(const g304_event *e, int seat);
 
 /* ---- State ---- */
 typedef struct {
-    card_t card[G304_SEATS]; /* in playing order from the leader */
-    uint8_t seat[G304_SEATS];/* who played each card */
+    card_t card[G304_MAX_SEATS]; /* in playing order from the leader */
+    uint8_t seat[G304_MAX_SEATS];/* who played each card */
     uint8_t n;               /* cards played so far */
     uint8_t leader;
     uint8_t facedown;        /* bit i: card i was played face down */
@@ -209,7 +222,8 @@ typedef struct {
     int8_t made;          /* 1 made, 0 failed, -1 not played */
     uint8_t caps_seat;    /* who called Caps, G304_NO_SEAT if nobody */
     uint8_t caps_won;     /* the caller's team won every trick */
-    uint8_t caps_bonus;   /* tokens added for Caps called before trick 7 (R-CAPS-SCORE) */
+    uint8_t caps_bonus;   /* tokens added for Caps called before the second-to-last trick (trick 7 of 8,
+                             5 of 6: R-CAPS-SCORE, R-SIX-PLAY) */
     uint8_t caps_broken;  /* a card of the stated order could not be played legally */
     uint8_t caps_on_time; /* the call was judged certain and in time (R-CAPS-GRACE) */
     uint8_t wrong_seat;   /* Wrong Caps (R-CAPS-WRONG): the caller or obliged seat, G304_NO_SEAT if none */
@@ -229,16 +243,16 @@ typedef struct {
     uint8_t dealer;
     uint8_t to_act;       /* seat whose move it is, G304_NO_SEAT when nobody's */
     int16_t tokens[2];    /* per team, before the hand's result is applied; after, once done */
-    card_t deck[CARD_COUNT];   /* order the cards are dealt in (after the cut) */
-    cardset_t dealt[G304_SEATS];  /* every card dealt to a seat */
-    cardset_t first4[G304_SEATS]; /* its first batch */
-    cardset_t hand[G304_SEATS];   /* cards in hand; the maker's lacks a face-down indicator */
+    card_t deck[CARD_IDS];        /* order the cards are dealt in (after the cut); g304_deck_size() used */
+    cardset_t dealt[G304_MAX_SEATS];  /* every card dealt to a seat */
+    cardset_t first4[G304_MAX_SEATS]; /* its first batch */
+    cardset_t hand[G304_MAX_SEATS];   /* cards in hand; the maker's lacks a face-down indicator */
 
     /* bidding */
     uint16_t bid;         /* highest bid so far (0 none; G304_PCC) */
     uint8_t bidder;       /* who holds it */
-    uint8_t bid_round;    /* 4 or 8: the round the highest bid was made in */
-    uint8_t passes;       /* pass turns in a row (four-card); turns taken (eight-card) */
+    uint8_t bid_round;    /* 4 or 8: the round the highest bid was made in (8 also for the six-card round) */
+    uint8_t passes;       /* pass turns in a row (four-card); turns taken (eight-card / six-card) */
     uint8_t turn;         /* whose own turn it is in the bidding (the asker while asked) */
     uint8_t asked;        /* the partner asked to bid, G304_NO_SEAT if none */
     uint8_t spoke;        /* bit s: seat s has had a turn (bid, pass, asked or was asked) */
@@ -256,7 +270,7 @@ typedef struct {
     uint8_t pcc;          /* Partner Close Caps is being played */
 
     /* play */
-    uint8_t trick_no;     /* index of the current trick, 0..7; 8 once all are complete */
+    uint8_t trick_no;     /* index of the current trick, 0..7; 8 once all are complete (0..5, 6 with six) */
     uint8_t exhaust;      /* R-EXHAUST: the maker must keep leading trumps from hand */
     uint16_t points[2];   /* card points won per team */
     uint8_t team_tricks[2];
@@ -273,10 +287,10 @@ typedef struct {
     uint8_t spoilt_seat;  /* who declared spoilt trumps */
 
     /* Caps judge (R-CAPS-CALL, R-CAPS-WRONG) */
-    uint8_t certain_at[G304_SEATS];  /* cards played in the hand when Caps first became certain
-                                        for the seat, G304_NEVER if it has not */
-    uint8_t certain_n[G304_SEATS];
-    card_t certain_order[G304_SEATS][G304_TRICKS]; /* the order that proved it */
+    uint8_t certain_at[G304_MAX_SEATS];  /* cards played in the hand when Caps first became certain
+                                            for the seat, G304_NEVER if it has not */
+    uint8_t certain_n[G304_MAX_SEATS];
+    card_t certain_order[G304_MAX_SEATS][G304_TRICKS]; /* the order that proved it */
     uint8_t call_verdict;            /* G304_CALL_*: the stated order of the Caps call, judged
                                         with the caller's knowledge when he called */
     g304_result result;
@@ -289,19 +303,43 @@ void g304_rules_default(g304_rules *r);
 int g304_rules_set(g304_rules *r, const char *name, const char *value, g304_error *err);
 /* The current value of an option as text into buf; NULL for an unknown name. */
 const char *g304_rules_get(const g304_rules *r, const char *name, char *buf, size_t len);
-/* Names of all options, NULL-terminated. */
+/* Names of all options, NULL-terminated. `players` is not among them, nor does g304_rules_set()
+ * take it: the number of players decides how many seats a table has, so it is set apart. */
 extern const char *const g304_option_names[];
 
+/* Sets the number of players: 4 or 6 (R-SIX-…). Returns 0, or -1 with a message in err. */
+int g304_rules_set_players(g304_rules *r, int players, g304_error *err);
+
+/* The numbers of a game: seats (4 or 6; teams are always G304_TEAMS, by parity), tricks in a
+ * hand and cards per hand (8 or 6), cards in the pack (32 or 36), cards in a trick (4 or 6;
+ * in Partner Close Caps 3 or 4: the maker and the opponents, R-PCC, R-SIX-PCC). */
+int g304_seats(const g304_rules *r);
+int g304_tricks(const g304_rules *r);
+int g304_deck_size(const g304_rules *r);
+int g304_trick_size(const g304_state *st);
+
+/* The deck order a seed deals (R-SHUFFLE): deal_shuffle() over the g304_deck_size() ids, so a
+ * four-player deck is deal_shuffle(seed, deck, 32) exactly, and a six-player deck the same
+ * ChaCha20 Fisher–Yates over the 36 ids 0..35 (the sixes are 32..35). */
+void g304_shuffle(const uint8_t seed[DEAL_SEED_BYTES], const g304_rules *r, card_t deck[CARD_IDS]);
+
 /* Converts hands by seat (each: first 4 = first batch, then the second batch) to the
- * order a dealer deals them in. Returns 0, or -1 if the 32 cards are not all different. */
+ * order a dealer deals them in (four players). Returns 0, or -1 if the 32 cards are not all
+ * different. */
 int g304_deck_from_hands(const card_t hands[G304_SEATS][G304_TRICKS], int dealer,
                          card_t deck[CARD_COUNT]);
 
-/* Starts a hand: dealer, tokens of each team, deck order. With the `cut` option the hand
- * starts in the cut phase; otherwise the first four cards are dealt and bidding starts.
- * Events (the deal) go to ev, which may be NULL. */
+/* The same for the game of the rules: g304_seats() hands of g304_tricks() cards (first 4 = the
+ * first batch, then the second: four cards, or two with six players, R-SIX-DEAL), every card
+ * of the g304_deck_size() pack once. Returns 0, or -1. */
+int g304_deck_from_hands_of(const g304_rules *r, const card_t hands[G304_MAX_SEATS][G304_TRICKS], int dealer,
+                            card_t deck[CARD_IDS]);
+
+/* Starts a hand: dealer, tokens of each team, deck order (g304_deck_size(rules) cards). With
+ * the `cut` option the hand starts in the cut phase; otherwise the first four cards are dealt
+ * and bidding starts. Events (the deal) go to ev, which may be NULL. */
 void g304_start(g304_state *st, const g304_rules *rules, int dealer, const int16_t tokens[2],
-                const card_t deck[CARD_COUNT], g304_events *ev);
+                const card_t *deck, g304_events *ev);
 
 /* ---- Play ---- */
 /* Applies a move by seat. On success returns G304_OK and appends events to ev (which may
@@ -330,7 +368,8 @@ int g304_cards_played(const g304_state *st);
  * has been called, Caps calls are on (not `caps = off`) and this is not Partner Close Caps. */
 int g304_caps_open_for(const g304_state *st, int seat);
 
-/* The next seat in playing order (R-SEATS; skips the partner in Partner Close Caps). */
+/* The next seat in playing order (R-SEATS, R-SIX-SEATS; skips the maker's partner, or both his
+ * teammates, in Partner Close Caps). */
 int g304_next_seat(const g304_state *st, int seat);
 
 /* Everything that decides whether a player may play a card now (R-FOLLOW, R-FACEDOWN,
@@ -366,7 +405,7 @@ typedef struct {
     uint8_t ind_down;
     uint8_t declared_open;
     uint8_t trick_no;
-    uint8_t hand_size[G304_SEATS];
+    uint8_t hand_size[G304_MAX_SEATS];
     uint8_t team_tricks[2];
     int16_t tokens[2];
     g304_trick current;       /* the trick in progress; unseen face-down cards are CARD_HIDDEN */

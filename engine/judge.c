@@ -1,5 +1,6 @@
 /* judge.c — the Caps judge around g304_apply(): checks a call's stated order when it is made,
- * records when Caps first became certain for each seat, and puts the verdict into words. */
+ * records when Caps first became certain for each seat (four or six), and puts the verdict into
+ * words. */
 #include "judge.h"
 
 #include <stdio.h>
@@ -12,7 +13,7 @@ static uint8_t verdict_of(caps_verdict v)
 
 void judge_update(caps_solver *w, g304_state *st)
 {
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < g304_seats(&st->rules); s++) {
         if (st->certain_at[s] != G304_NEVER || !g304_caps_open_for(st, s)) continue;
         card_t order[G304_TRICKS];
         int n;
@@ -27,7 +28,7 @@ g304_code judge_apply(caps_solver *w, g304_state *st, int seat, const g304_actio
                       g304_error *err)
 {
     g304_code c;
-    if (a->kind == G304_DO_CAPS && seat >= 0 && seat < G304_SEATS && g304_may_caps(st, seat)) {
+    if (a->kind == G304_DO_CAPS && seat >= 0 && seat < g304_seats(&st->rules) && g304_may_caps(st, seat)) {
         /* judged as the caller knew things just before his call, on the order he stated */
         g304_state after = *st;
         card_t order[G304_TRICKS];
@@ -44,21 +45,22 @@ g304_code judge_apply(caps_solver *w, g304_state *st, int seat, const g304_actio
 
 static const char *ordinal(int n)
 {
-    static const char *const words[] = {"0th", "1st", "2nd", "3rd", "4th"};
-    return n >= 0 && n <= 4 ? words[n] : "?";
+    static const char *const words[] = {"0th", "1st", "2nd", "3rd", "4th", "5th"};
+    return n >= 0 && n <= 5 ? words[n] : "?";
 }
 
-/* "after the 3rd card of trick 4" or "before trick 5" for a moment counted in cards played. */
-static void moment_text(int played, char *buf, size_t len)
+/* "after the 3rd card of trick 4" or "before trick 5" for a moment counted in cards played, with
+ * `per` cards to a trick. */
+static void moment_text(int played, int per, char *buf, size_t len)
 {
-    if (played % 4 == 0)
-        snprintf(buf, len, "before the first card of trick %d", played / 4 + 1);
+    if (played % per == 0)
+        snprintf(buf, len, "before the first card of trick %d", played / per + 1);
     else
-        snprintf(buf, len, "after the %s card of trick %d", ordinal(played % 4), played / 4 + 1);
+        snprintf(buf, len, "after the %s card of trick %d", ordinal(played % per), played / per + 1);
 }
 
-const char *judge_describe(const g304_state *st, const g304_event *e, const char *const names[G304_SEATS],
-                           char *buf, size_t len)
+const char *judge_describe(const g304_state *st, const g304_event *e, const char *const *names, char *buf,
+                           size_t len)
 {
     char when[64], order[96] = "";
     size_t used = 0;
@@ -72,7 +74,7 @@ const char *judge_describe(const g304_state *st, const g304_event *e, const char
     int caller = e->other;
     char head[200];
     if (e->seat != G304_NO_SEAT) {
-        moment_text(e->amount, when, sizeof when);
+        moment_text(e->amount, g304_trick_size(st), when, sizeof when);
         snprintf(head, sizeof head, "Caps was certain for %s %s: %s", names[e->seat], when, order);
     } else { /* a call came before anybody of the team could be certain; the judge stops there */
         snprintf(head, sizeof head, "Caps was not certain for %s when the call came", names[caller]);

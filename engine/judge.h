@@ -21,9 +21,9 @@ g304_code judge_apply(caps_solver *w, g304_state *st, int seat, const g304_actio
 void judge_update(caps_solver *w, g304_state *st);
 
 /* The G304_EV_CAPS_JUDGED event in words for the table, e.g. "Caps was certain for North after
- * the 3rd card of trick 4: J♥ 9♥ 8♥ 7♥ K♣ — not called: Wrong Caps, −2". names[] are the seats'
- * names. Returns buf. */
-const char *judge_describe(const g304_state *st, const g304_event *e, const char *const names[G304_SEATS],
-                           char *buf, size_t len);
+ * the 3rd card of trick 4: J♥ 9♥ 8♥ 7♥ K♣ — not called: Wrong Caps, −2". names[] are the names
+ * of the g304_seats() seats. Returns buf. */
+const char *judge_describe(const g304_state *st, const g304_event *e, const char *const *names, char *buf,
+                           size_t len);
 
 #endif

@@ -12,9 +12,11 @@
  * - Sanity of single decisions in set-up hands: bids, the indicator, points on partner's sure
  *   trick, leading a top card, the cheapest winner, the maker's cut with the indicator, spoilt.
  * - The result of AI-against-AI hands: the maker makes the bid in a plausible share of hands.
+ * - Six-player 304 (R-SIX-…): the same legality and leak checks with six AIs, under the same
+ *   rule variants, and a plausible make rate.
  *
- * Environment: CARDROOM_AI_HANDS (hands per rule variant, default 1500; 7 variants) and
- * CARDROOM_AI_MAKE_HANDS (hands of the make-rate test, default 5000). */
+ * Environment: CARDROOM_AI_HANDS (hands per rule variant, default 1500; 7 variants; six players
+ * play a third as many) and CARDROOM_AI_MAKE_HANDS (hands of the make-rate test, default 5000). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +39,7 @@ static uint64_t t_mix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void t_deck(uint64_t key, card_t deck[CARD_COUNT])
+static void t_deck(uint64_t key, const g304_rules *r, card_t deck[CARD_IDS])
 {
     uint8_t seed[DEAL_SEED_BYTES];
     uint64_t s = key;
@@ -45,7 +47,7 @@ static void t_deck(uint64_t key, card_t deck[CARD_COUNT])
         uint64_t x = t_mix(&s);
         memcpy(seed + i, &x, 8);
     }
-    deal_shuffle(seed, deck, CARD_COUNT);
+    deal_shuffle(seed, deck, g304_deck_size(r));
 }
 
 static long env_long(const char *name, long dflt)
@@ -65,7 +67,8 @@ static int t_indicator_shown(const g304_state *st)
     if (st->indicator == CARD_NONE || st->phase != G304_PHASE_PLAY) return st->phase == G304_PHASE_DONE;
     if (st->declared_open) return 1;
     if (st->bid >= 250 && t_complete(&st->tricks[0])) return 1;
-    int last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
+    int tricks = g304_tricks(&st->rules);
+    int last = st->trick_no < tricks ? st->trick_no : tricks - 1;
     for (int t = 0; t <= last; t++) {
         const g304_trick *tr = &st->tricks[t];
         if (t_complete(tr) && tr->announced == 2) return 1;
@@ -88,7 +91,7 @@ static int t_trick_card_known(const g304_state *st, const g304_trick *tr, int i,
 
 typedef struct {
     cardset_t known;             /* every card the seat may know */
-    cardset_t played[4];         /* cards it may know each seat played */
+    cardset_t played[G304_MAX_SEATS]; /* cards it may know each seat played */
     int points[2];               /* points of finished tricks it may count */
     int shown;                   /* the indicator was shown */
 } t_knowledge;
@@ -100,7 +103,7 @@ static void t_knowledge_of(const g304_state *st, int seat, t_knowledge *k)
     k->shown = t_indicator_shown(st);
     if (k->shown && st->indicator != CARD_NONE) k->known |= CARDSET_BIT(st->indicator);
     if (st->phase != G304_PHASE_PLAY) return;
-    for (int t = 0; t <= st->trick_no && t < G304_TRICKS; t++) {
+    for (int t = 0; t <= st->trick_no && t < g304_tricks(&st->rules); t++) {
         const g304_trick *tr = &st->tricks[t];
         int pts = 0;
         for (int i = 0; i < tr->n; i++) {
@@ -116,14 +119,14 @@ static void t_knowledge_of(const g304_state *st, int seat, t_knowledge *k)
 static void t_expect_known(cardset_t known, card_t c, int seat, const char *where)
 {
     if (c == CARD_NONE || c == CARD_HIDDEN) return;
-    cr_assert(c < CARD_COUNT, "seat %d: a bad card %d in %s", seat, c, where);
+    cr_assert(c < CARD_IDS, "seat %d: a bad card %d in %s", seat, c, where);
     cr_assert(known & CARDSET_BIT(c), "seat %d may not know %s, but the input has it in %s", seat, card_str(c),
               where);
 }
 
 static void t_expect_trick(cardset_t known, const g304_trick *t, int seat, const char *where)
 {
-    for (int i = 0; i < t->n && i < G304_SEATS; i++) t_expect_known(known, t->card[i], seat, where);
+    for (int i = 0; i < t->n && i < G304_MAX_SEATS; i++) t_expect_known(known, t->card[i], seat, where);
 }
 
 /* Every card in the input is one the seat may know; the derived fields agree with the model. */
@@ -132,7 +135,7 @@ static void t_check_input(const g304_state *st, int seat, const ai304_input *in)
     t_knowledge k;
     t_knowledge_of(st, seat, &k);
     const g304_view *v = &in->view;
-    for (card_t c = 0; c < CARD_COUNT; c++)
+    for (card_t c = 0; c < CARD_IDS; c++)
         if (v->hand & CARDSET_BIT(c)) t_expect_known(k.known, c, seat, "view.hand");
     t_expect_known(k.known, v->indicator, seat, "view.indicator");
     t_expect_trick(k.known, &v->current, seat, "view.current");
@@ -143,9 +146,9 @@ static void t_check_input(const g304_state *st, int seat, const ai304_input *in)
     int knows_trump = st->indicator != CARD_NONE && (seat == st->maker || k.shown);
     cr_assert_eq(v->trump >= 0, knows_trump, "seat %d: trump %d in the input, may know it: %d", seat, v->trump,
                  knows_trump);
-    for (int p = 0; p < G304_SEATS; p++) {
-        cr_assert_eq(in->seen[p], k.played[p], "seat %d: seen[%d] %#x, may know %#x", seat, p, in->seen[p],
-                     k.played[p]);
+    for (int p = 0; p < g304_seats(&st->rules); p++) {
+        cr_assert_eq(in->seen[p], k.played[p], "seat %d: seen[%d] %#llx, may know %#llx", seat, p,
+                     (unsigned long long)in->seen[p], (unsigned long long)k.played[p]);
         cr_assert_eq(in->seen[p] & ~st->dealt[p], 0, "seen[%d] holds a card seat %d was not dealt", p, p);
         cardset_t hand = st->hand[p];
         if (p == st->maker && st->indicator != CARD_NONE) hand &= ~CARDSET_BIT(st->indicator);
@@ -213,17 +216,17 @@ static void t_tally(const g304_state *st, t_stats *S)
  * the others may declare (open, spoilt). */
 static void t_play_hand(const g304_rules *rules, int dealer, uint64_t key, int check, t_stats *S)
 {
-    card_t deck[CARD_COUNT];
+    card_t deck[CARD_IDS];
     int16_t tokens[2] = {11, 11};
     g304_state st;
-    t_deck(key, deck);
+    t_deck(key, rules, deck);
     g304_start(&st, rules, dealer, tokens, deck, NULL);
     uint64_t s = key ^ 0x5151;
     int moves = 0;
     while (st.phase != G304_PHASE_DONE) {
         cr_assert_lt(moves, AI_MAX_MOVES, "hand %llu did not end", (unsigned long long)key);
         int actor = st.to_act, acted = 0;
-        for (int seat = 0; seat < G304_SEATS && !acted; seat++)
+        for (int seat = 0; seat < g304_seats(rules) && !acted; seat++)
             if (seat != actor) acted = t_ask(&st, seat, t_mix(&s), check, S);
         if (!acted && st.phase != G304_PHASE_DONE) acted = t_ask(&st, actor, t_mix(&s), check, S);
         cr_assert(acted, "nobody moved");
@@ -278,6 +281,36 @@ Test(ai304, random_hands_legal_and_leak_free)
     printf("all variants: %ld hands, %ld played, %ld moves chosen and accepted, %ld inputs leak-checked\n",
            all.hands, all.played, all.decisions, all.inputs);
     cr_assert_geq(all.hands, 5000);
+}
+
+/* Six-player 304 under the same rule variants: every move legal, every input leak-free. */
+Test(ai304, six_player_hands_legal_and_leak_free)
+{
+    static const char *const variants[][2] = {
+        {NULL, NULL},           {"bidding", "single"}, {"bid8_opener", "dealer_right"}, {"spoilt", "auto"},
+        {"caps", "off"},        {"step_above_200", "5"}, {"cut", "1"},
+    };
+    long per = env_long("CARDROOM_AI_HANDS", 1500) / 3;
+    t_stats all;
+    memset(&all, 0, sizeof all);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        g304_rules r;
+        t_rules(&r, variants[v][0], variants[v][1]);
+        cr_assert_eq(g304_rules_set_players(&r, 6, NULL), 0);
+        t_stats S;
+        memset(&S, 0, sizeof S);
+        for (long h = 0; h < per; h++) t_play_hand(&r, (int)(h % 6), 0xC3000000ull * (v + 1) + (uint64_t)h, 1, &S);
+        char name[64];
+        snprintf(name, sizeof name, "six: %s=%s", variants[v][0] ? variants[v][0] : "default",
+                 variants[v][1] ? variants[v][1] : "");
+        t_print(name, &S);
+        all.hands += S.hands, all.played += S.played, all.made += S.made, all.asks += S.asks, all.pcc += S.pcc;
+    }
+    printf("six players, all variants: %ld hands, %ld played, %ld made, %ld PCC\n", all.hands, all.played, all.made,
+           all.pcc);
+    cr_assert_eq(all.asks, 0, "a computer player asked partner with six players (R-SIX-PARTNER)");
+    cr_assert(all.played > 0 && all.made * 10 >= all.played * 3 && all.made * 20 <= all.played * 19,
+              "six players: the maker made %ld of %ld bids", all.made, all.played);
 }
 
 Test(ai304, maker_makes_a_plausible_share)

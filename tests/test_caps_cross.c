@@ -32,6 +32,10 @@
  *    shared between worlds (a memo keyed by what decides the rest of the hand), and the memo is
  *    checked against the plain search on a sample of worlds.
  *
+ * Six-player 304 (R-SIX-PLAY) gets the same check (caps_cross.six_players): six hands of six, the
+ * strong team three seats, the hand stopped in trick 5 or 6 (index 4..5) so that the worlds stay
+ * countable, "the other three" being the other five.
+ *
  * caps_check() must agree (CAPS_UNKNOWN is tolerated up to 1% of calls), with its quick
  * refutation on and off, its order must win, and in the fixed-order mode every order must be
  * judged certain exactly when it wins. A mismatch prints the seed, the options, the deal, the
@@ -39,7 +43,9 @@
  *
  * Environment: CARDROOM_CROSS_SEED (run seed, default 304), CARDROOM_CROSS_CHECKS (checks to
  * reach, default 1500), CARDROOM_CROSS_CERTAIN (certain checks to reach, default 300),
- * CARDROOM_CROSS_HAND (check only the hand with this seed, as printed with a mismatch). */
+ * CARDROOM_CROSS_CHECKS6 and CARDROOM_CROSS_CERTAIN6 (the same for six players, defaults 300 and
+ * 60), CARDROOM_CROSS_HAND with CARDROOM_CROSS_PLAYERS (check only the hand with this seed, as
+ * printed with a mismatch). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,11 +92,12 @@ typedef struct {
 } rec_action;
 
 typedef struct {
-    uint64_t seed; /* the hand's seed: everything below follows from it */
+    uint64_t seed; /* the hand's seed: everything below follows from it (with the players) */
     g304_rules rules;
+    int seats, tricks, pack; /* 4 8 32, or 6 6 36 */
     int dealer;
     int strong; /* the favoured team */
-    card_t hands[G304_SEATS][G304_TRICKS];
+    card_t hands[G304_MAX_SEATS][G304_TRICKS];
     int nact;
     rec_action act[MAX_ACTIONS];
     g304_state st; /* the position */
@@ -107,7 +114,7 @@ static void print_cards(FILE *f, const card_t *c, int n)
 static void print_set(FILE *f, cardset_t s)
 {
     int first = 1;
-    for (int c = 0; c < CARD_COUNT; c++)
+    for (int c = 0; c < CARD_IDS; c++)
         if (s & CARDSET_BIT(c)) {
             fprintf(f, "%s%s", first ? "" : " ", card_str((card_t)c));
             first = 0;
@@ -122,12 +129,13 @@ static void print_position(FILE *f, const position *p)
         const char *v = g304_rules_get(&p->rules, g304_option_names[i], buf, sizeof buf);
         fprintf(f, " %s=%s", g304_option_names[i], v ? v : "?");
     }
+    fprintf(f, " players=%d", p->seats);
     fprintf(f, "\n  deal (by seat, first batch first):\n");
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < p->seats; s++) {
         fprintf(f, "    seat %d: ", s);
         print_cards(f, p->hands[s], 4);
         fprintf(f, " | ");
-        print_cards(f, p->hands[s] + 4, 4);
+        print_cards(f, p->hands[s] + 4, p->tricks - 4);
         fprintf(f, "\n");
     }
     fprintf(f, "  actions:");
@@ -143,7 +151,7 @@ static void print_position(FILE *f, const position *p)
             st->maker, st->bid, suit_name(st->trump), st->trump_open ? " (open)" : " (closed)",
             card_str(st->indicator), st->ind_down ? " (face down)" : "", st->trick_no, st->tricks[st->trick_no].n,
             st->team_tricks[0], st->team_tricks[1], st->to_act);
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < p->seats; s++) {
         fprintf(f, "    seat %d holds: ", s);
         print_set(f, g304_cards_of(st, s));
         fprintf(f, "\n");
@@ -182,32 +190,39 @@ static g304_action mk(int kind, card_t card, int amount)
     return a;
 }
 
-/* Plays one random hand up to a stopping point. Returns 1 with a usable position. */
-static int gen_position(uint64_t seed, position *p)
+/* Plays one random hand of `players` up to a stopping point. Returns 1 with a usable position. */
+static int gen_position(uint64_t seed, int players, position *p)
 {
     xrng r = {seed};
     memset(p, 0, sizeof *p);
     p->seed = seed;
     g304_rules_default(&p->rules);
+    cr_assert_eq(g304_rules_set_players(&p->rules, players, NULL), 0);
+    p->seats = g304_seats(&p->rules);
+    p->tricks = g304_tricks(&p->rules);
+    p->pack = g304_deck_size(&p->rules);
+    int mates = p->seats / 2, team_cards = mates * p->tricks;
     p->rules.cut = 0; /* the deal must be the deck as given */
     p->rules.bidding = rng_chance(&r, 50) ? G304_BIDDING_SINGLE : G304_BIDDING_STANDARD;
     p->rules.bid8_opener = rng_chance(&r, 50) ? G304_OPENER_DEALER_RIGHT : G304_OPENER_MAKER;
     p->rules.spoilt = rng_chance(&r, 30) ? G304_SPOILT_AUTO : G304_SPOILT_MANUAL;
     p->rules.caps = rng_chance(&r, 50) ? G304_CAPS_STRICT : G304_CAPS_GRACE;
     p->rules.step_above_200 = rng_chance(&r, 25) ? 5 : 10;
-    p->dealer = (int)rng_below(&r, 4);
+    p->dealer = (int)rng_below(&r, (uint32_t)p->seats);
     p->strong = (int)rng_below(&r, 2);
 
     /* the bidding plan */
     int high = rng_chance(&r, 50);
-    int maker4 = rng_chance(&r, 60) ? (p->strong + 2 * (int)rng_below(&r, 2)) : (int)rng_below(&r, 4);
+    int maker4 = rng_chance(&r, 60) ? (p->strong + 2 * (int)rng_below(&r, (uint32_t)mates))
+                                    : (int)rng_below(&r, (uint32_t)p->seats);
     int a4 = 160 + 10 * (int)rng_below(&r, 9);
     int bid8_seat = -1, a8 = 0;
     if (high) {
         if (rng_chance(&r, 40))
             a4 = 250 + 10 * (int)rng_below(&r, 6);
         else {
-            bid8_seat = rng_chance(&r, 60) ? (p->strong + 2 * (int)rng_below(&r, 2)) : (int)rng_below(&r, 4);
+            bid8_seat = rng_chance(&r, 60) ? (p->strong + 2 * (int)rng_below(&r, (uint32_t)mates))
+                                           : (int)rng_below(&r, (uint32_t)p->seats);
             a8 = 250 + (p->rules.step_above_200 == 5 ? 5 * (int)rng_below(&r, 11) : 10 * (int)rng_below(&r, 6));
         }
     }
@@ -215,53 +230,54 @@ static int gen_position(uint64_t seed, position *p)
     /* the deal: a shuffle, then (mostly) a bias for the strong team */
     uint8_t dseed[DEAL_SEED_BYTES];
     for (int i = 0; i < DEAL_SEED_BYTES; i++) dseed[i] = (uint8_t)rng_u64(&r);
-    card_t deck[CARD_COUNT];
-    deal_shuffle(dseed, deck, CARD_COUNT);
+    card_t deck[CARD_IDS];
+    deal_shuffle(dseed, deck, p->pack);
     int bias = (int)rng_below(&r, 100);
     int want_suit = -1; /* the trump suit the maker picks when he can */
     if (bias < 80) {
-        /* the strong team gets the 16 cards with the best (noisy) power; in trump mode one suit
-           counts far more, mostly goes to the strong team, and the maker will choose it */
-        int key[CARD_COUNT];
+        /* the strong team gets the 16 (18) cards with the best (noisy) power; in trump mode one
+           suit counts far more, mostly goes to the strong team, and the maker will choose it */
+        int key[CARD_IDS];
         int noise = 2 + (int)rng_below(&r, 6);
         if (bias < 35) {
             want_suit = (int)rng_below(&r, 4);
-            maker4 = p->strong + 2 * (int)rng_below(&r, 2);
+            maker4 = p->strong + 2 * (int)rng_below(&r, (uint32_t)mates);
             if (bid8_seat >= 0) bid8_seat = maker4;
         }
-        for (int c = 0; c < CARD_COUNT; c++) {
+        for (int c = 0; c < p->pack; c++) {
             key[c] = card_power((card_t)c) * 4 + (int)rng_below(&r, (uint32_t)noise * 4);
             if (CARD_SUIT(c) == want_suit) key[c] += 24 + (int)rng_below(&r, 12);
         }
-        card_t order[CARD_COUNT];
-        memcpy(order, deck, sizeof order);
-        for (int i = 1; i < CARD_COUNT; i++) /* stable insertion sort by key, best first */
+        card_t order[CARD_IDS];
+        memcpy(order, deck, (size_t)p->pack);
+        for (int i = 1; i < p->pack; i++) /* stable insertion sort by key, best first */
             for (int j = i; j > 0 && key[order[j]] > key[order[j - 1]]; j--) {
                 card_t t = order[j];
                 order[j] = order[j - 1];
                 order[j - 1] = t;
             }
-        /* order[0..15] to the strong seats' 16 places, the rest to the others, places shuffled */
-        int places[2][16], np[2] = {0, 0};
-        for (int s = 0; s < G304_SEATS; s++)
-            for (int i = 0; i < G304_TRICKS; i++) {
+        /* the best cards to the strong seats' places, the rest to the others, places shuffled
+           (a place is seat * 8 + index in the hand) */
+        int places[2][18], np[2] = {0, 0};
+        for (int s = 0; s < p->seats; s++)
+            for (int i = 0; i < p->tricks; i++) {
                 int tm = team_of(s) == p->strong ? 0 : 1;
                 places[tm][np[tm]++] = s * 8 + i;
             }
         for (int tm = 0; tm < 2; tm++)
-            for (int i = 15; i > 0; i--) {
+            for (int i = team_cards - 1; i > 0; i--) {
                 int j = (int)rng_below(&r, (uint32_t)i + 1), t = places[tm][i];
                 places[tm][i] = places[tm][j];
                 places[tm][j] = t;
             }
-        for (int i = 0; i < 16; i++) {
+        for (int i = 0; i < team_cards; i++) {
             p->hands[places[0][i] / 8][places[0][i] % 8] = order[i];
-            p->hands[places[1][i] / 8][places[1][i] % 8] = order[16 + i];
+            p->hands[places[1][i] / 8][places[1][i] % 8] = order[team_cards + i];
         }
         if (want_suit >= 0) { /* a card of that suit into the maker's first batch */
             int has = 0;
             for (int i = 0; i < 4; i++) has |= CARD_SUIT(p->hands[maker4][i]) == want_suit;
-            for (int i = 4; i < 8 && !has; i++)
+            for (int i = 4; i < p->tricks && !has; i++)
                 if (CARD_SUIT(p->hands[maker4][i]) == want_suit) {
                     int j = (int)rng_below(&r, 4);
                     card_t t = p->hands[maker4][i];
@@ -271,16 +287,18 @@ static int gen_position(uint64_t seed, position *p)
                 }
         }
     } else {
-        for (int s = 0; s < G304_SEATS; s++)
-            for (int i = 0; i < G304_TRICKS; i++) p->hands[s][i] = deck[s * 8 + i];
+        for (int s = 0; s < p->seats; s++)
+            for (int i = 0; i < p->tricks; i++) p->hands[s][i] = deck[s * p->tricks + i];
     }
-    card_t realdeck[CARD_COUNT];
-    if (g304_deck_from_hands(p->hands, p->dealer, realdeck) != 0) return 0;
+    card_t realdeck[CARD_IDS];
+    if (g304_deck_from_hands_of(&p->rules, (const card_t(*)[G304_TRICKS])p->hands, p->dealer, realdeck) != 0) return 0;
 
     int want_open = rng_chance(&r, 40);
     int keep_closed = rng_chance(&r, 30); /* nobody cuts by choice: face-down throw-aways instead */
-    int stop_trick = 5 + (rng_chance(&r, 60) ? 0 : rng_chance(&r, 70) ? 1 : 2);
-    int stop_cards = rng_chance(&r, 40) ? 0 : (int)rng_below(&r, 4);
+    /* four players: trick 6, 7 or 8; six players: trick 5 or 6 (two cards or one left) */
+    int stop_trick = p->seats == 4 ? 5 + (rng_chance(&r, 60) ? 0 : rng_chance(&r, 70) ? 1 : 2)
+                                   : 4 + (rng_chance(&r, 40) ? 0 : 1);
+    int stop_cards = rng_chance(&r, 40) ? 0 : (int)rng_below(&r, (uint32_t)p->seats);
     int random_pct = 10 + (int)rng_below(&r, 25);
 
     g304_state *st = &p->st;
@@ -342,7 +360,7 @@ static int gen_position(uint64_t seed, position *p)
                 for (int i = 0; i < k; i++) {
                     int v = 0;
                     cardset_t h = st->hand[seat] & CARDSET_SUIT(CARD_SUIT(cand[i]));
-                    for (int c = 0; c < CARD_COUNT; c++)
+                    for (int c = 0; c < CARD_IDS; c++)
                         if (h & CARDSET_BIT(c)) v += 2 + card_power((card_t)c);
                     if (v > bestv) bestv = v, best = i;
                 }
@@ -402,13 +420,13 @@ typedef struct {
 /* Replays the hand with every card c replaced by sigma[c]. With ref == NULL, records the events
  * visible to seat s into rec; otherwise compares them with ref. Returns 1 if every action was
  * accepted (and the events agree), with the final state in out. */
-static int replay(const position *p, const card_t sigma[CARD_COUNT], int s, const seen_events *ref,
+static int replay(const position *p, const card_t sigma[CARD_IDS], int s, const seen_events *ref,
                   seen_events *rec, g304_state *out)
 {
-    card_t h[G304_SEATS][G304_TRICKS], deck[CARD_COUNT];
-    for (int q = 0; q < G304_SEATS; q++)
-        for (int i = 0; i < G304_TRICKS; i++) h[q][i] = sigma[p->hands[q][i]];
-    if (g304_deck_from_hands(h, p->dealer, deck) != 0) return 0;
+    card_t h[G304_MAX_SEATS][G304_TRICKS], deck[CARD_IDS];
+    for (int q = 0; q < p->seats; q++)
+        for (int i = 0; i < p->tricks; i++) h[q][i] = sigma[p->hands[q][i]];
+    if (g304_deck_from_hands_of(&p->rules, (const card_t(*)[G304_TRICKS])h, p->dealer, deck) != 0) return 0;
     static g304_events ev;
     int at = 0;
     if (rec) rec->n = 0;
@@ -442,8 +460,8 @@ static cardset_t named_cards(const seen_events *e)
     for (int i = 0; i < e->n; i++) {
         const g304_event *x = &e->ev[i];
         for (int j = 0; j < x->n && j < G304_TRICKS; j++)
-            if (x->cards[j] < CARD_COUNT) k |= CARDSET_BIT(x->cards[j]);
-        if (x->kind == G304_EV_REVEAL && x->other < CARD_COUNT) k |= CARDSET_BIT(x->other);
+            if (x->cards[j] < CARD_IDS) k |= CARDSET_BIT(x->cards[j]);
+        if (x->kind == G304_EV_REVEAL && x->other < CARD_IDS) k |= CARDSET_BIT(x->other);
     }
     return k;
 }
@@ -461,9 +479,9 @@ typedef struct {
     const position *p;
     int s;
     const seen_events *ref;
-    group g[CAPS_MAX_HIDDEN + G304_SEATS + 2];
+    group g[CAPS_MAX_HIDDEN + G304_MAX_SEATS + 2];
     int ng;
-    card_t sigma[CARD_COUNT];
+    card_t sigma[CARD_IDS];
     long candidates, valid, nodes;
     int count_only; /* only count the candidate deals */
     int aborted;
@@ -503,9 +521,13 @@ static uint64_t mix64(uint64_t z)
 
 static memo_entry *memo_slot(const g304_state *st, const card_t *pi, int k, int n, int *found)
 {
-    uint64_t key[3];
-    key[0] = (uint64_t)st->hand[0] | (uint64_t)st->hand[1] << 32;
-    key[1] = (uint64_t)st->hand[2] | (uint64_t)st->hand[3] << 32;
+    /* who holds each card (3 bits a card: 0 nobody, else seat + 1), cards 0..20 and 21..35 */
+    uint64_t key[3] = {0, 0, 0};
+    for (int q = 0; q < G304_MAX_SEATS; q++)
+        for (cardset_t h = st->hand[q]; h; h &= h - 1) {
+            int c = cardset_first(h);
+            key[c / 21] |= (uint64_t)(q + 1) << (3 * (c % 21));
+        }
     uint64_t x = 0;
     if (st->caps_seat != G304_NO_SEAT) { /* after the call: the cards the game still plays for s */
         pi = st->caps_order;
@@ -521,8 +543,8 @@ static memo_entry *memo_slot(const g304_state *st, const card_t *pi, int k, int 
     x = x << 1 | (st->exhaust & 1);
     x = x << 1 | (st->declared_open & 1);
     x = x << 4 | st->trick_no;
-    x = x << 2 | (st->tricks[st->trick_no].leader & 3);
-    x = x << 2 | (st->to_act & 3);
+    x = x << 3 | (st->tricks[st->trick_no].leader & 7);
+    x = x << 3 | (st->to_act & 7);
     key[2] = x;
     uint64_t h = mix64(key[0] ^ mix64(key[1] ^ mix64(key[2])));
     size_t mask = ((size_t)1 << MEMO_BITS) - 1;
@@ -550,7 +572,7 @@ static int wins(const g304_state *st, int s, const card_t *pi, int k, int n)
 {
     int other = !team_of(s);
     if (st->team_tricks[other] || st->caps_broken) return 0;
-    if (st->phase != G304_PHASE_PLAY) return st->trick_no == G304_TRICKS && st->team_tricks[other] == 0;
+    if (st->phase != G304_PHASE_PLAY) return st->trick_no == g304_tricks(&st->rules) && st->team_tricks[other] == 0;
     if (!memo_on || st->trick_no == 0 || st->tricks[st->trick_no].n != 0) return wins_plain(st, s, pi, k, n);
     int found;
     memo_entry *e = memo_slot(st, pi, k, n, &found);
@@ -580,7 +602,7 @@ static int wins_plain(const g304_state *st, int s, const card_t *pi, int k, int 
     }
     cardset_t h = g304_cards_of(st, q);
     int any = 0;
-    for (int x = 0; x < CARD_COUNT; x++) {
+    for (int x = 0; x < CARD_IDS; x++) {
         if (!(h & CARDSET_BIT(x))) continue;
         g304_action a = mk(G304_DO_PLAY, (card_t)x, 0);
         c = *st;
@@ -690,12 +712,12 @@ static void assign(oracle *o, int gi, cardset_t avail)
 static int build_groups(oracle *o, cardset_t unseen)
 {
     const g304_state *st = &o->p->st;
-    uint8_t void_all[G304_SEATS] = {0};
-    uint8_t void_before[G304_TRICKS + 1][G304_SEATS];
-    int last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
+    uint8_t void_all[G304_MAX_SEATS] = {0};
+    uint8_t void_before[G304_TRICKS + 1][G304_MAX_SEATS];
+    int last = st->trick_no < o->p->tricks ? st->trick_no : o->p->tricks - 1;
     memset(void_before, 0, sizeof void_before);
     for (int t = 0; t <= last; t++) {
-        memcpy(void_before[t + 1], void_before[t], G304_SEATS);
+        memcpy(void_before[t + 1], void_before[t], G304_MAX_SEATS);
         const g304_trick *tr = &st->tricks[t];
         if (!tr->n) continue;
         int led = CARD_SUIT(tr->card[0]);
@@ -703,9 +725,9 @@ static int build_groups(oracle *o, cardset_t unseen)
             if ((tr->facedown & (1 << i)) || CARD_SUIT(tr->card[i]) != led)
                 void_before[t + 1][tr->seat[i]] |= (uint8_t)(1 << led);
     }
-    memcpy(void_all, void_before[last + 1], G304_SEATS);
+    memcpy(void_all, void_before[last + 1], G304_MAX_SEATS);
     o->ng = 0;
-    for (int q = 0; q < G304_SEATS; q++) {
+    for (int q = 0; q < o->p->seats; q++) {
         cardset_t h = st->hand[q] & unseen;
         if (!h) continue;
         if (q == o->s) return 0;
@@ -775,7 +797,7 @@ static void permutations(oracle *o, cardset_t cards)
     static const int perm2[2][3] = {{0, 1, 0}, {1, 0, 0}};
     card_t c[G304_TRICKS];
     int n = 0;
-    for (int x = 0; x < CARD_COUNT; x++)
+    for (int x = 0; x < CARD_IDS; x++)
         if (cards & CARDSET_BIT(x)) c[n++] = (card_t)x;
     o->ncards = n;
     o->npi = n == 3 ? 6 : n == 2 ? 2 : 1; /* n <= 3: every order */
@@ -825,8 +847,10 @@ static void print_mismatches(const oracle *o, const mismatch_list *m, tally *t, 
     if (!m->n) return;
     t->mismatched_checks++;
     if (t->mismatched_checks > MAX_PRINTED) return;
-    fprintf(stderr, "MISMATCH for seat %d (run seed %" PRIu64 ", hand %ld; CARDROOM_CROSS_HAND=%#" PRIx64 " replays it)\n",
-            o->s, master, hand, o->p->seed);
+    fprintf(stderr,
+            "MISMATCH for seat %d (run seed %" PRIu64 ", hand %ld; CARDROOM_CROSS_HAND=%#" PRIx64
+            " CARDROOM_CROSS_PLAYERS=%d replays it)\n",
+            o->s, master, hand, o->p->seed, o->p->seats);
     for (int i = 0; i < m->n; i++) fprintf(stderr, "  %s\n", m->line[i]);
     fprintf(stderr, "  brute force over %ld worlds, each order played after a Caps call: ", o->valid);
     print_orders(stderr, o, o->alive);
@@ -850,17 +874,18 @@ static void check_seat(caps_solver *w, const position *p, int s, tally *t, uint6
     static seen_events ref;
     static oracle o;
     static g304_state real;
-    card_t id[CARD_COUNT];
-    for (int c = 0; c < CARD_COUNT; c++) id[c] = (card_t)c;
+    card_t id[CARD_IDS];
+    for (int c = 0; c < CARD_IDS; c++) id[c] = (card_t)c;
     cr_assert(replay(p, id, s, NULL, &ref, &real), "the recorded hand does not replay (hand %#" PRIx64 ")", p->seed);
     cr_assert(memcmp(&real.hand, &p->st.hand, sizeof real.hand) == 0, "the replay differs (hand %#" PRIx64 ")", p->seed);
     cardset_t seen = named_cards(&ref) | p->st.dealt[s];
+    cardset_t pack = p->pack == CARD_IDS ? CARDSET_ALL | CARDSET_SIXES : CARDSET_ALL;
     memset(&o, 0, sizeof o);
     o.p = p;
     o.s = s;
     o.ref = &ref;
     memcpy(o.sigma, id, sizeof id);
-    cr_assert(build_groups(&o, ~seen), "an unseen card has no place (hand %#" PRIx64 ", seat %d)", p->seed, s);
+    cr_assert(build_groups(&o, (pack & ~seen)), "an unseen card has no place (hand %#" PRIx64 ", seat %d)", p->seed, s);
     permutations(&o, g304_cards_of(&p->st, s));
 
     /* the filters against the plain enumeration, when that is small */
@@ -869,14 +894,14 @@ static void check_seat(caps_solver *w, const position *p, int s, tally *t, uint6
         for (int j = 1; j <= o.g[i].size; j++) plain = plain * (k + j) / j;
     long plain_valid = -1;
     if (plain <= VERIFY_CAP) {
-        assign(&o, 0, ~seen);
+        assign(&o, 0, (pack & ~seen));
         plain_valid = o.valid;
         o.valid = o.candidates = o.nodes = 0;
         o.aborted = 0;
     }
     o.filtered = 1;
     o.count_only = 1; /* first count: too many deals and the seat is skipped */
-    assign(&o, 0, ~seen);
+    assign(&o, 0, (pack & ~seen));
     if (o.aborted) {
         t->skipped++;
         return;
@@ -885,7 +910,7 @@ static void check_seat(caps_solver *w, const position *p, int s, tally *t, uint6
     o.candidates = o.nodes = 0;
     o.search = 1;
     memo_reset();
-    assign(&o, 0, ~seen);
+    assign(&o, 0, (pack & ~seen));
     cr_assert(!o.aborted, "the enumeration stopped (hand %#" PRIx64 ", seat %d)", p->seed, s);
     t->memo_checked += o.memo_checked;
     if (plain_valid >= 0) {
@@ -965,13 +990,13 @@ static long env_long(const char *name, long def)
     return *end ? def : (long)x;
 }
 
-static void check_hand(caps_solver *w, uint64_t hs, tally *t, uint64_t master, long hand)
+static void check_hand(caps_solver *w, uint64_t hs, int players, tally *t, uint64_t master, long hand)
 {
     static position p;
     t->hands++;
-    if (!gen_position(hs, &p)) return;
+    if (!gen_position(hs, players, &p)) return;
     int any = 0;
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < p.seats; s++) {
         if (p.st.team_tricks[!team_of(s)] || !g304_cards_of(&p.st, s)) continue;
         any = 1;
         check_seat(w, &p, s, t, master, hand);
@@ -979,11 +1004,11 @@ static void check_hand(caps_solver *w, uint64_t hs, tally *t, uint64_t master, l
     t->positions += any;
 }
 
-Test(caps_cross, brute_force)
+/* Cross-checks positions of `players`-player hands until the wanted numbers of checks and of
+ * certain ones are reached. */
+static void cross_check(int players, long want_checks, long want_certain)
 {
     uint64_t seed = (uint64_t)env_long("CARDROOM_CROSS_SEED", 304);
-    long want_checks = env_long("CARDROOM_CROSS_CHECKS", 1500);
-    long want_certain = env_long("CARDROOM_CROSS_CERTAIN", 300);
     const char *one = getenv("CARDROOM_CROSS_HAND");
     caps_solver *w = caps_solver_new(0);
     cr_assert_not_null(w);
@@ -992,23 +1017,23 @@ Test(caps_cross, brute_force)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (one && *one) {
-        check_hand(w, strtoull(one, NULL, 0), &t, seed, 0);
+        if (env_long("CARDROOM_CROSS_PLAYERS", 4) == players) check_hand(w, strtoull(one, NULL, 0), players, &t, seed, 0);
         want_checks = want_certain = 0;
     } else {
         xrng master = {seed};
         for (long hand = 0; hand < MAX_HANDS && (t.checks < want_checks || t.certain < want_certain); hand++)
-            check_hand(w, rng_u64(&master), &t, seed, hand);
+            check_hand(w, rng_u64(&master), players, &t, seed, hand);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     fprintf(stderr,
-            "caps_cross (run seed %" PRIu64 "): %ld hands, %ld positions, %ld checks: %ld certain, %ld not certain "
-            "(%ld seats skipped: over %ld deals; world filters verified on %ld checks; %ld worlds; %ld world searches "
-            "checked without the memo); the maker with the indicator down: %ld checks, %ld certain if played without "
-            "a call, %ld where the call changes an order's result; %ld caps_check calls, %ld unknown, %ld mismatches "
-            "in %ld checks; %.1f s\n",
-            seed, t.hands, t.positions, t.checks, t.certain, t.not_certain, t.skipped, WORLD_CAP, t.verified, t.worlds,
-            t.memo_checked, t.maker_down, t.plain_certain, t.plain_differs, t.calls, t.unknown, t.mismatches,
+            "caps_cross (%d players, run seed %" PRIu64 "): %ld hands, %ld positions, %ld checks: %ld certain, %ld not "
+            "certain (%ld seats skipped: over %ld deals; world filters verified on %ld checks; %ld worlds; %ld world "
+            "searches checked without the memo); the maker with the indicator down: %ld checks, %ld certain if played "
+            "without a call, %ld where the call changes an order's result; %ld caps_check calls, %ld unknown, %ld "
+            "mismatches in %ld checks; %.1f s\n",
+            players, seed, t.hands, t.positions, t.checks, t.certain, t.not_certain, t.skipped, WORLD_CAP, t.verified,
+            t.worlds, t.memo_checked, t.maker_down, t.plain_certain, t.plain_differs, t.calls, t.unknown, t.mismatches,
             t.mismatched_checks, secs);
     caps_solver_free(w);
     cr_expect(t.checks >= want_checks && t.certain >= want_certain, "too few checks: %ld (%ld certain)", t.checks,
@@ -1016,4 +1041,14 @@ Test(caps_cross, brute_force)
     cr_expect(t.unknown * 100 <= t.calls, "caps_check answered unknown in %ld of %ld calls (more than 1%%)", t.unknown,
               t.calls);
     cr_expect_eq(t.mismatches, 0, "%ld mismatches between caps_check and the brute force", t.mismatches);
+}
+
+Test(caps_cross, brute_force)
+{
+    cross_check(4, env_long("CARDROOM_CROSS_CHECKS", 1500), env_long("CARDROOM_CROSS_CERTAIN", 300));
+}
+
+Test(caps_cross, six_players)
+{
+    cross_check(6, env_long("CARDROOM_CROSS_CHECKS6", 300), env_long("CARDROOM_CROSS_CERTAIN6", 60));
 }

@@ -1,5 +1,6 @@
 /* test_cards.c — the pack (R-CARDS) and card text (R-NOTATION): every accepted input form,
- * canonical and pretty output, points and power order, and the refusals with their message. */
+ * canonical and pretty output, points and power order, and the refusals with their message; the
+ * sixes of the 36-card pack (R-SIX-CARDS), read only where the pack has them. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -260,4 +261,95 @@ Test(cards, suit_names_and_symbols)
     }
     cr_expect_eq(suit_letter(4), '?');
     cr_expect_str_eq(suit_name(-1), "?");
+}
+
+/* ---- the sixes of six-player 304 (R-SIX-CARDS) ---- */
+
+static card_t parse36(const char *text)
+{
+    card_t c = CARD_NONE;
+    char err[160] = "";
+    cr_assert_eq(card_parse_pack(text, strlen(text), CARD_IDS, &c, err, sizeof err), 0,
+                 "card_parse_pack(\"%s\", 36) refused: %s", text, err);
+    return c;
+}
+
+Test(cards, sixes_in_every_form)
+{
+    static const struct {
+        const char *text;
+        int suit;
+    } forms[] = {
+        {"6S", SUIT_S}, {"6s", SUIT_S}, {"6\xE2\x99\xA0", SUIT_S}, {"\xE2\x99\xA0" "6", SUIT_S},
+        {"six of spades", SUIT_S}, {"Six Of Spades", SUIT_S}, {"6 of spades", SUIT_S}, {"six spade", SUIT_S},
+        {"6\xE2\x99\xA5\xEF\xB8\x8F", SUIT_H}, {"\xE2\x99\xA1" "6", SUIT_H}, {"6h", SUIT_H},
+        {"six of diamonds", SUIT_D}, {" 6D ", SUIT_D}, {"six of \xE2\x99\xA3", SUIT_C}, {"6c", SUIT_C},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        card_t c = parse36(forms[i].text);
+        cr_expect_eq(c, CARD_MAKE(forms[i].suit, RANK_6), "\"%s\" gave %s", forms[i].text, card_str(c));
+        cr_expect_eq(c, CARD_COUNT + forms[i].suit, "the sixes are ids 32..35, after the 32-card pack");
+    }
+    /* the 32 cards read the same with or without the sixes */
+    for (card_t c = 0; c < CARD_COUNT; c++) cr_expect_eq(parse36(card_str(c)), c);
+}
+
+/* A six is no card of the 32-card pack: refused with the message of any unknown card. */
+Test(cards, sixes_refused_by_the_32_card_pack)
+{
+    static const char *const sixes[] = {"6S", "6h", "\xE2\x99\xA6" "6", "six of clubs"};
+    for (size_t i = 0; i < sizeof sixes / sizeof *sixes; i++) {
+        card_t c = CARD_NONE;
+        char err[200] = "", err32[200] = "";
+        cr_expect_eq(card_parse(sixes[i], strlen(sixes[i]), &c, err, sizeof err), -1, "accepted %s", sixes[i]);
+        cr_expect_eq(c, CARD_NONE, "a refused card leaves the output alone");
+        cr_expect_eq(card_parse_pack(sixes[i], strlen(sixes[i]), CARD_COUNT, &c, err32, sizeof err32), -1);
+        cr_expect_str_eq(err, err32);
+    }
+    char err[200] = "";
+    card_t c;
+    card_parse("6S", 2, &c, err, sizeof err);
+    cr_expect_str_eq(err, "'6S' is not a card: write rank then suit, like JS, 10h, J\xE2\x99\xA0 or jack of spades");
+    expect_refused("6", 1);
+    expect_refused("66", 2);
+}
+
+Test(cards, sixes_text_points_power)
+{
+    char buf[CARD_TEXT_MAX];
+    static const char *const canon[SUIT_COUNT] = {"6S", "6H", "6D", "6C"};
+    static const char *const pretty[SUIT_COUNT] = {"6\xE2\x99\xA0", "6\xE2\x99\xA5", "6\xE2\x99\xA6", "6\xE2\x99\xA3"};
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        card_t six = CARD_MAKE(s, RANK_6);
+        cr_expect_str_eq(card_str(six), canon[s]);
+        cr_expect_str_eq(card_pretty(six, buf), pretty[s]);
+        cr_expect_eq(parse36(card_pretty(six, buf)), six);
+        cr_expect_eq(CARD_SUIT(six), s);
+        cr_expect_eq(CARD_RANK(six), RANK_6);
+        cr_expect_eq(card_points(six), 0);
+        for (int r = 0; r < RANK_COUNT; r++) /* the weakest of its suit */
+            cr_expect_lt(card_power(six), card_power(CARD_MAKE(s, r)), "6 below %s", card_str(CARD_MAKE(s, r)));
+        cr_expect(CARDSET_SUIT(s) & CARDSET_BIT(six), "the suit's set holds its six");
+        cr_expect_eq(cardset_count(CARDSET_SUIT(s)), 9);
+    }
+    cardset_t pack36 = CARDSET_ALL | CARDSET_SIXES;
+    cr_expect_eq(cardset_count(pack36), 36);
+    cr_expect_eq(cardset_points(pack36), 304, "the pack still holds 304 points");
+    cr_expect_eq(cardset_first(CARDSET_SIXES), CARD_MAKE(SUIT_S, RANK_6));
+    cr_expect_str_eq(card_str(CARD_IDS), "??");
+}
+
+/* Suit and rank come from tables: they must agree with the layout for every byte value (ids that
+ * are no card keep c >> 3 and c & 7, so they never look like a suit 0..3). */
+Test(cards, suit_and_rank_of_every_id)
+{
+    for (int c = 0; c < 256; c++) {
+        int suit = c < CARD_COUNT ? c >> 3 : c < CARD_IDS ? c - CARD_COUNT : c >> 3;
+        int rank = c < CARD_COUNT ? c & 7 : c < CARD_IDS ? RANK_6 : c & 7;
+        cr_expect_eq(CARD_SUIT(c), suit, "suit of id %d", c);
+        cr_expect_eq(CARD_RANK(c), rank, "rank of id %d", c);
+        if (c < CARD_IDS) cr_expect_eq(CARD_MAKE(suit, rank), c);
+    }
+    for (int s = 0; s < SUIT_COUNT; s++)
+        cr_expect_eq(CARDSET_SUIT(s), ((cardset_t)0xFF << (8 * s)) | ((cardset_t)1 << (CARD_COUNT + s)));
 }

@@ -1,7 +1,7 @@
 /* test_engine.c — engine behaviour that replay output does not show: what each seat sees
  * (views, R-LAST), who receives which event, refusals leaving the state untouched, the Caps
- * autoplay, and the rules-option text interface. Whole-hand rule cases live in the scenario
- * files (tests/scenarios/304). */
+ * autoplay, the rules-option text interface and the number of players. Whole-hand rule cases
+ * live in the scenario files (tests/scenarios/304, tests/scenarios/304six). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -282,4 +282,84 @@ Test(engine, rules_text_interface)
     cr_assert_eq(g304_rules_set(&r, "cut", "on", &err), 0);
     cr_assert_eq(r.cut, 1);
     cr_assert_eq(g304_rules_set(&r, "start_tokens", "0", &err), -1);
+}
+
+/* The number of players (R-SIX-…): set apart from the play options, 4 or 6; the game's numbers
+ * follow from it. */
+Test(engine, players_option)
+{
+    g304_rules r;
+    g304_error err;
+    g304_rules_default(&r);
+    cr_assert_eq(g304_seats(&r), 4);
+    cr_assert_eq(g304_tricks(&r), 8);
+    cr_assert_eq(g304_deck_size(&r), 32);
+    cr_assert_eq(g304_rules_set_players(&r, 6, &err), 0);
+    cr_assert_eq(g304_seats(&r), 6);
+    cr_assert_eq(g304_tricks(&r), 6);
+    cr_assert_eq(g304_deck_size(&r), 36);
+    cr_assert_eq(g304_rules_set_players(&r, 5, &err), -1);
+    cr_assert(strstr(err.msg, "4 or 6"), "%s", err.msg);
+    cr_assert_eq(g304_seats(&r), 6, "a refused value changes nothing");
+    cr_assert_eq(g304_rules_set_players(&r, 4, &err), 0);
+    cr_assert_eq(g304_seats(&r), 4);
+    /* not a table option: a table's size is not changed with `set` */
+    cr_assert_eq(g304_rules_set(&r, "players", "6", &err), -1);
+    for (int i = 0; g304_option_names[i]; i++) cr_assert_str_neq(g304_option_names[i], "players");
+    memset(&r, 0, sizeof r); /* rules never set read as four players */
+    cr_assert_eq(g304_seats(&r), 4);
+}
+
+/* Six players, Partner Close Caps (R-SIX-PCC): play skips both of the maker's teammates, tricks
+ * have four cards, and the teammates' cards reach nobody before the hand is over. */
+Test(engine, six_player_pcc_skips_both_teammates)
+{
+    static const char *const rows[6] = {"JC 9C AC TC KC QC", "JS 9S AS TS KS QS", "8S 7S 8H 7H 8D 8C",
+                                        "JH 9H AH TH KH QH", "6S 6H 6D 6C 7D 7C", "JD 9D AD TD KD QD"};
+    card_t hands[G304_MAX_SEATS][G304_TRICKS], deck[CARD_IDS];
+    for (int s = 0; s < 6; s++)
+        for (int i = 0; i < 6; i++) {
+            card_t c;
+            cr_assert_eq(card_parse_pack(rows[s] + 3 * i, 2, CARD_IDS, &c, NULL, 0), 0);
+            hands[s][i] = c;
+        }
+    g304_rules r;
+    g304_rules_default(&r);
+    cr_assert_eq(g304_rules_set_players(&r, 6, NULL), 0);
+    cr_assert_eq(g304_deck_from_hands_of(&r, (const card_t(*)[G304_TRICKS])hands, 0, deck), 0);
+    const int16_t tokens[2] = {11, 11};
+    g304_state st;
+    g304_start(&st, &r, 0, tokens, deck, NULL);
+    ok(&st, 1, G304_DO_BID, NULL, 160);
+    for (int s = 2; s < 7; s++) ok(&st, s % 6, G304_DO_PASS, NULL, 0);
+    ok(&st, 1, G304_DO_TRUMP, "TS", 0);
+    ok(&st, 1, G304_DO_BID, NULL, G304_PCC);
+    ok(&st, 1, G304_DO_TRUMP, "TS", 0);
+    ok(&st, 1, G304_DO_OPEN, NULL, 0);
+    cr_assert_eq(g304_trick_size(&st), 4);
+    cr_assert_eq(g304_next_seat(&st, 1), 2);
+    cr_assert_eq(g304_next_seat(&st, 2), 4, "seat 3 sits out");
+    cr_assert_eq(g304_next_seat(&st, 4), 0, "seat 5 sits out");
+    cr_assert_eq(g304_next_seat(&st, 0), 1);
+    cardset_t mates = g304_cards_of(&st, 3) | g304_cards_of(&st, 5);
+    g304_events ev;
+    static const char *const trick[4][2] = {{"1", "JS"}, {"2", "8S"}, {"4", "6S"}, {"0", "JC"}};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(act(&st, trick[i][0][0] - '0', G304_DO_PLAY, trick[i][1], 0, &ev), G304_OK);
+        for (int k = 0; k < ev.n; k++)
+            for (int j = 0; j < ev.ev[k].n; j++)
+                cr_assert(!(mates & CARDSET_BIT(ev.ev[k].cards[j])) || (ev.ev[k].vis == G304_VIS_SEAT &&
+                                                                      (ev.ev[k].to == 3 || ev.ev[k].to == 5)),
+                          "an event names a teammate's card");
+    }
+    cr_assert_eq(st.tricks[0].n, 4);
+    cr_assert_eq(st.tricks[0].winner, 1);
+    cr_assert_eq(g304_cards_played(&st), 4);
+    for (int s = 0; s < 6; s++) {
+        g304_view v;
+        g304_view_of(&st, s, &v);
+        if (s != 3 && s != 5) cr_assert_eq(v.hand & mates, 0, "seat %d's view holds a teammate's card", s);
+        cr_assert_eq(v.hand_size[3], 6);
+        cr_assert_eq(v.hand_size[5], 6);
+    }
 }

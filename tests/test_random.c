@@ -3,7 +3,8 @@
  * it may not know.
  *
  * Matches run with random options (every *option* of shared/rules/304.md) and small token
- * counts so that they end; tokens and the dealer carry over from hand to hand. Each hand takes
+ * counts so that they end, in four-player 304 (random.hands) and six-player 304 (random.six_players,
+ * R-SIX-…); tokens and the dealer carry over from hand to hand. Each hand takes
  * its random choices from a splitmix64 stream seeded by (run seed, hand index), so a failure
  * reproduces with the same CARDROOM_SIM_SEED; every failure prints the seed, the hand index and
  * the hand as replay JSON (README, `cardroom replay`), the moves up to the one that broke.
@@ -19,9 +20,16 @@
  * must then win every trick. The judge's input, caps_knowledge_of(), is checked against the same
  * knowledge model.
  *
- * Environment: CARDROOM_SIM_HANDS (default 100000), CARDROOM_SIM_SEED (default 304),
- * CARDROOM_SIM_EXHAUSTIVE (percent of states whose every candidate move is tried on a copy,
- * default 10), CARDROOM_SIM_JUDGED (percent of hands played through the Caps judge, default 25). */
+ * Six players change the numbers the model counts with (seats, hand and trick sizes, the 4 + 2
+ * deal, the pack with the sixes), "partner" to "a teammate" and the opponents to three; the
+ * invariants, the legality cross-check and the leak check are the same (in Partner Close Caps
+ * both teammates' cards stay hidden).
+ *
+ * Environment: CARDROOM_SIM_HANDS (default 100000), CARDROOM_SIM_HANDS6 (six-player hands, default
+ * 30% of CARDROOM_SIM_HANDS), CARDROOM_SIM_SEED (default 304), CARDROOM_SIM_EXHAUSTIVE (percent of
+ * states whose every candidate move is tried on a copy, default 10), CARDROOM_SIM_JUDGED (percent
+ * of hands played through the Caps judge, default 25; CARDROOM_SIM_JUDGED6 for six players,
+ * default 10). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -70,7 +78,7 @@ static int rng_chance(sim_rng *r, uint32_t per10k)
 }
 
 /* ---- Candidate moves: the universe tried by the exhaustive legality check ---- */
-#define UNIVERSE_MAX 160
+#define UNIVERSE_MAX 180
 static g304_action universe[UNIVERSE_MAX];
 static int universe_n;
 
@@ -87,7 +95,7 @@ static void universe_add(int kind, card_t card, unsigned amount)
 static void universe_build(void)
 {
     if (universe_n) return;
-    for (unsigned at = 0; at <= 32; at++) universe_add(G304_DO_CUT, CARD_NONE, at);
+    for (unsigned at = 0; at <= CARD_IDS; at++) universe_add(G304_DO_CUT, CARD_NONE, at);
     universe_add(G304_DO_BID, CARD_NONE, 0);
     universe_add(G304_DO_BID, CARD_NONE, 100);
     for (unsigned b = 150; b <= 310; b += 5) universe_add(G304_DO_BID, CARD_NONE, b);
@@ -97,8 +105,9 @@ static void universe_build(void)
     universe_add(G304_DO_PARTNER, CARD_NONE, 0);
     universe_add(G304_DO_REDEAL, CARD_NONE, 0);
     universe_add(G304_DO_OPEN, CARD_NONE, 0);
-    for (card_t c = 0; c < CARD_COUNT; c++) universe_add(G304_DO_TRUMP, c, 0);
-    for (card_t c = 0; c < CARD_COUNT; c++) universe_add(G304_DO_PLAY, c, 0);
+    /* the sixes too: a four-player game must refuse them like any card it does not know */
+    for (card_t c = 0; c < CARD_IDS; c++) universe_add(G304_DO_TRUMP, c, 0);
+    for (card_t c = 0; c < CARD_IDS; c++) universe_add(G304_DO_PLAY, c, 0);
 }
 
 /* Two moves are the same move: same kind and the field that kind uses. */
@@ -162,7 +171,7 @@ static const char *card_text(card_t c)
 {
     if (c == CARD_HIDDEN) return "hidden";
     if (c == CARD_NONE) return "none";
-    return c < CARD_COUNT ? card_str(c) : "??";
+    return c < CARD_IDS ? card_str(c) : "??";
 }
 
 /* A move in words for failure lines: "play JS", "bid 250", "partner". */
@@ -214,10 +223,11 @@ static void rules_json(FILE *f, const g304_rules *r)
     static const char *const scoring[] = {"transfer", "bank"};
     fprintf(f,
             "{\"cut\": %s, \"step_above_200\": %u, \"bidding\": \"%s\", \"bid8_opener\": \"%s\", "
-            "\"spoilt\": \"%s\", \"caps\": \"%s\", \"scoring\": \"%s\", \"start_tokens\": %u}",
+            "\"spoilt\": \"%s\", \"caps\": \"%s\", \"scoring\": \"%s\", \"start_tokens\": %u, "
+            "\"players\": %d}",
             r->cut ? "true" : "false", r->step_above_200, bidding[r->bidding & 1],
             opener[r->bid8_opener & 1], spoilt[r->spoilt & 1], caps[r->caps < 3 ? r->caps : 0],
-            scoring[r->scoring & 1], r->start_tokens);
+            scoring[r->scoring & 1], r->start_tokens, g304_seats(r));
 }
 
 /* ---- The simulation ---- */
@@ -235,19 +245,22 @@ typedef struct {
     sim_rng rng;          /* this hand's choices */
     /* match */
     int in_match;
+    int players;          /* 4 or 6: the game simulated */
     g304_rules rules;
+    int seats, tricks, pack; /* 4 8 32, or 6 6 36 (R-SIX-…) */
     int dealer;
     int16_t tokens[2];    /* before the hand */
     /* hand */
     uint8_t deal_seed[DEAL_SEED_BYTES];
-    card_t deck[CARD_COUNT];   /* as shuffled, before any cut */
+    card_t deck[CARD_IDS];     /* as shuffled, before any cut */
     int nlog;
     sim_move log[SIM_LOG_MAX]; /* accepted moves of this hand */
     int failed;
 
     /* What each seat may know (the rules' model, R-… in the comments). */
-    cardset_t known[G304_SEATS];
-    cardset_t first4[G304_SEATS], all8[G304_SEATS]; /* expected deal, once the deck is cut */
+    cardset_t known[G304_MAX_SEATS];
+    cardset_t first4[G304_MAX_SEATS], all8[G304_MAX_SEATS]; /* expected deal (all8: the whole hand,
+                                                                eight or six cards), once cut */
     int deal_fixed;       /* first4/all8 computed */
     int full_dealt;       /* the second batch has been dealt */
     int maker;            /* seat of the last accepted indicator choice, -1 before */
@@ -261,9 +274,9 @@ typedef struct {
     int b4_moves;         /* moves made in the four-card round */
     int spoke;            /* bit s: seat s has had a turn in the four-card round (R-B4-200) */
     int asker;            /* the seat whose partner is asked to bid, -1 if none */
-    int b8_spoke;         /* bit s: seat s has spoken in the eight-card round */
-    int b8_last;          /* the last seat to speak in the eight-card round, -1 before */
-    int b8_bidder;        /* the highest bidder of the eight-card round, -1 if none */
+    int b8_spoke;         /* bit s: seat s has spoken in the eight-card (six-card) round */
+    int b8_last;          /* the last seat to speak in that round, -1 before */
+    int b8_bidder;        /* the highest bidder of that round, -1 if none */
     int maker4;           /* the four-card trump maker */
     int exhaust;          /* R-EXHAUST: the maker must keep leading trumps from hand */
     int caps_seat;        /* who called Caps, -1 if nobody */
@@ -285,7 +298,7 @@ typedef struct {
     /* what happened in this hand (for the coverage counts) */
     int h_pcc, h_open, h_bid8, h_ask, h_redeal, h_spoilt, h_spoilt_ok, h_spoilt_auto, h_caps,
         h_illegal, h_all_pass, h_violation, h_played, h_trump_reveal, h_certain, h_certain_call,
-        h_wrong;
+        h_wrong, h_ask_refused;
 } sim;
 
 static long g_failures;
@@ -326,7 +339,8 @@ static int first_of_kind(const char *fmt)
 /* Records a failure: the first ones, and the first of each kind, print in full, with the hand
  * as replay JSON once per hand. The hand is then abandoned (its state can no longer be
  * trusted) and a new match starts. */
-static void sim_fail_move(sim *S, int seat, const g304_action *move, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void sim_fail_move(sim *S, int seat, const g304_action *move,
+                                                                 const char *fmt, ...)
 {
     g_failures++;
     int first = first_of_kind(fmt);
@@ -353,37 +367,68 @@ static int team_of(int seat)
     return seat & 1;
 }
 
+/* A card set for failure lines. */
+static unsigned long long set_hex(cardset_t s)
+{
+    return (unsigned long long)s;
+}
+
+/* The seat k places after seat (R-SEATS, R-SIX-SEATS). */
+static int seat_after(const sim *S, int seat, int k)
+{
+    return (seat + k) % S->seats;
+}
+
+/* Whether b is a teammate of a: the partner (R-SEATS), one of two with six players. */
+static int teammates(int a, int b)
+{
+    return a >= 0 && b >= 0 && a != b && team_of(a) == team_of(b);
+}
+
+/* Cards in each batch of the deal: four, then the rest of the hand (R-DEAL, R-SIX-DEAL). */
+static int batch_size(const sim *S, int batch)
+{
+    return batch ? S->tricks - 4 : 4;
+}
+
+/* The seat that deck position i is dealt to. */
+static int dealt_to(const sim *S, int i)
+{
+    int first = 4 * S->seats;
+    int k = i < first ? i / 4 : (i - first) / batch_size(S, 1);
+    return seat_after(S, S->dealer, 1 + k);
+}
+
 static int suit_of(card_t c)
 {
     return CARD_SUIT(c);
 }
 
-/* The expected deal (R-DEAL): batches of four from dealer's right, ending with the dealer,
- * then the same again. deck is the order after the cut. */
-static void sim_fix_deal(sim *S, const card_t deck[CARD_COUNT])
+/* The expected deal (R-DEAL, R-SIX-DEAL): batches of four from dealer's right, ending with the
+ * dealer, then the rest of each hand the same way (four each, or two with six players). deck is
+ * the order after the cut. */
+static void sim_fix_deal(sim *S, const card_t *deck)
 {
-    for (int s = 0; s < G304_SEATS; s++) S->first4[s] = S->all8[s] = 0;
-    for (int b = 0; b < 8; b++) {
-        int seat = (S->dealer + 1 + b) % 4;
-        for (int k = 0; k < 4; k++) {
-            cardset_t bit = CARDSET_BIT(deck[b * 4 + k]);
-            if (b < 4) S->first4[seat] |= bit;
-            S->all8[seat] |= bit;
-        }
+    for (int s = 0; s < G304_MAX_SEATS; s++) S->first4[s] = S->all8[s] = 0;
+    for (int i = 0; i < S->pack; i++) {
+        int seat = dealt_to(S, i);
+        cardset_t bit = CARDSET_BIT(deck[i]);
+        if (i < 4 * S->seats) S->first4[seat] |= bit;
+        S->all8[seat] |= bit;
     }
     S->deal_fixed = 1;
-    for (int s = 0; s < G304_SEATS; s++) S->known[s] |= S->first4[s];
+    for (int s = 0; s < S->seats; s++) S->known[s] |= S->first4[s];
 }
 
 static void know_all(sim *S, cardset_t cards)
 {
-    for (int s = 0; s < G304_SEATS; s++) S->known[s] |= cards;
+    for (int s = 0; s < S->seats; s++) S->known[s] |= cards;
 }
 
 /* The indicator is shown to everybody (and, if still down, returns to the maker's hand). */
 static void sim_show_indicator(sim *S)
 {
-    if (S->maker < 0 || S->indicator >= CARD_COUNT) return;
+    if (S->maker < 0 || S->indicator >= CARD_IDS) return;
     S->ind_public = 1;
     S->ind_down = 0;
     know_all(S, CARDSET_BIT(S->indicator));
@@ -391,28 +436,32 @@ static void sim_show_indicator(sim *S)
 
 static int trump_suit(const sim *S)
 {
-    return S->indicator < CARD_COUNT ? suit_of(S->indicator) : -1;
+    return S->indicator < CARD_IDS ? suit_of(S->indicator) : -1;
 }
 
-/* R-SPOILT: the maker's opponents hold no trump among their eight cards. */
+/* R-SPOILT: the maker's opponents hold no trump among their eight (six) cards. */
 static int sim_spoilt(const sim *S)
 {
     if (S->maker < 0) return 0;
     cardset_t trumps = CARDSET_SUIT(trump_suit(S));
-    return !(S->all8[(S->maker + 1) % 4] & trumps) && !(S->all8[(S->maker + 3) % 4] & trumps);
+    for (int k = 1; k < S->seats; k += 2)
+        if (S->all8[seat_after(S, S->maker, k)] & trumps) return 0;
+    return 1;
 }
 
-static int partner_of(int seat)
-{
-    return (seat + 2) % 4;
-}
-
-/* Who should play after seat (R-SEATS, skipping the partner in PCC). */
+/* Who should play after seat (R-SEATS, skipping the partner in PCC; both teammates with six
+ * players, R-SIX-PCC). */
 static int sim_next(const sim *S, int seat)
 {
-    int n = (seat + 1) % 4;
-    if (S->pcc && S->maker >= 0 && n == partner_of(S->maker)) n = (n + 1) % 4;
+    int n = seat_after(S, seat, 1);
+    while (S->pcc && teammates(S->maker, n)) n = seat_after(S, n, 1);
     return n;
+}
+
+/* Cards in a trick: every seat, or in PCC the maker and his opponents. */
+static int sim_per_trick(const sim *S)
+{
+    return S->pcc ? S->seats / 2 + 1 : S->seats;
 }
 
 /* R-FOLLOW / R-REVEAL: the winner of a complete trick, from the cards alone. */
@@ -443,12 +492,12 @@ static int trick_winner(const g304_trick *t, int trump)
  * inspection, the reveal and R-250. Updates the knowledge model as the rules say. */
 static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
 {
-    cardset_t cur[G304_SEATS];
-    for (int s = 0; s < G304_SEATS; s++) cur[s] = g304_cards_of(b, s);
-    int per_trick = S->pcc ? 3 : 4;
+    cardset_t cur[G304_MAX_SEATS];
+    for (int s = 0; s < S->seats; s++) cur[s] = g304_cards_of(b, s);
+    int per_trick = sim_per_trick(S);
     int trump = trump_suit(S);
 
-    for (int t = b->trick_no; t < G304_TRICKS && t <= st->trick_no; t++) {
+    for (int t = b->trick_no; t < S->tricks && t <= st->trick_no; t++) {
         const g304_trick *tr = &st->tricks[t];
         int from = t == b->trick_no ? b->tricks[t].n : 0;
         if (tr->n < from || tr->n > per_trick) {
@@ -458,7 +507,7 @@ static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
         for (int i = from; i < tr->n; i++) {
             card_t c = tr->card[i];
             int p = tr->seat[i];
-            if (c >= CARD_COUNT || p >= G304_SEATS) {
+            if (c >= S->pack || p >= S->seats) {
                 sim_fail(S, "trick %d card %d: bad card %d or seat %d", t + 1, i, c, p);
                 return;
             }
@@ -466,7 +515,7 @@ static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
             if (i > 0)
                 expect_p = sim_next(S, tr->seat[i - 1]);
             else if (t == 0)
-                expect_p = S->pcc ? S->maker : (S->dealer + 1) % 4; /* R-LEAD1, R-PCC */
+                expect_p = S->pcc ? S->maker : seat_after(S, S->dealer, 1); /* R-LEAD1, R-PCC */
             else
                 expect_p = st->tricks[t - 1].winner;
             if (p != expect_p || (i == 0 && tr->leader != p))
@@ -490,11 +539,11 @@ static void sim_follow_plays(sim *S, const g304_state *b, const g304_state *st)
             if (i > 0 && suit_of(c) != led && (holdable & CARDSET_SUIT(led)) && !is_ind)
                 sim_fail(S, "trick %d: seat %d played %s but holds %s (must follow)", t + 1, p,
                          card_str(c), suit_name(led));
-            if (i > 0 && is_ind && suit_of(c) != led && (holdable & CARDSET_SUIT(led)) && t < 7)
+            if (i > 0 && is_ind && suit_of(c) != led && (holdable & CARDSET_SUIT(led)) && t < S->tricks - 1)
                 sim_fail(S, "trick %d: maker cut with the indicator %s while holding %s", t + 1,
                          card_str(c), suit_name(led));
             /* R-IND-PLAY: the face-down indicator only cuts face down, or is the last card. */
-            if (is_ind && t < 7 && (i == 0 || !fd))
+            if (is_ind && t < S->tricks - 1 && (i == 0 || !fd))
                 sim_fail(S, "trick %d: the indicator %s was %s", t + 1, card_str(c),
                          i == 0 ? "led" : "played face up");
             /* R-MAKER-VOID: with the indicator down the maker cuts with no other trump. */
@@ -610,24 +659,24 @@ static void sim_check_bid4(sim *S, int seat, const g304_action *a)
         int step = x >= 200 && S->rules.step_above_200 == 5 ? 5 : 10;
         if (x < 160 || x > G304_MAX_BID || x % (unsigned)step || x <= S->bid)
             sim_fail(S, "four-card bid %u by seat %d over %u (step %d)", x, seat, S->bid, step);
-        int partner_holds = S->bidder >= 0 && S->bidder == partner_of(seat);
+        int partner_holds = teammates(seat, S->bidder); /* R-SIX-PARTNER: a teammate */
         if (S->rules.bidding == G304_BIDDING_STANDARD && x < 200 &&
             ((S->spoke >> seat & 1) || partner_holds))
             sim_fail(S, "seat %d bid %u below 200 after a turn or over partner (R-B4-200)", seat, x);
     }
     S->spoke |= 1 << seat;
     if (S->asker >= 0) {
-        if (seat != partner_of(S->asker)) sim_fail(S, "seat %d answered for the asked seat", seat);
+        if (seat != (S->asker + 2) % 4 || S->seats != 4) sim_fail(S, "seat %d answered for the asked seat", seat);
         S->spoke |= 1 << S->asker; /* a turn for both of them */
         S->asker = -1;
     }
 }
 
-/* R-B8, R-B8-AMOUNT, R-B8-PCC, `bid8_opener`: one circuit, each player once. */
+/* R-B8, R-B8-AMOUNT, R-B8-PCC, `bid8_opener`, R-SIX-B6: one circuit, each player once. */
 static void sim_check_bid8(sim *S, int seat, const g304_action *a)
 {
-    int first = S->rules.bid8_opener == G304_OPENER_DEALER_RIGHT ? (S->dealer + 1) % 4 : S->maker4;
-    int expect = S->b8_last < 0 ? first : (S->b8_last + 1) % 4;
+    int first = S->rules.bid8_opener == G304_OPENER_DEALER_RIGHT ? seat_after(S, S->dealer, 1) : S->maker4;
+    int expect = S->b8_last < 0 ? first : seat_after(S, S->b8_last, 1);
     if (seat != expect || (S->b8_spoke >> seat & 1))
         sim_fail(S, "eight-card round: seat %d spoke, expected seat %d", seat, expect);
     S->b8_spoke |= 1 << seat;
@@ -637,8 +686,8 @@ static void sim_check_bid8(sim *S, int seat, const g304_action *a)
     int step = S->rules.step_above_200 == 5 ? 5 : 10;
     if (x != G304_PCC && (x < 250 || x > G304_MAX_BID || x % (unsigned)step || x <= S->bid))
         sim_fail(S, "eight-card bid %u by seat %d over %u", x, seat, S->bid);
-    if (S->b8_bidder >= 0 && S->b8_bidder == partner_of(seat))
-        sim_fail(S, "seat %d overbid its partner's eight-card bid", seat);
+    if (teammates(seat, S->b8_bidder))
+        sim_fail(S, "seat %d overbid its teammate's eight-card bid", seat);
 }
 
 /* Updates the model after an accepted move by seat (b = the state before, st = after). */
@@ -648,10 +697,10 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
     switch (a->kind) {
     case G304_DO_CUT: {
         /* R-DEAL: cutting at k puts the top k cards under the rest. */
-        card_t cut[CARD_COUNT];
+        card_t cut[CARD_IDS];
         int k = a->amount;
-        for (int i = 0; i < CARD_COUNT; i++) cut[i] = S->deck[(i + k) % CARD_COUNT];
-        if (memcmp(cut, st->deck, sizeof cut) != 0) sim_fail(S, "cut at %d: deck is not rotated by %d", k, k);
+        for (int i = 0; i < S->pack; i++) cut[i] = S->deck[(i + k) % S->pack];
+        if (memcmp(cut, st->deck, (size_t)S->pack) != 0) sim_fail(S, "cut at %d: deck is not rotated by %d", k, k);
         sim_fix_deal(S, st->deck);
         break;
     }
@@ -670,6 +719,7 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
         break;
     case G304_DO_PARTNER:
         S->h_ask = 1;
+        if (S->seats != 4) sim_fail(S, "seat %d asked partner with six players (R-SIX-PARTNER)", seat);
         if (b->phase != G304_PHASE_BID4) sim_fail(S, "seat %d asked partner outside the four-card round", seat);
         if (S->asker >= 0) sim_fail(S, "seat %d asked back (R-B4-PARTNER)", seat);
         S->asker = seat;
@@ -678,7 +728,7 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
     case G304_DO_REDEAL:
         S->h_redeal = 1;
         /* R-REDEAL: dealer's right, before bidding or passing, under 15 points */
-        if (seat != (S->dealer + 1) % 4 || S->b4_moves || cardset_points(S->first4[seat]) >= 15)
+        if (seat != seat_after(S, S->dealer, 1) || S->b4_moves || cardset_points(S->first4[seat]) >= 15)
             sim_fail(S, "redeal by seat %d (dealer %d) after %d moves with %d points", seat, S->dealer,
                      S->b4_moves, cardset_points(S->first4[seat]));
         break;
@@ -697,7 +747,7 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
         S->known[seat] |= CARDSET_BIT(a->card);
         if (!S->full_dealt) {
             S->full_dealt = 1; /* R-TRUMP-PICK: then the deal is completed */
-            for (int s = 0; s < G304_SEATS; s++) S->known[s] |= S->all8[s];
+            for (int s = 0; s < S->seats; s++) S->known[s] |= S->all8[s];
         }
         break;
     case G304_DO_OPEN:
@@ -747,13 +797,13 @@ static void sim_observe(sim *S, const g304_state *b, const g304_state *st, int s
 /* ---- The leak check ---- */
 static cardset_t sim_allowed(const sim *S, int seat)
 {
-    return S->done ? CARDSET_ALL : S->known[seat];
+    return S->done ? ~(cardset_t)0 : S->known[seat];
 }
 
 static void sim_check_card(sim *S, int seat, card_t c, cardset_t allowed, const char *where, int kind)
 {
     if (c == CARD_HIDDEN || c == CARD_NONE) return;
-    if (c >= CARD_COUNT) {
+    if (c >= S->pack) {
         sim_fail(S, "%s: bad card value %d (event %s)", where, c, ev_word(kind));
         return;
     }
@@ -766,7 +816,7 @@ static void sim_check_card(sim *S, int seat, card_t c, cardset_t allowed, const 
 static void sim_check_points(sim *S, int seat, const g304_trick *t, cardset_t allowed, const char *where)
 {
     for (int i = 0; i < t->n; i++)
-        if (t->card[i] >= CARD_COUNT || !(allowed & CARDSET_BIT(t->card[i]))) {
+        if (t->card[i] >= S->pack || !(allowed & CARDSET_BIT(t->card[i]))) {
             sim_fail(S, "LEAK: seat %d learns the points of a trick with %s unseen (%s)", seat,
                      card_text(t->card[i]), where);
             return;
@@ -785,7 +835,7 @@ static void sim_check_events(sim *S, const g304_state *st, const g304_events *ev
             sim_fail(S, "event %d: kind %d with %d cards", k, e->kind, e->n);
             continue;
         }
-        for (int s = 0; s < G304_SEATS; s++) {
+        for (int s = 0; s < S->seats; s++) {
             int vis = g304_event_visible(e, s);
             int expect = e->vis == G304_VIS_ALL    ? 1
                          : e->vis == G304_VIS_SEAT ? s == e->to
@@ -795,12 +845,12 @@ static void sim_check_events(sim *S, const g304_state *st, const g304_events *ev
             if (!vis) continue;
             cardset_t allowed = (S->done && (e->kind == G304_EV_HAND || e->kind == G304_EV_RESULT ||
                                               e->kind == G304_EV_CAPS_JUDGED))
-                                    ? CARDSET_ALL
+                                    ? ~(cardset_t)0
                                     : S->known[s];
             for (int i = 0; i < e->n; i++) sim_check_card(S, s, e->cards[i], allowed, "event cards", e->kind);
             if (e->kind == G304_EV_REVEAL) sim_check_card(S, s, e->other, allowed, "event other", e->kind);
             if (e->kind == G304_EV_TRICK && e->flag) {
-                if (e->amount < 1 || e->amount > G304_TRICKS || e->amount > st->trick_no)
+                if (e->amount < 1 || e->amount > S->tricks || e->amount > st->trick_no)
                     sim_fail(S, "trick event for trick %d with trick_no %d", e->amount, st->trick_no);
                 else
                     sim_check_points(S, s, &st->tricks[e->amount - 1], allowed, "trick event");
@@ -829,7 +879,7 @@ static void sim_check_view_trick(sim *S, int seat, const g304_trick *v, const g3
                      card_text(c), card_text(t->card[i]));
             continue;
         }
-        if (c >= CARD_COUNT || !(allowed & CARDSET_BIT(c)))
+        if (c >= S->pack || !(allowed & CARDSET_BIT(c)))
             sim_fail(S, "LEAK: seat %d sees %s in the %s trick of its view", seat, card_text(c), which);
     }
     if (v->points) sim_check_points(S, seat, t, allowed, which);
@@ -842,28 +892,31 @@ static void sim_check_knowledge(sim *S, const g304_state *st)
 {
     if (st->phase != G304_PHASE_PLAY) return;
     int trump = trump_suit(S);
-    for (int s = 0; s < G304_SEATS; s++) {
+    cardset_t pack = S->pack == CARD_IDS ? CARDSET_ALL | CARDSET_SIXES : CARDSET_ALL;
+    for (int s = 0; s < S->seats; s++) {
         caps_knowledge k;
         caps_knowledge_of(st, s, &k);
-        cardset_t seen = ~k.unseen;
+        cardset_t seen = pack & ~k.unseen;
         /* Knowing too little matters only while the judge asks about this seat (a Caps call ends
          * that, and its shown cards are not in the set). */
         cardset_t must = g304_caps_open_for(st, s) ? S->known[s] : seen & S->known[s];
         if ((seen & ~S->known[s]) || (must & ~seen))
-            sim_fail(S, "information set of seat %d: sees %#x, the rules let it know %#x (extra %#x, "
-                     "missing %#x)", s, seen, S->known[s], seen & ~S->known[s], S->known[s] & ~seen);
+            sim_fail(S, "information set of seat %d: sees %#llx, the rules let it know %#llx (extra %#llx, "
+                     "missing %#llx)", s, set_hex(seen), set_hex(S->known[s]), set_hex(seen & ~S->known[s]),
+                     set_hex(S->known[s] & ~seen));
+        if (k.seats != S->seats) sim_fail(S, "information set of seat %d: %d seats", s, k.seats);
         int knows_trump = s == S->maker || S->ind_public;
         if ((k.indicator != CARD_NONE) != knows_trump || (knows_trump && k.trumps != (1u << trump)))
             sim_fail(S, "information set of seat %d: indicator %s, trumps %#x (knows trump %d)", s,
                      card_text(k.indicator), k.trumps, knows_trump);
         if (!(k.trumps & (1u << trump)))
             sim_fail(S, "information set of seat %d rules out the real trump %s (%#x)", s, suit_name(trump), k.trumps);
-        for (int p = 0; p < G304_SEATS; p++) {
+        for (int p = 0; p < S->seats; p++) {
             cardset_t hand = st->hand[p] & ~(p == S->maker ? CARDSET_BIT(S->indicator) : 0);
             for (int suit = 0; suit < SUIT_COUNT; suit++)
                 if ((k.voids[p] >> suit & 1) && (hand & CARDSET_SUIT(suit)))
-                    sim_fail(S, "information set of seat %d: seat %d void in %s, but holds %#x", s, p,
-                             suit_name(suit), hand & CARDSET_SUIT(suit));
+                    sim_fail(S, "information set of seat %d: seat %d void in %s, but holds %#llx", s, p,
+                             suit_name(suit), set_hex(hand & CARDSET_SUIT(suit)));
         }
     }
 }
@@ -871,7 +924,7 @@ static void sim_check_knowledge(sim *S, const g304_state *st)
 /* After a move: a seat newly found certain is certain now, with an order of all its cards. */
 static void sim_check_certain(sim *S, const g304_state *b, const g304_state *st)
 {
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < S->seats; s++) {
         if (st->certain_at[s] == b->certain_at[s]) continue;
         if (!S->judged || b->certain_at[s] != G304_NEVER) {
             sim_fail(S, "certain_at of seat %d changed %d -> %d (judged %d)", s, b->certain_at[s],
@@ -884,21 +937,27 @@ static void sim_check_certain(sim *S, const g304_state *b, const g304_state *st)
         if (st->certain_at[s] != g304_cards_played(st) || order != g304_cards_of(st, s) ||
             st->certain_n[s] != cardset_count(order) || S->pcc || S->rules.caps == G304_CAPS_OFF ||
             S->team_tricks[1 - team_of(s)])
-            sim_fail(S, "seat %d certain at %d (now %d) with order %#x of %d cards, holds %#x", s,
-                     st->certain_at[s], g304_cards_played(st), order, st->certain_n[s], g304_cards_of(st, s));
+            sim_fail(S, "seat %d certain at %d (now %d) with order %#llx of %d cards, holds %#llx", s,
+                     st->certain_at[s], g304_cards_played(st), set_hex(order), st->certain_n[s],
+                     set_hex(g304_cards_of(st, s)));
     }
 }
 
 static void sim_check_views(sim *S, const g304_state *st)
 {
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < S->seats; s++) {
         g304_view v;
         g304_view_of(st, s, &v);
         cardset_t allowed = sim_allowed(S, s);
         cardset_t mine = g304_cards_of(st, s);
         if (v.seat != s) sim_fail(S, "view of seat %d says seat %d", s, v.seat);
-        if (v.hand != mine) sim_fail(S, "view of seat %d: hand %#x, cards_of %#x", s, v.hand, mine);
-        if (v.hand & ~allowed) sim_fail(S, "LEAK: seat %d's view holds cards it was not dealt: %#x", s, v.hand & ~allowed);
+        if (v.hand != mine) sim_fail(S, "view of seat %d: hand %#llx, cards_of %#llx", s, set_hex(v.hand), set_hex(mine));
+        if (v.hand & ~allowed)
+            sim_fail(S, "LEAK: seat %d's view holds cards it was not dealt: %#llx", s, set_hex(v.hand & ~allowed));
+        for (int p = 0; p < S->seats; p++)
+            if (v.hand_size[p] != cardset_count(g304_cards_of(st, p)))
+                sim_fail(S, "view of seat %d: seat %d holds %d cards, not %d", s, p, v.hand_size[p],
+                         cardset_count(g304_cards_of(st, p)));
         if (v.indicator != CARD_NONE) {
             if (v.indicator != S->indicator)
                 sim_fail(S, "view of seat %d: indicator %s, it is %s", s, card_text(v.indicator), card_text(S->indicator));
@@ -907,9 +966,9 @@ static void sim_check_views(sim *S, const g304_state *st)
         if (v.trump >= 0 && !S->done && s != S->maker && !S->ind_public)
             sim_fail(S, "LEAK: seat %d's view names the trump %s while closed", s, suit_name(v.trump));
         if (v.caps_shown & ~allowed)
-            sim_fail(S, "LEAK: seat %d's view shows Caps cards %#x", s, v.caps_shown & ~allowed);
+            sim_fail(S, "LEAK: seat %d's view shows Caps cards %#llx", s, set_hex(v.caps_shown & ~allowed));
         if (st->phase == G304_PHASE_PLAY || st->phase == G304_PHASE_DONE) {
-            if (st->trick_no < G304_TRICKS)
+            if (st->trick_no < S->tricks)
                 sim_check_view_trick(S, s, &v.current, &st->tricks[st->trick_no], allowed, "current");
             if (st->trick_no > 0 && v.last.n)
                 sim_check_view_trick(S, s, &v.last, &st->tricks[st->trick_no - 1], allowed, "last");
@@ -920,11 +979,11 @@ static void sim_check_views(sim *S, const g304_state *st)
 /* ---- State invariants ---- */
 static void sim_check_state(sim *S, const g304_state *st)
 {
-    int per_trick = S->pcc ? 3 : 4;
-    cardset_t played[G304_SEATS] = {0}, all_played = 0;
+    int per_trick = sim_per_trick(S);
+    cardset_t played[G304_MAX_SEATS] = {0}, all_played = 0;
     int pts[2] = {0, 0}, tricks[2] = {0, 0};
-    int limit = st->trick_no < G304_TRICKS ? st->trick_no + 1 : G304_TRICKS;
-    if (st->trick_no > G304_TRICKS) {
+    int limit = st->trick_no < S->tricks ? st->trick_no + 1 : S->tricks;
+    if (st->trick_no > S->tricks) {
         sim_fail(S, "trick_no %d", st->trick_no);
         return;
     }
@@ -938,7 +997,7 @@ static void sim_check_state(sim *S, const g304_state *st)
         }
         for (int i = 0; i < tr->n; i++) {
             card_t c = tr->card[i];
-            if (c >= CARD_COUNT || tr->seat[i] >= G304_SEATS) {
+            if (c >= S->pack || tr->seat[i] >= S->seats) {
                 sim_fail(S, "trick %d: bad card %d / seat %d", t + 1, c, tr->seat[i]);
                 return;
             }
@@ -947,7 +1006,7 @@ static void sim_check_state(sim *S, const g304_state *st)
             played[tr->seat[i]] |= CARDSET_BIT(c);
         }
         if (complete) {
-            if (tr->winner >= G304_SEATS) {
+            if (tr->winner >= S->seats) {
                 sim_fail(S, "trick %d is complete without a winner", t + 1);
                 return;
             }
@@ -962,20 +1021,25 @@ static void sim_check_state(sim *S, const g304_state *st)
     if (st->team_tricks[0] != tricks[0] || st->team_tricks[1] != tricks[1])
         sim_fail(S, "team tricks %d/%d, counted %d/%d", st->team_tricks[0], st->team_tricks[1],
                  tricks[0], tricks[1]);
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < S->seats; s++) {
         cardset_t mine = g304_cards_of(st, s);
         cardset_t dealt = !S->deal_fixed ? 0 : S->full_dealt ? S->all8[s] : S->first4[s];
-        if (mine & all_played) sim_fail(S, "seat %d holds played cards %#x", s, mine & all_played);
+        if (mine & all_played) sim_fail(S, "seat %d holds played cards %#llx", s, set_hex(mine & all_played));
         if ((mine | played[s]) != dealt)
-            sim_fail(S, "seat %d: hand %#x + played %#x != dealt %#x", s, mine, played[s], dealt);
+            sim_fail(S, "seat %d: hand %#llx + played %#llx != dealt %#llx", s, set_hex(mine), set_hex(played[s]),
+                     set_hex(dealt));
         if (S->deal_fixed && st->first4[s] != S->first4[s])
-            sim_fail(S, "seat %d: first batch %#x, R-DEAL gives %#x", s, st->first4[s], S->first4[s]);
+            sim_fail(S, "seat %d: first batch %#llx, R-DEAL gives %#llx", s, set_hex(st->first4[s]),
+                     set_hex(S->first4[s]));
         if (st->dealt[s] != dealt && st->phase != G304_PHASE_DONE)
-            sim_fail(S, "seat %d: dealt %#x, R-DEAL gives %#x", s, st->dealt[s], dealt);
+            sim_fail(S, "seat %d: dealt %#llx, R-DEAL gives %#llx", s, set_hex(st->dealt[s]), set_hex(dealt));
         cardset_t down = S->ind_down && s == S->maker ? CARDSET_BIT(S->indicator) : 0;
         if (st->phase != G304_PHASE_DONE && st->hand[s] != (mine & ~down))
-            sim_fail(S, "seat %d: hand %#x, cards_of %#x, indicator down %#x", s, st->hand[s], mine, down);
+            sim_fail(S, "seat %d: hand %#llx, cards_of %#llx, indicator down %#llx", s, set_hex(st->hand[s]),
+                     set_hex(mine), set_hex(down));
     }
+    for (int s = S->seats; s < G304_MAX_SEATS; s++) /* the seats a four-player game lacks hold nothing */
+        if (st->hand[s] || st->dealt[s]) sim_fail(S, "seat %d of %d holds cards", s, S->seats);
 }
 
 /* ---- The end of a hand ---- */
@@ -986,7 +1050,7 @@ static void sim_check_score(sim *S, const g304_state *st, const int16_t before[2
 {
     const g304_result *r = &st->result;
     int mt = team_of(S->maker);
-    int made = S->pcc ? S->team_tricks[mt] == G304_TRICKS : st->points[mt] >= (int)S->bid;
+    int made = S->pcc ? S->team_tricks[mt] == S->tricks : st->points[mt] >= (int)S->bid;
     int win, lose;
     if (S->bid == G304_PCC) win = 4, lose = 5;
     else if (S->bid >= 250) win = 3, lose = 4;
@@ -1009,8 +1073,9 @@ static void sim_check_score(sim *S, const g304_state *st, const int16_t before[2
         sim_fail(S, "early Caps charged to seat %d (caller %d, verdict %d)", r->wrong_seat, S->caps_seat, st->call_verdict);
     if (r->wrong_reason == G304_WRONG_LATE && (r->wrong_seat != S->caps_seat || ct != mt))
         sim_fail(S, "late Caps charged to seat %d (caller %d)", r->wrong_seat, S->caps_seat);
-    if (ct < 0 && !wrong && S->judged && !S->pcc && S->rules.caps != G304_CAPS_OFF &&
-        (st->certain_at[mt] != G304_NEVER || st->certain_at[mt + 2] != G304_NEVER))
+    int due = 0;
+    for (int s = mt; s < S->seats; s += 2) due |= st->certain_at[s] != G304_NEVER;
+    if (ct < 0 && !wrong && S->judged && !S->pcc && S->rules.caps != G304_CAPS_OFF && due)
         sim_fail(S, "Caps was certain for the maker's team and never called, without Wrong Caps");
     /* soundness of the judge: a call it found certain wins every trick, card by card as stated */
     if (ct >= 0 && st->call_verdict == G304_CALL_CERTAIN && !r->caps_won)
@@ -1030,7 +1095,8 @@ static void sim_check_score(sim *S, const g304_state *st, const int16_t before[2
     } else if (ct >= 0) {
         if (S->team_tricks[1 - ct]) payer = ct, amount = 5; /* called, then lost a trick */
         else if (wrong) payer = ct, amount = 2;              /* Wrong Caps */
-        else if (ct == mt) bonus = S->caps_at <= 6 * 4, payer = 1 - mt, amount = win + bonus;
+        else if (ct == mt) /* called before the first card of the second-to-last trick */
+            bonus = S->caps_at <= (S->tricks - 2) * S->seats, payer = 1 - mt, amount = win + bonus;
         else payer = mt, amount = lose + 1;                  /* External Caps */
     } else if (wrong) {
         payer = mt, amount = 2;                              /* due and never called */
@@ -1070,7 +1136,7 @@ static void sim_check_result(sim *S, const g304_state *st)
         int winner = after[0] ? 0 : 1;
         if (r->match_winner != winner) sim_fail(S, "match winner %d, tokens %d/%d", r->match_winner, after[0], after[1]);
     }
-    int same = S->dealer, next = (S->dealer + 1) % 4;
+    int same = S->dealer, next = seat_after(S, S->dealer, 1);
     switch (r->end) {
     case G304_END_REDEAL:
     case G304_END_ALL_PASS:
@@ -1093,7 +1159,7 @@ static void sim_check_result(sim *S, const g304_state *st)
     case G304_END_VIOLATION:
         S->h_violation = 1;
         if (sim_spoilt(S)) sim_fail(S, "violation, but the trumps were spoilt");
-        if (r->spoilt_seat >= G304_SEATS) {
+        if (r->spoilt_seat >= S->seats) {
             sim_fail(S, "violation without a declaring seat");
         } else {
             int bad = team_of(r->spoilt_seat);
@@ -1103,12 +1169,13 @@ static void sim_check_result(sim *S, const g304_state *st)
         break;
     case G304_END_PLAYED: {
         S->h_played = 1;
-        if (st->trick_no != G304_TRICKS) {
+        if (st->trick_no != S->tricks) {
             sim_fail(S, "played to the end with trick_no %d", st->trick_no);
             break;
         }
         int total = 304;
-        if (S->pcc) total -= cardset_points(S->all8[partner_of(S->maker)]);
+        for (int s = 0; s < S->seats; s++) /* R-PCC, R-SIX-PCC: the teammates' cards are not played */
+            if (S->pcc && teammates(S->maker, s)) total -= cardset_points(S->all8[s]);
         if (st->points[0] + st->points[1] != total)
             sim_fail(S, "points %d + %d != %d", st->points[0], st->points[1], total);
         if (r->next_dealer != next) sim_fail(S, "next dealer %d after dealer %d", r->next_dealer, S->dealer);
@@ -1123,7 +1190,7 @@ static void sim_check_result(sim *S, const g304_state *st)
         sim_fail(S, "result: Caps seat %d broken %d, expected seat %d broken %d", r->caps_seat,
                  r->caps_broken, S->caps_seat, S->caps_skipped);
     if (S->caps_seat >= 0 && r->end == G304_END_PLAYED &&
-        r->caps_won != (S->team_tricks[team_of(S->caps_seat)] == G304_TRICKS))
+        r->caps_won != (S->team_tricks[team_of(S->caps_seat)] == S->tricks))
         sim_fail(S, "result: caps_won %d, the caller's team won %d tricks", r->caps_won,
                  S->team_tricks[team_of(S->caps_seat)]);
     if (r->end == G304_END_SPOILT || r->end == G304_END_VIOLATION) {
@@ -1190,7 +1257,7 @@ static void sim_exhaustive(sim *S, const g304_state *st)
 {
     g304_state copy;
     memcpy(&copy, st, sizeof copy);
-    for (int seat = 0; seat < G304_SEATS && !S->failed; seat++) {
+    for (int seat = 0; seat < S->seats && !S->failed; seat++) {
         g304_action legal[G304_MAX_LEGAL + 8];
         int n = sim_legal(S, st, seat, legal);
         for (int i = 0; i < n; i++) {
@@ -1215,7 +1282,7 @@ static void sim_exhaustive(sim *S, const g304_state *st)
             sim_expect_refused(S, st, &copy, seat, &d, "g304_may_spoilt says no");
         d.kind = G304_DO_CAPS;
         cardset_t mine = g304_cards_of(st, seat);
-        for (cardset_t m = mine; m; m &= m - 1) d.order[d.n++] = (card_t)__builtin_ctz(m);
+        for (cardset_t m = mine; m; m &= m - 1) d.order[d.n++] = cardset_first(m);
         if (g304_may_caps(st, seat) && d.n)
             sim_expect_accepted(S, st, &copy, seat, &d, "g304_may_caps says yes");
         else
@@ -1232,7 +1299,7 @@ static void sim_try_illegal(sim *S, g304_state *st)
 {
     g304_state before;
     memcpy(&before, st, sizeof before);
-    int seat = (int)rng_below(&S->rng, G304_SEATS);
+    int seat = (int)rng_below(&S->rng, (uint32_t)S->seats);
     g304_action a;
     memset(&a, 0, sizeof a);
     uint32_t pick = rng_below(&S->rng, 10);
@@ -1243,7 +1310,7 @@ static void sim_try_illegal(sim *S, g304_state *st)
         a.kind = G304_DO_CAPS;
         if (g304_may_caps(st, seat)) return;
         cardset_t mine = g304_cards_of(st, seat);
-        for (cardset_t m = mine; m; m &= m - 1) a.order[a.n++] = (card_t)__builtin_ctz(m);
+        for (cardset_t m = mine; m; m &= m - 1) a.order[a.n++] = cardset_first(m);
     } else {
         g304_action legal[G304_MAX_LEGAL + 8];
         int n = sim_legal(S, st, seat, legal);
@@ -1368,7 +1435,11 @@ static void sim_new_match(sim *S)
     r->caps = (uint8_t)rng_below(&S->rng, 3);
     r->scoring = (uint8_t)rng_below(&S->rng, 2);
     r->start_tokens = (uint8_t)(3 + rng_below(&S->rng, 9));
-    S->dealer = (int)rng_below(&S->rng, G304_SEATS);
+    cr_assert_eq(g304_rules_set_players(r, S->players, NULL), 0);
+    S->seats = g304_seats(r);
+    S->tricks = g304_tricks(r);
+    S->pack = g304_deck_size(r);
+    S->dealer = (int)rng_below(&S->rng, (uint32_t)S->seats);
     S->tokens[0] = S->tokens[1] = r->start_tokens;
     S->in_match = 1;
 }
@@ -1386,16 +1457,15 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
     int best_points = -1;
     for (int tries = S->favoured >= 0 ? 16 : 1; tries > 0; tries--) {
         uint8_t seed[DEAL_SEED_BYTES];
-        card_t deck[CARD_COUNT];
+        card_t deck[CARD_IDS];
         for (int i = 0; i < DEAL_SEED_BYTES; i += 8) {
             uint64_t x = rng_u64(&S->rng);
             memcpy(seed + i, &x, 8);
         }
-        deal_shuffle(seed, deck, CARD_COUNT);
+        deal_shuffle(seed, deck, S->pack); /* R-SHUFFLE over the game's pack (README) */
         int points = 0;
-        for (int b = 0; b < 8 && S->favoured >= 0; b++)
-            if (team_of((S->dealer + 1 + b) % 4) == S->favoured)
-                for (int k = 0; k < 4; k++) points += card_points(deck[b * 4 + k]);
+        for (int i = 0; i < S->pack && S->favoured >= 0; i++)
+            if (team_of(dealt_to(S, i)) == S->favoured) points += card_points(deck[i]);
         if (points > best_points) {
             best_points = points;
             memcpy(S->deal_seed, seed, sizeof seed);
@@ -1422,10 +1492,10 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
     if (st.tokens[0] != S->tokens[0] || st.tokens[1] != S->tokens[1] || st.dealer != S->dealer)
         sim_fail(S, "start: tokens %d/%d dealer %d", st.tokens[0], st.tokens[1], st.dealer);
     if (S->rules.cut) {
-        if (st.phase != G304_PHASE_CUT || st.to_act != (S->dealer + 3) % 4)
+        if (st.phase != G304_PHASE_CUT || st.to_act != seat_after(S, S->dealer, S->seats - 1))
             sim_fail(S, "cut option: phase %d to_act %d", st.phase, st.to_act);
     } else {
-        if (memcmp(st.deck, S->deck, sizeof S->deck) != 0) sim_fail(S, "start without cut changed the deck");
+        if (memcmp(st.deck, S->deck, (size_t)S->pack) != 0) sim_fail(S, "start without cut changed the deck");
         sim_fix_deal(S, S->deck);
     }
     sim_check_events(S, &st, &ev);
@@ -1439,7 +1509,7 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
             break;
         }
         int seat = st.to_act;
-        if (seat >= G304_SEATS) {
+        if (seat >= S->seats) {
             sim_fail(S, "phase %d with nobody to act (%d)", st.phase, seat);
             break;
         }
@@ -1449,7 +1519,7 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
             break;
         }
         if (seat == S->caps_seat) sim_fail(S, "the Caps caller is asked to act (the game plays for him)");
-        for (int s = 0; s < G304_SEATS; s++) {
+        for (int s = 0; s < S->seats; s++) {
             int play = st.phase == G304_PHASE_PLAY;
             int caps_ok = play && !S->pcc && S->rules.caps != G304_CAPS_OFF && S->caps_seat < 0 &&
                           !S->team_tricks[1 - team_of(s)] && g304_cards_of(&st, s);
@@ -1459,8 +1529,8 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
         }
         if (st.phase == G304_PHASE_BID4 && seat == S->bidder)
             sim_fail(S, "seat %d is to act while holding the highest bid (R-B4-ORDER)", seat);
-        if (S->pcc && st.phase == G304_PHASE_PLAY && seat == partner_of(S->maker))
-            sim_fail(S, "the PCC partner is to act");
+        if (S->pcc && st.phase == G304_PHASE_PLAY && teammates(S->maker, seat))
+            sim_fail(S, "the PCC partner (a teammate of the maker) is to act");
         if (exhaustive_per10k && rng_chance(check_rng, exhaustive_per10k)) sim_exhaustive(S, &st);
         if (S->failed) break;
 
@@ -1474,14 +1544,16 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
             /* Caps has just become certain for a seat: half the time it calls, with the order
              * the judge found; the team must then win every trick (checked at the end). */
             int now = g304_cards_played(&st), caller = -1;
-            for (int s = 0; s < G304_SEATS && caller < 0; s++)
+            for (int s = 0; s < S->seats && caller < 0; s++)
                 if (st.certain_at[s] == now && g304_may_caps(&st, s)) caller = s;
             if (caller >= 0 && rng_chance(&S->rng, 5000)) {
-                int partner_at = st.certain_at[partner_of(caller)];
+                int first = 1; /* no teammate was certain earlier */
+                for (int s = 0; s < S->seats; s++)
+                    if (teammates(caller, s) && st.certain_at[s] != G304_NEVER && st.certain_at[s] != now) first = 0;
                 a.kind = G304_DO_CAPS;
                 a.n = st.certain_n[caller];
                 memcpy(a.order, st.certain_order[caller], sizeof a.order);
-                S->caps_certain_call = partner_at == G304_NEVER || partner_at == now;
+                S->caps_certain_call = first;
                 S->h_certain_call = 1;
                 sim_apply(S, &st, caller, &a);
                 continue;
@@ -1489,21 +1561,21 @@ static int sim_hand(sim *S, uint32_t exhaustive_per10k, sim_rng *check_rng)
         }
         if (st.phase == G304_PHASE_PLAY) {
             int spoilt = sim_spoilt(S);
-            int who = (int)rng_below(&S->rng, G304_SEATS);
+            int who = (int)rng_below(&S->rng, (uint32_t)S->seats);
             if (rng_chance(&S->rng, spoilt ? 1500 : 10) && g304_may_spoilt(&st, who)) {
                 a.kind = G304_DO_SPOILT;
                 sim_apply(S, &st, who, &a);
                 continue;
             }
             if (rng_chance(&S->rng, 50)) {
-                int eligible[G304_SEATS], ne = 0;
-                for (int s = 0; s < G304_SEATS; s++)
+                int eligible[G304_MAX_SEATS], ne = 0;
+                for (int s = 0; s < S->seats; s++)
                     if (g304_may_caps(&st, s)) eligible[ne++] = s;
                 if (ne) {
                     int caller = eligible[rng_below(&S->rng, (uint32_t)ne)];
                     a.kind = G304_DO_CAPS;
                     for (cardset_t m = g304_cards_of(&st, caller); m; m &= m - 1)
-                        a.order[a.n++] = (card_t)__builtin_ctz(m);
+                        a.order[a.n++] = cardset_first(m);
                     for (int i = a.n - 1; i > 0; i--) {
                         int j = (int)rng_below(&S->rng, (uint32_t)i + 1);
                         card_t t = a.order[i];
@@ -1555,27 +1627,27 @@ static long env_long(const char *name, long dflt)
     return strtol(v, NULL, 0);
 }
 
-Test(random, hands, .timeout = 0)
+/* Plays `hands` hands of `players`-player 304 (matches of random options) and checks them all. */
+static void simulate(int players, long hands, long judged)
 {
     universe_build();
-    long hands = env_long("CARDROOM_SIM_HANDS", 100000);
     const char *seed_text = getenv("CARDROOM_SIM_SEED");
     uint64_t seed = seed_text && *seed_text ? strtoull(seed_text, NULL, 0) : 304;
     long exhaustive = env_long("CARDROOM_SIM_EXHAUSTIVE", 10);
     if (exhaustive < 0) exhaustive = 0;
     if (exhaustive > 100) exhaustive = 100;
 
-    long judged = env_long("CARDROOM_SIM_JUDGED", 25);
     static sim S; /* large: the move log */
     memset(&S, 0, sizeof S);
     S.seed = seed;
+    S.players = players;
     S.solver = caps_solver_new(0);
     cr_assert_not_null(S.solver, "caps_solver_new");
     sim_rng check_rng = {seed ^ 0xC0FFEE304ull};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    fprintf(stderr, "random: %ld hands, seed %" PRIu64 ", exhaustive check on %ld%% of states\n", hands,
-            seed, exhaustive);
+    fprintf(stderr, "random (%d players): %ld hands, seed %" PRIu64 ", exhaustive check on %ld%% of states\n",
+            players, hands, seed, exhaustive);
 
     long c_pcc = 0, c_open = 0, c_bid8 = 0, c_ask = 0, c_redeal = 0, c_spoilt = 0, c_spoilt_ok = 0,
          c_spoilt_auto = 0, c_caps = 0, c_illegal = 0, c_all_pass = 0, c_violation = 0,
@@ -1610,22 +1682,23 @@ Test(random, hands, .timeout = 0)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     fprintf(stderr,
-            "random: %ld hands in %.1f s, %ld matches; hands with: played %ld, PCC %ld, open %ld, "
-            "eight-card bid %ld, ask %ld, redeal %ld, all pass %ld, face-down trump revealed %ld, "
+            "random (%d players): %ld hands in %.1f s, %ld matches; hands with: played %ld, PCC %ld, open %ld, "
+            "%s-card bid %ld, ask %ld, redeal %ld, all pass %ld, face-down trump revealed %ld, "
             "spoilt call %ld (correct %ld, violation %ld), auto spoilt %ld, Caps call %ld, "
             "illegal tries %ld; judged %ld, Caps certain %ld, called when certain %ld, Wrong Caps %ld; "
             "failures %ld\n",
-            hands, secs, c_matches, c_played, c_pcc, c_open, c_bid8, c_ask, c_redeal, c_all_pass,
-            c_reveal, c_spoilt, c_spoilt_ok, c_violation, c_spoilt_auto, c_caps, c_illegal, c_judged,
-            c_certain, c_certain_call, c_wrong, g_failures);
+            players, hands, secs, c_matches, c_played, c_pcc, c_open, players == 6 ? "six" : "eight", c_bid8, c_ask,
+            c_redeal, c_all_pass, c_reveal, c_spoilt, c_spoilt_ok, c_violation, c_spoilt_auto, c_caps, c_illegal,
+            c_judged, c_certain, c_certain_call, c_wrong, g_failures);
     caps_solver_free(S.solver);
     cr_assert_eq(g_failures, 0, "%ld failures (seed %" PRIu64 "), the first are printed above",
                  g_failures, seed);
+    if (players == 6) cr_expect_eq(c_ask, 0, "asking partner accepted with six players (R-SIX-PARTNER)");
     if (hands >= 1000) {
         cr_expect_gt(c_pcc, 0, "no PCC hand");
         cr_expect_gt(c_open, 0, "no open game");
-        cr_expect_gt(c_bid8, 0, "no eight-card bid");
-        cr_expect_gt(c_ask, 0, "no ask partner");
+        cr_expect_gt(c_bid8, 0, "no eight-card (six-card) bid");
+        if (players == 4) cr_expect_gt(c_ask, 0, "no ask partner");
         cr_expect_gt(c_redeal, 0, "no redeal");
         cr_expect_gt(c_spoilt, 0, "no spoilt call");
         cr_expect_gt(c_caps, 0, "no Caps call");
@@ -1636,4 +1709,17 @@ Test(random, hands, .timeout = 0)
             cr_expect_gt(c_wrong, 0, "no Wrong Caps");
         }
     }
+}
+
+Test(random, hands, .timeout = 0)
+{
+    simulate(4, env_long("CARDROOM_SIM_HANDS", 100000), env_long("CARDROOM_SIM_JUDGED", 25));
+}
+
+/* Six-player 304 (R-SIX-…). Its Caps checks cost far more (five others to play around, up to six
+ * seats open to Caps in the first trick), so fewer of its hands go through the judge. */
+Test(random, six_players, .timeout = 0)
+{
+    long hands = env_long("CARDROOM_SIM_HANDS6", env_long("CARDROOM_SIM_HANDS", 100000) * 3 / 10);
+    simulate(6, hands, env_long("CARDROOM_SIM_JUDGED6", 10));
 }

@@ -1,5 +1,6 @@
-/* test_scenarios.c — runs the scenario files of both games: tests/scenarios/304/ and
- * tests/scenarios/grid/ (ContractGrid), each named <RULE-ID>-<NN>-<slug>.json.
+/* test_scenarios.c — runs the scenario files of both games: tests/scenarios/304/,
+ * tests/scenarios/304six/ (six-player 304, the R-SIX- ids) and tests/scenarios/grid/
+ * (ContractGrid), each named <RULE-ID>-<NN>-<slug>.json.
  *
  * Each file is a `cardroom replay` input plus annotations, written from shared/rules/304.md
  * (or shared/rules/contractgrid.md) and the README, independently of the engine. For every file (in name order) the test runs
@@ -10,7 +11,7 @@
  *     input, optionally with "error_contains" (a substring of the error line);
  *   - "name" equals the file stem.
  * Every mismatch prints the file, the JSON path, the expected and the actual value.
- * A second test per game checks that every rule id (RULE_IDS, GRID_RULE_IDS) has at least
+ * A second test per game checks that every rule id (RULE_IDS, SIX_RULE_IDS, GRID_RULE_IDS) has at least
  * one file. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -27,6 +28,7 @@
 #endif
 
 #define SCEN_SUBDIR SCENARIO_DIR "/304"
+#define SIX_SUBDIR SCENARIO_DIR "/304six"
 #define GRID_SUBDIR SCENARIO_DIR "/grid"
 #define PATH_MAX_LEN 512
 
@@ -39,6 +41,11 @@ static const char *const RULE_IDS[] = {
     "R-MAKER-VOID",  "R-LEAD1-TRUMP", "R-REVEAL",       "R-250",          "R-EXHAUST",
     "R-SPOILT",      "R-SPOILT-WRONG", "R-VIOLATION",   "R-CAPS",         "R-CAPS-EXTERNAL",
     "R-PCC",         "R-TOKENS",      "R-TRANSFER",
+};
+
+/* The six-player ids of shared/rules/304.md ("Six-player 304"). */
+static const char *const SIX_RULE_IDS[] = {
+    "R-SIX-CARDS", "R-SIX-SEATS", "R-SIX-DEAL", "R-SIX-PARTNER", "R-SIX-B6", "R-SIX-PCC", "R-SIX-PLAY",
 };
 
 /* The ids of shared/rules/contractgrid.md. */
@@ -321,6 +328,12 @@ Test(scenarios, all_files)
     cr_assert(failed == 0, "304 scenarios: %d failed", failed);
 }
 
+Test(scenarios, six_player_files)
+{
+    int failed = run_dir(SIX_SUBDIR);
+    cr_assert(failed == 0, "six-player 304 scenarios: %d failed", failed);
+}
+
 Test(scenarios, grid_files)
 {
     int failed = run_dir(GRID_SUBDIR);
@@ -363,6 +376,12 @@ Test(scenarios, every_rule_has_a_file)
 {
     int missing = missing_ids(SCEN_SUBDIR, RULE_IDS, sizeof RULE_IDS / sizeof RULE_IDS[0]);
     cr_assert(missing == 0, "%d rule ids without a scenario file", missing);
+}
+
+Test(scenarios, every_six_rule_has_a_file)
+{
+    int missing = missing_ids(SIX_SUBDIR, SIX_RULE_IDS, sizeof SIX_RULE_IDS / sizeof SIX_RULE_IDS[0]);
+    cr_assert(missing == 0, "%d six-player rule ids without a scenario file", missing);
 }
 
 Test(scenarios, every_grid_rule_has_a_file)

@@ -6,7 +6,8 @@
  * through judge_apply(); each certainty check it makes is timed on its own, and the judging of a
  * whole hand is summed. Prints p50, p99 and max per check (in time, and in search nodes, which do
  * not depend on the machine's load), per-hand totals, and how often the search budget answered
- * "unknown". Figures print one per line. */
+ * "unknown". Figures print one per line: four-player 304, then six-player 304 (fewer hands, its
+ * lines prefixed "six players:"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 #include "deal.h"
 #include "judge.h"
 
-#define BENCH_HANDS 2000
+#define BENCH_HANDS 2000 /* four players */
+#define BENCH_HANDS6 300 /* six players */
 
 static uint64_t rng = 0xC0FFEE304ull;
 
@@ -65,29 +67,32 @@ static g304_action pick(const g304_state *st, int strong_team)
     return a;
 }
 
-int main(void)
+/* Judges nhands hands of `players`-player 304 and prints the figures, each line after prefix. */
+static int run(int players, int nhands, const char *prefix)
 {
     caps_solver *w = caps_solver_new(0);
     size_t cap = 1u << 20, nchecks = 0, unknown = 0, certain = 0;
-    double *checks = malloc(cap * sizeof *checks), *nodes = malloc(cap * sizeof *nodes), hands[BENCH_HANDS];
-    if (!w || !checks || !nodes) return 1;
-    for (int h = 0; h < BENCH_HANDS; h++) {
+    double *checks = malloc(cap * sizeof *checks), *nodes = malloc(cap * sizeof *nodes);
+    double *hands = malloc((size_t)nhands * sizeof *hands);
+    if (!w || !checks || !nodes || !hands) return 1;
+    for (int h = 0; h < nhands; h++) {
         g304_rules rules;
         g304_rules_default(&rules);
+        if (g304_rules_set_players(&rules, players, NULL) < 0) return 1;
         uint8_t seed[DEAL_SEED_BYTES];
         for (int i = 0; i < DEAL_SEED_BYTES; i++) seed[i] = (uint8_t)below(256);
-        card_t deck[CARD_COUNT];
-        deal_shuffle(seed, deck, CARD_COUNT);
+        card_t deck[CARD_IDS];
+        g304_shuffle(seed, &rules, deck);
         int16_t tokens[2] = {11, 11};
         g304_state st;
-        g304_start(&st, &rules, h & 3, tokens, deck, NULL);
+        g304_start(&st, &rules, h % players, tokens, deck, NULL);
         int strong = (h & 1) ? (int)below(2) : -1;
         double hand_time = 0;
         while (st.phase != G304_PHASE_DONE) {
             g304_action a = pick(&st, strong);
             if (g304_apply(&st, st.to_act, &a, NULL, NULL) != G304_OK) return 1;
             /* the judge's work after this move, one check at a time */
-            for (int s = 0; s < G304_SEATS; s++) {
+            for (int s = 0; s < players; s++) {
                 if (st.certain_at[s] != G304_NEVER || !g304_caps_open_for(&st, s)) continue;
                 card_t order[G304_TRICKS];
                 int n;
@@ -107,23 +112,30 @@ int main(void)
     }
     qsort(checks, nchecks, sizeof *checks, by_value);
     qsort(nodes, nchecks, sizeof *nodes, by_value);
-    qsort(hands, BENCH_HANDS, sizeof *hands, by_value);
-    printf("hands judged: %d\n", BENCH_HANDS);
-    printf("certainty checks: %zu\n", nchecks);
-    printf("check time p50: %.1f us\n", at(checks, nchecks, 0.50) * 1e6);
-    printf("check time p99: %.1f us\n", at(checks, nchecks, 0.99) * 1e6);
-    printf("check time max: %.1f us\n", at(checks, nchecks, 1.0) * 1e6);
-    printf("search nodes per check p50: %.0f\n", at(nodes, nchecks, 0.50));
-    printf("search nodes per check p99: %.0f\n", at(nodes, nchecks, 0.99));
-    printf("search nodes per check max: %.0f\n", at(nodes, nchecks, 1.0));
-    printf("judging per hand p50: %.3f ms\n", at(hands, BENCH_HANDS, 0.50) * 1e3);
-    printf("judging per hand p99: %.3f ms\n", at(hands, BENCH_HANDS, 0.99) * 1e3);
-    printf("judging per hand max: %.3f ms\n", at(hands, BENCH_HANDS, 1.0) * 1e3);
-    printf("certain found: %zu\n", certain);
-    printf("unknown (budget reached): %zu of %zu = %.3f%%\n", unknown, nchecks,
+    qsort(hands, (size_t)nhands, sizeof *hands, by_value);
+    printf("%shands judged: %d\n", prefix, nhands);
+    printf("%scertainty checks: %zu\n", prefix, nchecks);
+    printf("%scheck time p50: %.1f us\n", prefix, at(checks, nchecks, 0.50) * 1e6);
+    printf("%scheck time p99: %.1f us\n", prefix, at(checks, nchecks, 0.99) * 1e6);
+    printf("%scheck time max: %.1f us\n", prefix, at(checks, nchecks, 1.0) * 1e6);
+    printf("%ssearch nodes per check p50: %.0f\n", prefix, at(nodes, nchecks, 0.50));
+    printf("%ssearch nodes per check p99: %.0f\n", prefix, at(nodes, nchecks, 0.99));
+    printf("%ssearch nodes per check max: %.0f\n", prefix, at(nodes, nchecks, 1.0));
+    printf("%sjudging per hand p50: %.3f ms\n", prefix, at(hands, (size_t)nhands, 0.50) * 1e3);
+    printf("%sjudging per hand p99: %.3f ms\n", prefix, at(hands, (size_t)nhands, 0.99) * 1e3);
+    printf("%sjudging per hand max: %.3f ms\n", prefix, at(hands, (size_t)nhands, 1.0) * 1e3);
+    printf("%scertain found: %zu\n", prefix, certain);
+    printf("%sunknown (budget reached): %zu of %zu = %.3f%%\n", prefix, unknown, nchecks,
            nchecks ? 100.0 * (double)unknown / (double)nchecks : 0.0);
     free(checks);
     free(nodes);
+    free(hands);
     caps_solver_free(w);
     return 0;
+}
+
+int main(void)
+{
+    if (run(4, BENCH_HANDS, "") != 0) return 1;
+    return run(6, BENCH_HANDS6, "six players: ");
 }

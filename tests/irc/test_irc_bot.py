@@ -73,7 +73,7 @@ def console_order(lines):
     order = []
     for line in out.splitlines():
         m = re.match(r"^\[(#room|@[^\]]+)\] (.*)$", line)
-        order.append(("#", m.group(2)) if m.group(1) == "#room" else (m.group(1), mh.normalize_head(m.group(2))))
+        order.append(("#", m.group(2)) if m.group(1) == "#room" else (m.group(1), mh.normalize_private(m.group(2))))
     return order
 
 
@@ -93,7 +93,7 @@ def bot_lines(client, bot_nick="cardroom"):
         if m.params[0].lower() == CHANNEL:
             got.append(("#", plain(m.params[1])))
         elif not m.params[0].startswith("#"):
-            got.append(("@" + client.name, mh.normalize_head(plain(m.params[1]))))
+            got.append(("@" + client.name, mh.normalize_private(plain(m.params[1]))))
     return got
 
 
