@@ -108,17 +108,23 @@ static void rig_log(void *ctx, core_log_level level, const char *line)
     if (!r->problems++) snprintf(r->first_problem, sizeof r->first_problem, "%s", line);
 }
 
-static void rig_core(rig *r)
+/* A new core over the rig's store, with the memory network: a gives its optional operations. */
+static void rig_core_with(rig *r, adapter a)
 {
     char err[256];
     core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
                       .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
     r->core = core_new(&o, err, sizeof err);
     cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
-                 .notify_off = r->notify_off};
+    a.net = NET;
+    a.ctx = &r->net;
+    a.send = mem_send;
+    a.private_how = "in a private message";
+    a.notify_off = r->notify_off;
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
+
+static void rig_core(rig *r) { rig_core_with(r, (adapter){0}); }
 
 /* Timers in seconds (0 = off); db NULL: in memory. */
 static void rig_start(rig *r, int remind, int idle, int close, const char *db)
@@ -979,15 +985,8 @@ static int throttled_flag(void *ctx) { return ((mem_net *)ctx)->block_room; }
 
 static void rig_throttled(rig *r, int callback)
 {
-    char err[256];
     core_free(r->core);
-    core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
-                      .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
-    r->core = core_new(&o, err, sizeof err);
-    cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
-                 .throttled = callback ? throttled_flag : NULL};
-    cr_assert_eq(core_add_adapter(r->core, &a), 0);
+    rig_core_with(r, (adapter){.throttled = callback ? throttled_flag : NULL});
 }
 
 /* The room's merged rows: every row merged into another is sent, without text, and names it. */
@@ -1111,15 +1110,8 @@ static const char *mem_room_name(void *ctx, const char *room, char *buf, size_t 
 
 static void rig_named(rig *r, int named)
 {
-    char err[256];
     core_free(r->core);
-    core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
-                      .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
-    r->core = core_new(&o, err, sizeof err);
-    cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
-                 .resolve_user = named ? mem_resolve : NULL, .room_name = named ? mem_room_name : NULL};
-    cr_assert_eq(core_add_adapter(r->core, &a), 0);
+    rig_core_with(r, (adapter){.resolve_user = named ? mem_resolve : NULL, .room_name = named ? mem_room_name : NULL});
 }
 
 Test(core, standings_find_the_player_meant_and_name_the_room)

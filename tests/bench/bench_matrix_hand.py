@@ -17,9 +17,10 @@ CARDROOM_BIN or build/cardroom) and people who log in and talk through the Clien
      made and the limit switched on before the first line, then the script is played up to
      the end of hand 1 by people who answer at once, but only once they can see everything the
      bot says before their line (the console's words for the script so far, room and direct
-     chats, without the private turn notices Matrix players do not get unless they ask). Printed: the seconds from `!start` to the last line of hand 1 being shown; for
-     every line of the hand, the seconds until the bot's whole answer to it is shown (p50, p90,
-     max); the 429 answers the bot got; the bot's events in the hand.
+     chats, without the private turn notices Matrix players do not get unless they ask).
+     Printed: the seconds from `!start` to the last line of hand 1 being shown; for every line
+     of the hand, the seconds until the bot's whole answer to it is shown (p50, p90, max); the
+     429 answers the bot got; the bot's events in the hand.
 
 Run it with two binaries to compare (CARDROOM_BIN=/path/to/old/cardroom). Exit status 0 when it
 ran, 1 when it could not (the bot or the fake did not start, a wait timed out). Only the Python
