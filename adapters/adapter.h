@@ -9,6 +9,7 @@
 #define CARDROOM_ADAPTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -18,6 +19,7 @@ typedef enum {
     ADAPTER_LEAVE,       /* sender left room (or was kicked) */
     ADAPTER_RENAME,      /* sender is now known as renamed_to: a nick change seen in room (one
                           * event per room the bot shares with him) */
+    ADAPTER_GONE,        /* the bot itself left room, or was kicked or banned from it (sender: the bot) */
 } adapter_event_kind;
 
 typedef struct {
@@ -68,6 +70,18 @@ typedef struct {
      * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
      * 0: they get it until they say !notify off (console, IRC). */
     int notify_off;
+    /* The network's pace (may be NULL: it has none, as the console): the milliseconds m takes
+     * to send at the rate the network allows now, not counting what is queued before it (IRC:
+     * the lines it splits into at the flood interval; Matrix: what is left of a rate limit).
+     * The core asks once per message, when it is written, and adds the answers up per room
+     * until the messages are delivered: while a room's sum, or the network's, is more than a
+     * few seconds, that room's computer players wait, so the queue stays short and a person's
+     * command is never answered behind it. */
+    int64_t (*pace_ms)(void *ctx, const store_msg *m);
+    /* Makes the bot leave room (a bot admin's "!admin leave"); the network reports it back as
+     * ADAPTER_GONE. Returns 0 when asked, -1 when it cannot. May be NULL: the network has no
+     * rooms to leave. */
+    int (*leave)(void *ctx, const char *room);
 } adapter;
 
 #endif

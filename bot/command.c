@@ -38,6 +38,7 @@ typedef enum {
     CMD_ARGS_REST,  /* the rest of the line, required */
     CMD_ARGS_SUIT,  /* one suit */
     CMD_ARGS_SWITCH,/* optional on or off */
+    CMD_ARGS_ADMIN, /* what to do and its argument */
 } cmd_args;
 
 /* One command. In detail, '~' stands for the prefix. */
@@ -145,7 +146,23 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                   "Choose the cells of your grid you bid for this hand: exactly the table's bids "
                   "option (4 by default, 3 with small). Example: ~mark a1 b2 c3 d4 (or ~bid a1 b2 c3 "
                   "d4). A bid whose contract you make scores 5 and marks its cell."},
+    [CMD_ADMIN] = {"admin", NULL, CMD_ARGS_ADMIN, " list|close TABLE|leave ROOM|ignore USER|unignore USER",
+                   "for the bot's admins, privately",
+                   "Only the people named in the bot's admins setting, in a private message: ~admin list "
+                   "shows every open table, ~admin close 12 closes table 12 (its results stay in the "
+                   "standings), ~admin leave ROOM closes the room's table and leaves the room, ~admin "
+                   "ignore USER makes the bot ignore someone until ~admin unignore USER."},
 };
+
+/* Whether the lists of all commands leave kind out (~help COMMAND still explains it): the
+ * admins' command is not for everybody. */
+static int cmd_unlisted(int kind) { return kind == CMD_ADMIN; }
+
+/* What ~admin does, and whether it takes an argument. */
+static const struct {
+    const char *word;
+    int takes;
+} cmd_admin_words[] = {{"list", 0}, {"close", 1}, {"leave", 1}, {"ignore", 1}, {"unignore", 1}};
 
 static const char *const cmd_seat_names[4] = {"South", "East", "North", "West"};
 
@@ -541,6 +558,29 @@ static void cmd_read_suit(cmd *out, const char *s, size_t n, const char *prefix)
                 prefix);
 }
 
+static void cmd_read_admin(cmd *out, const char *s, size_t n, const char *prefix)
+{
+    const char *w, *arg;
+    size_t wn, an;
+    int known = -1;
+    if (cmd_next_word(&s, &n, &w, &wn))
+        for (size_t i = 0; i < sizeof cmd_admin_words / sizeof *cmd_admin_words; i++)
+            if (cmd_equals(w, wn, cmd_admin_words[i].word)) known = (int)i;
+    int takes = known >= 0 && cmd_admin_words[known].takes;
+    if (known < 0 || (takes ? cmd_count_words(s, n) != 1 : n != 0)) {
+        cmd_bad(out, "admin takes list, close TABLE, leave ROOM, ignore USER or unignore USER: see %shelp admin",
+                prefix);
+        return;
+    }
+    strcpy(out->arg, cmd_admin_words[known].word);
+    if (!takes) return;
+    cmd_next_word(&s, &n, &arg, &an);
+    if (cmd_copy(out->arg2, sizeof out->arg2, arg, an, 0) < 0)
+        cmd_bad(out, "that name is too long for %sadmin %s", prefix, out->arg);
+    else if (known == 1 && cmd_number(arg, an, 18) < 1)
+        cmd_bad(out, "admin close takes a table number, like %sadmin close 12", prefix);
+}
+
 static void cmd_read_switch(cmd *out, const char *s, size_t n, const char *prefix)
 {
     if (n == 0) return;
@@ -566,6 +606,7 @@ static void cmd_read_args(cmd *out, const cmd_spec *sp, const char *s, size_t n,
     case CMD_ARGS_REST: cmd_read_rest(out, s, n, prefix); break;
     case CMD_ARGS_SUIT: cmd_read_suit(out, s, n, prefix); break;
     case CMD_ARGS_SWITCH: cmd_read_switch(out, s, n, prefix); break;
+    case CMD_ARGS_ADMIN: cmd_read_admin(out, s, n, prefix); break;
     }
 }
 
@@ -661,6 +702,11 @@ const char *cmd_name(cmd_kind kind)
     return cmd_specs[kind].name;
 }
 
+int cmd_is_move(cmd_kind kind)
+{
+    return (kind >= CMD_CUT && kind <= CMD_SPOILT) || kind == CMD_EXCLUDE || kind == CMD_MARK;
+}
+
 const char *cmd_seat_name(int seat) { return seat >= 0 && seat < 4 ? cmd_seat_names[seat] : "?"; }
 
 /* A bounded writer: what does not fit is dropped, never half a character. */
@@ -709,6 +755,7 @@ static void cmd_put_list(cmd_writer *w, const char *prefix)
 {
     cmd_put_template(w, "Commands (in a private message the ~ may be left out):", prefix);
     for (int k = CMD_NEW; k < CMD_KIND_COUNT && !w->full; k++) {
+        if (cmd_unlisted(k)) continue;
         size_t keep = w->pos;
         cmd_puts(w, "\n");
         cmd_put_line(w, &cmd_specs[k], prefix);
@@ -747,6 +794,7 @@ const char *cmd_help_line(const char *prefix, char *buf, size_t len)
     buf[0] = 0;
     cmd_puts(&w, "Commands:");
     for (int k = CMD_NEW; k < CMD_KIND_COUNT; k++) {
+        if (cmd_unlisted(k)) continue;
         cmd_puts(&w, k == CMD_NEW ? " " : ", ");
         cmd_puts(&w, cmd_specs[k].name);
     }

@@ -51,6 +51,8 @@ typedef enum {
     CMD_EXCLUDE,   /* ContractGrid: suit (0..3) */
     CMD_MARK,      /* ContractGrid: arg2 = the rest of the line (cells); "bid CELL..." reads as
                       this too (word "bid"), since a 304 bid is never a cell name */
+    CMD_ADMIN,     /* the bot's admins: arg = list, close, leave, ignore or unignore; arg2 = its
+                      argument as typed (a table number, a room, a user); not in the help list */
     CMD_KIND_COUNT
 } cmd_kind;
 
@@ -81,6 +83,10 @@ void cmd_parse(const char *text, size_t len, const char *prefix, int prefix_opti
 
 /* The command word for a kind ("bid"), as used in help. */
 const char *cmd_name(cmd_kind kind);
+
+/* Whether a kind is a move in a hand (bid, play, caps …, ContractGrid's mark and exclude): the
+ * game lets only the player to act make one, so accepted moves pace themselves. */
+int cmd_is_move(cmd_kind kind);
 
 /* Help: cmd_help(NULL or "") is the list of every command with one line each; cmd_help("bid")
  * (with or without prefix, any case) is one line: the usage and a few sentences. prefix is

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { CFG_SEC_BOT, CFG_SEC_TIMERS, CFG_SEC_RULES, CFG_SEC_MATRIX, CFG_SEC_IRC, CFG_SEC_CONSOLE, CFG_SEC_COUNT };
 
@@ -82,8 +83,15 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_BOT, "threads", threads, 1, 64, "a whole number from 1 to 64"),
     CFG_TEXT(CFG_SEC_BOT, "rules_url", rules_url, 1, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
              "1 to 255 characters without blanks: where the rules are published, like https://example.org/cardroom/"),
+    CFG_TEXT(CFG_SEC_BOT, "admins", admins, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
+             "user ids separated by commas or blanks, up to 255 characters"),
+    CFG_INT(CFG_SEC_BOT, "rate_commands", rate_commands, 0, 10000, "a whole number from 0 to 10000 (0: no limit)"),
+    CFG_INT(CFG_SEC_BOT, "rate_seconds", rate_seconds, 1, 86400, "a number of seconds from 1 to 86400"),
+    CFG_INT(CFG_SEC_BOT, "rate_pause", rate_pause, 1, 86400, "a number of seconds from 1 to 86400"),
+    CFG_INT(CFG_SEC_BOT, "tables_per_user", tables_per_user, 0, 1000, "a whole number from 0 to 1000 (0: no cap)"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
+    CFG_INT(CFG_SEC_TIMERS, "leave_grace", leave_grace, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "table_idle_close", table_idle_close, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "bot_delay_ms", bot_delay_ms, 0, 60000, "a number of milliseconds from 0 to 60000"),
     CFG_TEXT(CFG_SEC_MATRIX, "homeserver", matrix_homeserver, 0, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
@@ -140,6 +148,18 @@ int cfg_log_rank(const cfg *c)
     return 2;
 }
 
+int cfg_is_admin(const cfg *c, const char *user)
+{
+    size_t n = strlen(user);
+    for (const char *p = c->admins; *p;) {
+        size_t k = strcspn(p, ", \t");
+        if (k == n && k > 0 && (p[0] == '@' ? strncmp(p, user, n) == 0 : strncasecmp(p, user, n) == 0)) return 1;
+        p += k;
+        p += strspn(p, ", \t");
+    }
+    return 0;
+}
+
 void cfg_defaults(cfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -148,8 +168,13 @@ void cfg_defaults(cfg *c)
     strcpy(c->log_level, "info");
     c->threads = 2;
     strcpy(c->rules_url, "docs/");
+    c->rate_commands = 20;
+    c->rate_seconds = 60;
+    c->rate_pause = 120;
+    c->tables_per_user = 3;
     c->remind_after = 120;
     c->idle_takeover = 600;
+    c->leave_grace = 120;
     c->table_idle_close = 86400;
     c->bot_delay_ms = 0;
     g304_rules_default(&c->rules);

@@ -21,12 +21,18 @@ typedef struct {
     char prefix[16];          /* command prefix, default "!" */
     char database[CFG_STR];   /* SQLite file, default "cardroom.db" */
     char log_level[16];       /* "error", "warn", "info" (default), "debug" */
-    int threads;              /* worker threads for computer players, default 2 (1..64) */
+    int threads;              /* worker threads for computer players and the Caps judge, default 2 (1..64) */
     char rules_url[CFG_STR];  /* where the rules are published: !rules names this followed by
                                  "304.md" or "contractgrid.md"; default "docs/" */
+    char admins[CFG_STR];     /* who may give !admin: user ids as the networks give them, "" nobody */
+    int rate_commands;        /* commands one person may give per rate_seconds; 0: no limit; default 20 */
+    int rate_seconds;         /* default 60 */
+    int rate_pause;           /* seconds a person over the limit is ignored, default 120 */
+    int tables_per_user;      /* open tables one person may have opened at once; 0: no cap; default 3 */
     /* [timers] — seconds; 0 turns that timer off */
     int remind_after;         /* remind the player to act, default 120 */
     int idle_takeover;        /* a computer player takes the seat, default 600 */
+    int leave_grace;          /* a player who left the room keeps the seat this long, default 120 */
     int table_idle_close;     /* close a table nobody touched, default 86400 */
     int bot_delay_ms;         /* pause before a computer player's move is shown, default 0 */
     /* [rules] — defaults for new 304 tables (any option of shared/rules/304.md) */
@@ -69,6 +75,11 @@ typedef struct {
 /* The log level as a rank: 0 error, 1 warn, 2 info, 3 debug (the order of core_log_level);
  * a line of rank r is logged when r <= cfg_log_rank(c). */
 int cfg_log_rank(const cfg *c);
+
+/* Whether user is one of the bot's admins ([bot] admins: entries separated by commas or
+ * blanks; an entry starting with @ (a Matrix user id) must match exactly, others (IRC accounts
+ * "$a:name" and nicks, which the IRC adapter gives in lower case) in any case). */
+int cfg_is_admin(const cfg *c, const char *user);
 
 /* Fills every default. */
 void cfg_defaults(cfg *c);

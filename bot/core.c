@@ -6,7 +6,12 @@
  * the store fails, the core marks itself broken and refuses further work: memory may then be
  * ahead of the store, and only a restart (which rebuilds from the journal) is safe. The room
  * search is linear: a bot hosts hundreds of tables, not millions, and a strcmp per table per
- * event costs far less than the fsync of the transaction around it. */
+ * event costs far less than the fsync of the transaction around it.
+ *
+ * No call holds the loop long: a move the Caps judge must search for is judged on a worker
+ * while its table holds what comes after it (section "tables that wait for a search"), and a
+ * tick applies answers for a bounded time. Before anything else a message is screened: the
+ * people the admins ignore and those over their rate limit start nothing (section "people"). */
 #include "core.h"
 
 #include <inttypes.h>
@@ -17,6 +22,8 @@
 #include <time.h>
 
 #include "command.h"
+#include "game.h"
+#include "ratelimit.h"
 #include "render.h"
 #include "seed.h"
 #include "table.h"
@@ -27,13 +34,37 @@
 #define MESSAGE_MAX 8192 /* text bytes one outbox message gathers at most (one Matrix event) */
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
+#define TICK_BUDGET_NS 2000000 /* a tick applies answers for this long (ms 2), then commits: what is
+                                  left goes in the next tick, so the loop is never held long */
 #define LEADERBOARD_ROWS 10
+#define BACKLOG_ROOM_MS 3000   /* a room's unsent messages that make its computer players wait */
+#define BACKLOG_ROOM_MSGS 3    /* as many: a network may send a room one message at a time */
+#define BACKLOG_NET_MS 5000    /* what all the rooms of one network have unsent together */
+#define ADMIN_LIST_ROWS 40      /* tables an admin's list shows */
+
+typedef enum { TASK_EVENT, TASK_SETTLE, TASK_ANSWER } task_kind;
+
+/* Work held at a table that waits for a search (see "Tables that wait for a search"). */
+typedef struct {
+    task_kind kind;
+    int64_t inbox;        /* its row in the store's inbox (EVENT, SETTLE; 0: not stored yet) */
+    adapter_event ev;     /* EVENT (its strings are owned while it is held) */
+    work_job *job;        /* ANSWER: a computer player's answer */
+} task;
 
 typedef struct {
-    table t;
+    table t;              /* first: a table's search finds its slot from the table */
     int job_pending;
     int64_t job_seq;
     int dirty;
+    task *tasks;          /* held while the first waits for a search; none: the table is free */
+    int ntasks, ctasks;
+    table_question *answers; /* searches answered for the first task, in the order it asks */
+    int64_t *answer_seq;  /* the table's position when each was asked */
+    int nanswers, canswers, cseqs;
+    int held_now;         /* events were held in this batch: follow-ups come after them */
+    int restoring;        /* the inbox holds work of it from before a restart, not done yet */
+    int held;             /* a computer player waits for the backlog (schedule) */
 } slot;
 
 /* What a transaction says to one destination (a room, or one person about one room's table),
@@ -45,6 +76,31 @@ typedef struct {
     char *text;
     size_t len, cap;
 } said;
+
+typedef struct {
+    char net[16];
+    char user[TABLE_USER_MAX];
+} ignored_user;
+
+typedef struct {
+    char net[16];
+    char room[TABLE_ROOM_MAX];
+} leaving_room;
+
+/* The undelivered messages of one room and what they take at its network's pace (see the
+ * backlog). */
+typedef struct {
+    int net;                   /* index in core.nets */
+    char room[TABLE_ROOM_MAX];
+    int n;
+    int64_t ms;
+} room_backlog;
+
+typedef struct {
+    int64_t id;                /* outbox id */
+    int64_t ms;
+    int room;                  /* index in core.rooms */
+} unsent_msg;
 
 struct core {
     core_options o;
@@ -58,6 +114,11 @@ struct core {
     const char *env_net;      /* the net whose names the table_env callbacks resolve */
     work_job *held;           /* answers waiting for their thinking pause to pass */
     int nheld, cheld;
+    work_job *answered;       /* searches answered, not yet taken by their tables (a tick's budget) */
+    int nanswered, canswered;
+    store_inbox *restored;    /* the inbox as a restart found it (text malloc'd): done with the first
+                                 batch of each row's network */
+    int nrestored, crestored;
     int64_t *delivered;       /* reported by core_delivered(), not yet marked in the store */
     int ndelivered, cdelivered;
     int64_t delivered_since;  /* when the oldest of them was reported (ms) */
@@ -66,9 +127,26 @@ struct core {
     said *said;               /* the open transaction's messages, one per destination */
     int nsaid, csaid;
     int64_t next_deadline;
+    ratelimit *rl;            /* commands per person */
+    ignored_user *ignored;    /* people the admins ignore (the store's list) */
+    int nignored, cignored;
+    leaving_room *leaving;    /* rooms to leave once the transaction that closed their table commits */
+    int nleaving, cleaving;
+    slot *unit;               /* the slot whose task is being done: its searches may wait */
+    int asked;                /* searches that task asked so far */
+    int missed;               /* one went to a worker: the task is undone */
     int broken;
     core_stats stats;
+    room_backlog *rooms;       /* the backlog: rooms with messages that cost time to send */
+    int nrooms, crooms;
+    unsent_msg *unsent;        /* those messages, by id */
+    int nunsent, cunsent;
+    int64_t net_ms[CORE_MAX_NETS];
+    int resume_next;           /* the slot backlog_done() looks at first */
 };
+
+static void slot_free(slot *s);
+static int waits(const slot *s);
 
 /* ---- small helpers ---- */
 
@@ -90,6 +168,32 @@ static int64_t now_ms(core *c)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A clock for timing the core's own calls (ns): CLOCK_MONOTONIC, or the calling thread's CPU
+ * time (CLOCK_THREAD_CPUTIME_ID). */
+static int64_t clock_ns(clockid_t which)
+{
+    struct timespec ts;
+    clock_gettime(which, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+typedef struct {
+    int64_t wall, cpu;
+} call_start;
+
+static call_start call_begin(void) { return (call_start){mono_ns(), clock_ns(CLOCK_THREAD_CPUTIME_ID)}; }
+
+/* Ends the timing of one core_batch() or core_tick() call; passes rc through. */
+static int timed(core *c, call_start t0, int rc)
+{
+    int64_t wall = mono_ns() - t0.wall, cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0.cpu;
+    if (wall > c->stats.slowest_ns) c->stats.slowest_ns = wall;
+    if (cpu > c->stats.slowest_cpu_ns) c->stats.slowest_cpu_ns = cpu;
+    return rc;
 }
 
 static void *grow(void *p, int *cap, int need, size_t size)
@@ -147,6 +251,37 @@ static const char *env_room(void *ctx, const char *room, char *buf, size_t len)
     return a && a->room_name ? a->room_name(a->ctx, room, buf, len) : NULL;
 }
 
+/* A table's search: at once with no worker threads, or for a table whose task is not being
+ * done (a rebuild, a restore); answered already when the task asked it before (the same
+ * question in the same order at the same journal position: the task runs again from the same
+ * table); else it goes to a worker and the task is undone (see "Tables that wait"). */
+static int env_search(void *ctx, const table *t, table_question *q, table_search fn)
+{
+    core *c = ctx;
+    slot *s = (slot *)t; /* the table is the slot's first member */
+    if (c->o.config->threads <= 0 || s != c->unit) {
+        fn(q, c->judge);
+        return 1;
+    }
+    int k = c->asked++;
+    if (k < s->nanswers && s->answer_seq[k] == t->seq) {
+        *q = s->answers[k];
+        return 1;
+    }
+    if (c->missed) return 0;
+    c->missed = 1;
+    s->nanswers = k; /* answers after this one were to other questions */
+    work_job *j = calloc(1, sizeof *j);
+    if (!j) abort();
+    j->table = t->id;
+    j->seq = t->seq;
+    j->search = fn;
+    j->q = *q;
+    if (work_submit(c->w, j) != 0) abort(); /* out of memory: the table could never go on */
+    free(j);
+    return 0;
+}
+
 /* The store's namespace for a network's !notify choices (key: the user). */
 static void notify_ns(const char *net, char *buf, size_t len) { snprintf(buf, len, "notify.%s", net); }
 
@@ -180,6 +315,16 @@ static const table_env *env_for(core *c, const char *net)
 
 /* ---- life ---- */
 
+static int collect_ignored(void *ctx, const char *net, const char *user)
+{
+    core *c = ctx;
+    c->ignored = grow(c->ignored, &c->cignored, c->nignored + 1, sizeof *c->ignored);
+    ignored_user *u = &c->ignored[c->nignored++];
+    snprintf(u->net, sizeof u->net, "%s", net);
+    snprintf(u->user, sizeof u->user, "%s", user);
+    return 0;
+}
+
 core *core_new(const core_options *o, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
@@ -190,12 +335,19 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->o = *o;
     c->judge = caps_solver_new(0);
     c->w = work_new(o->config->threads);
-    if (!c->judge || !c->w) {
+    c->rl = rl_new();
+    if (!c->judge || !c->w || !c->rl) {
         snprintf(err, errlen, "cannot start the worker threads");
         core_free(c);
         return NULL;
     }
+    if (store_ignored_each(o->db, collect_ignored, c) != 0) {
+        snprintf(err, errlen, "cannot read the ignored users: %s", store_error(o->db));
+        core_free(c);
+        return NULL;
+    }
     c->env.judge = c->judge;
+    c->env.search = env_search;
     c->env.seed = env_seed;
     c->env.display_name = env_name;
     c->env.room_name = env_room;
@@ -209,11 +361,18 @@ core *core_new(const core_options *o, char *err, size_t errlen)
 void core_free(core *c)
 {
     if (!c) return;
+    if (c->stats.slowest_ns)
+        logf_(c, CORE_LOG_INFO,
+              "the longest core_batch or core_tick call took %.1f ms (the most CPU time one took: %.1f ms)",
+              (double)c->stats.slowest_ns / 1e6, (double)c->stats.slowest_cpu_ns / 1e6);
     work_free(c->w);
     caps_solver_free(c->judge);
-    for (int i = 0; i < c->nslots; i++) free(c->slots[i]);
+    for (int i = 0; i < c->nslots; i++) slot_free(c->slots[i]);
     free(c->slots);
     free(c->held);
+    free(c->answered);
+    for (int i = 0; i < c->nrestored; i++) free((char *)c->restored[i].text);
+    free(c->restored);
     if (c->ndelivered && !c->broken && store_begin(c->o.db) == 0) {
         int rc = 0;
         for (int i = 0; i < c->ndelivered && rc == 0; i++) rc = store_outbox_done(c->o.db, c->delivered[i]);
@@ -224,6 +383,11 @@ void core_free(core *c)
     free(c->inflight);
     for (int i = 0; i < c->nsaid; i++) free(c->said[i].text);
     free(c->said);
+    rl_free(c->rl);
+    free(c->ignored);
+    free(c->leaving);
+    free(c->rooms);
+    free(c->unsent);
     free(c);
 }
 
@@ -270,17 +434,55 @@ static slot *slot_of_id(core *c, int64_t id)
 
 /* The table a private message is about: where the sender sits, preferring one where it is his
  * turn, else the most recently created. */
-static slot *slot_of_player(core *c, const char *net, const char *user)
+static slot *slot_of_player(core *c, const char *net, const char *user, const char *origin)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        int seat = table_seat_of(&s->t, user);
+        int seat = table_seat_of(&s->t, user, origin);
         if (s->t.over || seat < 0 || strcmp(s->t.net, net) != 0) continue;
         if (table_to_act(&s->t) == seat && s->t.started) return s;
         best = s;
     }
     return best;
+}
+
+static void task_free(task *w)
+{
+    free((char *)w->ev.room);
+    free((char *)w->ev.sender);
+    free((char *)w->ev.text);
+    free((char *)w->ev.origin);
+    free((char *)w->ev.renamed_to);
+    free(w->job);
+}
+
+static void slot_free(slot *s)
+{
+    for (int i = 0; i < s->ntasks; i++) task_free(&s->tasks[i]);
+    free(s->tasks);
+    free(s->answers);
+    free(s->answer_seq);
+    free(s);
+}
+
+/* The table an event acts on (NULL: none): the room's, or for a private message the one
+ * where the sender sits. */
+static slot *slot_for_event(core *c, const char *net, const adapter_event *e)
+{
+    if (e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room)) return slot_of_player(c, net, e->sender, e->origin);
+    return e->room ? slot_of_room(c, net, e->room) : NULL;
+}
+
+/* Open tables user opened on net. */
+static int tables_opened_by(core *c, const char *net, const char *user)
+{
+    int n = 0;
+    for (int i = 0; i < c->nslots; i++) {
+        const table *t = &c->slots[i]->t;
+        n += !t->over && strcmp(t->net, net) == 0 && strcmp(t->creator, user) == 0;
+    }
+    return n;
 }
 
 static slot *slot_add(core *c)
@@ -296,10 +498,110 @@ static void slots_sweep(core *c)
 {
     int k = 0;
     for (int i = 0; i < c->nslots; i++) {
-        if (c->slots[i]->t.over && !c->slots[i]->job_pending) free(c->slots[i]);
-        else c->slots[k++] = c->slots[i];
+        slot *s = c->slots[i];
+        if (s->t.over && !s->job_pending && !s->ntasks) slot_free(s);
+        else c->slots[k++] = s;
     }
     c->nslots = k;
+}
+
+/* ---- the backlog: messages written but not yet delivered, at their network's pace ----
+ * A message costs what the adapter's pace_ms says when it is written; the cost counts for its
+ * room and network until the adapter reports it delivered. Computer players wait while either
+ * sum is over its limit, or their room has a few messages waiting (schedule); each delivery
+ * lets one waiting table go on, and since every move says something, its move is delivered in
+ * turn and wakes the next. Messages that cost nothing (the console) are not kept, so a network
+ * without a pace plays exactly as fast as before. */
+
+static int schedule(core *c, slot *s);
+
+static void backlog_add(core *c, const char *net, const store_msg *m)
+{
+    const adapter *a = net_of(c, net);
+    int64_t ms = a && a->pace_ms ? a->pace_ms(a->ctx, m) : 0;
+    if (ms <= 0) return;
+    int n = (int)(a - c->nets), k = 0;
+    while (k < c->nrooms && (c->rooms[k].net != n || strcmp(c->rooms[k].room, m->room) != 0)) k++;
+    if (k == c->nrooms) {
+        c->rooms = grow(c->rooms, &c->crooms, c->nrooms + 1, sizeof *c->rooms);
+        c->rooms[k] = (room_backlog){.net = n};
+        snprintf(c->rooms[k].room, sizeof c->rooms[k].room, "%s", m->room);
+        c->nrooms++;
+    }
+    c->rooms[k].n++;
+    c->rooms[k].ms += ms;
+    c->net_ms[n] += ms;
+    c->unsent = grow(c->unsent, &c->cunsent, c->nunsent + 1, sizeof *c->unsent);
+    c->unsent[c->nunsent++] = (unsent_msg){m->id, ms, k};
+}
+
+/* Message id is delivered: its cost leaves the backlog, and one waiting table goes on (a
+ * message out, a move in; the tables in turn). Waking them all at once would let every one of
+ * them add its move before the first of those is counted. */
+static void backlog_done(core *c, int64_t id)
+{
+    int lo = 0, hi = c->nunsent; /* ids only grow, so the list is in order */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c->unsent[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == c->nunsent || c->unsent[lo].id != id) return;
+    room_backlog *r = &c->rooms[c->unsent[lo].room];
+    r->n--;
+    r->ms -= c->unsent[lo].ms;
+    c->net_ms[r->net] -= c->unsent[lo].ms;
+    memmove(&c->unsent[lo], &c->unsent[lo + 1], (size_t)(c->nunsent - lo - 1) * sizeof *c->unsent);
+    c->nunsent--;
+    for (int k = 0; k < c->nslots; k++) {
+        int i = (c->resume_next + k) % c->nslots;
+        if (c->slots[i]->held && !waits(c->slots[i]) && schedule(c, c->slots[i])) {
+            c->resume_next = i + 1;
+            break;
+        }
+    }
+}
+
+/* Whether the room's computer players wait: its backlog, or its network's, is too long. */
+static int backlog_full(core *c, const char *net, const char *room)
+{
+    const adapter *a = net_of(c, net);
+    int n = a ? (int)(a - c->nets) : -1;
+    if (n < 0 || c->net_ms[n] == 0) return 0;
+    if (c->net_ms[n] >= BACKLOG_NET_MS) return 1;
+    for (int k = 0; k < c->nrooms; k++)
+        if (c->rooms[k].net == n && strcmp(c->rooms[k].room, room) == 0)
+            return c->rooms[k].ms >= BACKLOG_ROOM_MS || c->rooms[k].n >= BACKLOG_ROOM_MSGS;
+    return 0;
+}
+
+/* A message write_said() just wrote. */
+static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
+                            const char *mention, const char *text)
+{
+    const adapter *a = net_of(c, net);
+    if (!a || !a->pace_ms) return;
+    store_msg m = {.id = id, .text = (char *)text}; /* the adapter only reads it */
+    snprintf(m.net, sizeof m.net, "%s", net);
+    snprintf(m.room, sizeof m.room, "%s", room ? room : "");
+    snprintf(m.user, sizeof m.user, "%s", user ? user : "");
+    snprintf(m.mention, sizeof m.mention, "%s", mention ? mention : "");
+    backlog_add(c, net, &m);
+}
+
+static int backlog_restore_one(void *ctx, const store_msg *m)
+{
+    backlog_add(ctx, m->net, m);
+    return 0;
+}
+
+/* At the start: the messages a restart left undelivered. */
+static int backlog_restore(core *c)
+{
+    for (int i = 0; i < c->nnets; i++)
+        if (c->nets[i].pace_ms && store_outbox_pending(c->o.db, c->nets[i].net, 0, backlog_restore_one, c) != 0)
+            return -1;
+    return 0;
 }
 
 /* ---- writing what happened ----
@@ -362,8 +664,11 @@ static int write_said(core *c)
         for (int i = 0; i < c->nsaid && rc == 0; i++) {
             said *m = &c->said[i];
             if ((m->user[0] != 0) != private) continue;
-            rc = store_outbox_add(c->o.db, m->net, m->room, m->user, m->mention, m->notice, m->text, NULL);
-            c->stats.messages += rc == 0;
+            int64_t id;
+            rc = store_outbox_add(c->o.db, m->net, m->room, m->user, m->mention, m->notice, m->text, &id);
+            if (rc != 0) break;
+            c->stats.messages++;
+            backlog_written(c, m->net, id, m->room, m->user, m->mention, m->text);
         }
     said_clear(c);
     return rc;
@@ -392,6 +697,10 @@ static int write_out(core *c, slot *s, table_out *o)
 
 static int write_and_clear(core *c, slot *s, table_out *o)
 {
+    if (c->missed) { /* undone: it waits for a search */
+        table_out_clear(o);
+        return 0;
+    }
     int rc = write_out(c, s, o);
     table_out_clear(o);
     return rc;
@@ -407,11 +716,18 @@ static int settle(core *c, slot *s)
     return write_and_clear(c, s, &o);
 }
 
-static void schedule(core *c, slot *s)
+/* Asks a computer player to move when one is to act, unless the room's messages are still
+ * queued too long (then it waits for backlog_done). Returns 1 if it asked. */
+static int schedule(core *c, slot *s)
 {
     table *t = &s->t;
-    int seat = table_computer_to_act(t);
-    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return;
+    int seat = table_computer_to_act(t), asked = 0;
+    s->held = 0;
+    if (seat < 0 || (s->job_pending && s->job_seq == t->seq)) return 0;
+    if (backlog_full(c, t->net, t->room)) {
+        s->held = 1;
+        return 0;
+    }
     work_job *j = calloc(1, sizeof *j);
     if (!j) abort();
     j->table = t->id;
@@ -423,8 +739,10 @@ static void schedule(core *c, slot *s)
     if (work_submit(c->w, j) == 0) {
         s->job_pending++;
         s->job_seq = t->seq;
+        asked = 1;
     }
     free(j);
+    return asked;
 }
 
 /* ---- commands the core answers itself ---- */
@@ -466,6 +784,10 @@ static int do_new(core *c, const asker *q, const cmd *m)
     slot *s = slot_of_room(c, q->net, q->room);
     if (s) return answer(q, "table %" PRId64 " is already open here: %sjoin it, or %sabort it first.", s->t.id,
                          c->o.config->prefix, c->o.config->prefix);
+    int mine = tables_opened_by(c, q->net, q->user), cap = c->o.config->tables_per_user;
+    if (cap && mine >= cap && !cfg_is_admin(c->o.config, q->user))
+        return answer(q, "you have %d open table%s, the most one person may open: finish or %sabort one first.", mine,
+                      mine == 1 ? "" : "s", c->o.config->prefix);
     int64_t id;
     if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0) return -1;
     s = slot_add(c);
@@ -592,13 +914,240 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
     return say(c, q->net, "", q->user, NULL, 0, named);
 }
 
+/* ---- people: the rate limit, the ignored, the admins ----
+ *
+ * Before anything else a message is screened: one from someone the admins ignore is dropped,
+ * and so is a command over its sender's rate limit ([bot] rate_commands per rate_seconds, one
+ * person across all rooms of a network), the first one with a polite word. A move counts only
+ * when its table refuses it: the game paces the moves it takes. Admins are not limited. */
+
+static void limit_key(const char *net, const char *user, char *key, size_t len)
+{
+    snprintf(key, len, "%s\x1f%s", net, user);
+}
+
+static rl_settings limits(const core *c)
+{
+    const cfg *k = c->o.config;
+    return (rl_settings){k->rate_commands, (int64_t)k->rate_seconds * 1000, (int64_t)k->rate_pause * 1000};
+}
+
+static int is_ignored(const core *c, const char *net, const char *user)
+{
+    for (int i = 0; i < c->nignored; i++)
+        if (strcmp(c->ignored[i].user, user) == 0 && strcmp(c->ignored[i].net, net) == 0) return 1;
+    return 0;
+}
+
+/* "2 minutes", "45 seconds". */
+static const char *span_words(int seconds, char *buf, size_t len)
+{
+    if (seconds % 60 == 0) snprintf(buf, len, "%d minute%s", seconds / 60, seconds == 60 ? "" : "s");
+    else snprintf(buf, len, "%d second%s", seconds, seconds == 1 ? "" : "s");
+    return buf;
+}
+
+/* Counts one command of q's asker. Returns 1 when it is over the limit (dropped: the first time
+ * with one word), 0 when it goes on, -1 when the store failed. */
+static int charge(core *c, const asker *q)
+{
+    const cfg *k = c->o.config;
+    rl_settings rs = limits(c);
+    if (!rs.limit || cfg_is_admin(k, q->user)) return 0;
+    char key[16 + TABLE_USER_MAX + 2], span[32];
+    limit_key(q->net, q->user, key, sizeof key);
+    switch (rl_take(c->rl, key, now_ms(c), &rs)) {
+    case RL_OK: return 0;
+    case RL_QUIET: return 1;
+    case RL_WARN: break;
+    }
+    span_words(k->rate_pause, span, sizeof span);
+    logf_(c, CORE_LOG_INFO, "%s on %s gave more than %d commands in %d s: ignored for %s", q->user, q->net,
+          k->rate_commands, k->rate_seconds, span);
+    return answer(q, "you are sending me commands faster than I take them, so I will not answer you for the "
+                     "next %s.", span) == 0 ? 1 : -1;
+}
+
+/* Returns 1 when the message is dropped, 0 when it goes on, -1 when the store failed. Moves are
+ * counted later, and only when their table refuses them (handle_message). */
+static int screen(core *c, const char *net, const adapter_event *e)
+{
+    if (is_ignored(c, net, e->sender)) return 1;
+    cmd m;
+    asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
+    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
+    if (m.kind == CMD_NONE || cmd_is_move(m.kind)) return 0; /* talk; a move, paced by its game */
+    return charge(c, &q);
+}
+
+/* Closes table s at once, as an admin asks or when the bot is no longer in its room. The
+ * journal gets "abort"; results so far stay in the standings. quiet: the room hears nothing
+ * (the bot is not there) and the people seated are told privately, with why. */
+static int close_table(core *c, slot *s, int quiet, const char *why)
+{
+    table_out o = {0};
+    char err[256];
+    table *t = &s->t;
+    if (table_exec(t, env_for(c, t->net), "abort", &o, err, sizeof err) != 0) {
+        logf_(c, CORE_LOG_ERROR, "table %" PRId64 " could not be closed: %s", t->id, err);
+        table_out_clear(&o);
+        return 0;
+    }
+    int k = 0;
+    for (int i = 0; i < o.nmsgs; i++) {
+        if (quiet && !o.msgs[i].user[0]) free(o.msgs[i].text);
+        else o.msgs[k++] = o.msgs[i];
+    }
+    o.nmsgs = k;
+    if (!quiet && say(c, t->net, t->room, "", NULL, 0, why) != 0) {
+        table_out_clear(&o);
+        return -1;
+    }
+    if (write_and_clear(c, s, &o) != 0) return -1;
+    for (int i = 0; quiet && i < TABLE_MAX_SEATS; i++) {
+        char room[TABLE_ROOM_MAX], text[2 * TABLE_ROOM_MAX + 160];
+        if (!t->seat[i].user[0]) continue;
+        const char *name = env_room(c, t->room, room, sizeof room);
+        snprintf(text, sizeof text, "[%s · table %" PRId64 "] The table is closed: %s Its results stay in the standings.",
+                 name ? name : t->room, t->id, why);
+        if (say(c, t->net, "", t->seat[i].user, NULL, 1, text) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The bot left a room or was removed from it: its table closes now, not when the idle timer
+ * would. */
+static int handle_gone(core *c, const char *net, const adapter_event *e)
+{
+    slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
+    if (!s) return 0;
+    logf_(c, CORE_LOG_INFO, "no longer in %s on %s: table %" PRId64 " closes", e->room, net, s->t.id);
+    return close_table(c, s, 1, "I am no longer in that room.");
+}
+
+/* One open table for an admin's list. */
+static void admin_row(core *c, const table *t, char *buf, size_t len, size_t *used, int64_t now)
+{
+    char room[TABLE_ROOM_MAX], who[1024] = "";
+    env_for(c, t->net);
+    const char *name = env_room(c, t->room, room, sizeof room);
+    size_t w = 0;
+    int computers = 0;
+    for (int i = 0; i < TABLE_MAX_SEATS; i++) {
+        if (t->seat[i].user[0] && w < sizeof who)
+            w += (size_t)snprintf(who + w, sizeof who - w, "%s%s", w ? ", " : "", t->seat[i].user);
+        computers += t->seat[i].bot && !t->seat[i].user[0];
+    }
+    if (computers && w < sizeof who)
+        snprintf(who + w, sizeof who - w, "%s%d computer%s", w ? ", " : "", computers, computers == 1 ? "" : "s");
+    int64_t idle_min = (now - t->touched) / 60000;
+    int k = snprintf(buf + *used, len - *used, "\ntable %" PRId64 " · %s %s%s%s%s · %s, %s · %s · last move %" PRId64
+                     " min ago", t->id, t->net, t->room, name ? " (" : "", name ? name : "", name ? ")" : "",
+                     t->game->title, t->started ? "under way" : "not started", who[0] ? who : "nobody seated",
+                     idle_min);
+    if (k > 0) *used += (size_t)k;
+    if (*used >= len) *used = len - 1;
+}
+
+static int admin_list(core *c, const asker *q)
+{
+    char text[RENDER_MAX * 4];
+    size_t used = 0;
+    int open = 0, shown = 0;
+    int64_t now = now_ms(c);
+    for (int i = 0; i < c->nslots; i++) open += !c->slots[i]->t.over;
+    used = (size_t)snprintf(text, sizeof text, open ? "Open tables: %d" : "No table is open.", open);
+    for (int i = 0; i < c->nslots && shown < ADMIN_LIST_ROWS; i++) {
+        if (c->slots[i]->t.over) continue;
+        admin_row(c, &c->slots[i]->t, text, sizeof text, &used, now);
+        shown++;
+    }
+    if (shown < open) snprintf(text + used, sizeof text - used, "\n… and %d more.", open - shown);
+    return tell(q, text);
+}
+
+static slot *open_slot_of_id(core *c, int64_t id)
+{
+    slot *s = slot_of_id(c, id);
+    return s && !s->t.over ? s : NULL;
+}
+
+static int admin_close(core *c, const asker *q, const char *arg)
+{
+    int64_t id = strtoll(arg, NULL, 10);
+    slot *s = open_slot_of_id(c, id);
+    if (!s) return answer(q, "there is no open table %s: %sadmin list shows them.", arg, c->o.config->prefix);
+    char why[128];
+    snprintf(why, sizeof why, "A bot admin closes table %" PRId64 "; its results stay in the standings.", id);
+    logf_(c, CORE_LOG_INFO, "admin %s on %s closed table %" PRId64 " (%s %s)", q->user, q->net, id, s->t.net, s->t.room);
+    if (close_table(c, s, 0, why) != 0) return -1;
+    return answer(q, "table %" PRId64 " in %s is closed; its results stay in the standings.", id, s->t.room);
+}
+
+static int admin_leave(core *c, const asker *q, const char *room)
+{
+    const adapter *a = net_of(c, q->net);
+    if (!a || !a->leave) return answer(q, "I cannot leave rooms on %s.", q->net);
+    if (strlen(room) >= TABLE_ROOM_MAX) return answer(q, "that room name is too long.");
+    slot *s = slot_of_room(c, q->net, room);
+    char closed[64] = "";
+    if (s) {
+        if (close_table(c, s, 1, "a bot admin made me leave that room.") != 0) return -1;
+        snprintf(closed, sizeof closed, " and closed table %" PRId64, s->t.id);
+    }
+    c->leaving = grow(c->leaving, &c->cleaving, c->nleaving + 1, sizeof *c->leaving);
+    leaving_room *l = &c->leaving[c->nleaving++];
+    snprintf(l->net, sizeof l->net, "%s", q->net);
+    snprintf(l->room, sizeof l->room, "%s", room);
+    logf_(c, CORE_LOG_INFO, "admin %s on %s made the bot leave %s%s", q->user, q->net, room, closed);
+    return answer(q, "I leave %s%s.", room, closed);
+}
+
+static int admin_ignore(core *c, const asker *q, const char *user, int on)
+{
+    const cfg *k = c->o.config;
+    int rc;
+    if (on && cfg_is_admin(k, user)) return answer(q, "%s is one of my admins: I do not ignore admins.", user);
+    if (strlen(user) >= TABLE_USER_MAX) return answer(q, "that name is too long.");
+    if (on) rc = store_ignore_add(c->o.db, q->net, user, q->user, now_ms(c) / 1000);
+    else rc = store_ignore_del(c->o.db, q->net, user);
+    if (rc < 0) return -1;
+    if (rc == 1) return answer(q, on ? "I already ignore %s." : "I do not ignore %s.", user);
+    if (on) {
+        collect_ignored(c, q->net, user);
+    } else {
+        for (int i = 0; i < c->nignored; i++)
+            if (strcmp(c->ignored[i].user, user) == 0 && strcmp(c->ignored[i].net, q->net) == 0)
+                c->ignored[i--] = c->ignored[--c->nignored];
+    }
+    logf_(c, CORE_LOG_INFO, "admin %s on %s %s %s", q->user, q->net, on ? "ignores" : "no longer ignores", user);
+    return answer(q, on ? "I ignore %s from now on (%sadmin unignore %s undoes it)." : "I listen to %s again.", user,
+                  k->prefix, user);
+}
+
+/* !admin: privately, by an admin. */
+static int do_admin(core *c, const asker *q, const cmd *m)
+{
+    const cfg *k = c->o.config;
+    if (!q->is_private) return answer(q, "%sadmin works only in a private message to me.", k->prefix);
+    if (!cfg_is_admin(k, q->user)) {
+        logf_(c, CORE_LOG_INFO, "%s on %s is not an admin and was refused %sadmin %s", q->user, q->net, k->prefix,
+              m->arg);
+        return answer(q, "only the bot's admins may use %sadmin.", k->prefix);
+    }
+    if (strcmp(m->arg, "list") == 0) return admin_list(c, q);
+    if (strcmp(m->arg, "close") == 0) return admin_close(c, q, m->arg2);
+    if (strcmp(m->arg, "leave") == 0) return admin_leave(c, q, m->arg2);
+    return admin_ignore(c, q, m->arg2, strcmp(m->arg, "ignore") == 0);
+}
+
 static int handle_message(core *c, const char *net, const adapter_event *e)
 {
     cmd m;
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
     cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
     if (m.kind == CMD_NONE) return 0;
-    slot *s = q.is_private ? slot_of_player(c, net, e->sender) : slot_of_room(c, net, e->room);
+    slot *s = slot_for_event(c, net, e);
     switch (m.kind) {
     case CMD_BAD: return answer(&q, "%s", m.err);
     case CMD_NEW: return do_new(c, &q, &m);
@@ -606,6 +1155,7 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
     case CMD_RULES: return do_rules(c, &q, s);
     case CMD_NOTIFY: return do_notify(c, &q, &m);
     case CMD_STANDINGS: return do_standings(c, &q, s, &m);
+    case CMD_ADMIN: return do_admin(c, &q, &m);
     default: break;
     }
     if (!s) {
@@ -616,24 +1166,71 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }
     table_out o = {0};
-    table_command(&s->t, env_for(c, net), e->sender, e->moderator, q.is_private, &m, &o);
+    int taken = table_command(&s->t, env_for(c, net), e->sender, e->origin, e->moderator, q.is_private, &m, &o);
+    if (!taken && !c->missed && cmd_is_move(m.kind) && !(m.kind == CMD_PLAY && m.bare)) {
+        int rc = charge(c, &q); /* a refused move counts, and over the limit its refusal is not said */
+        if (rc != 0) {
+            table_out_clear(&o);
+            return rc < 0 ? -1 : 0;
+        }
+    }
     return write_and_clear(c, s, &o);
 }
 
-/* A player who leaves the room leaves an unstarted table, and is away from a running one. */
+/* A player who leaves the room keeps his seat for [timers] leave_grace: coming back or speaking
+ * ends the wait (handle_seen), else he then leaves an unstarted table and is away from a
+ * running one. The slot is marked so that after_commit() counts the new timer. */
 static int handle_leave(core *c, const char *net, const adapter_event *e)
 {
     slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
-    int seat = s ? table_seat_of(&s->t, e->sender) : -1;
-    if (seat < 0) return 0;
+    if (!s) return 0;
     table_out o = {0};
-    char entry[32], err[256];
-    snprintf(entry, sizeof entry, s->t.started ? "away %d" : "leave %d", seat);
-    if (!(s->t.started && s->t.seat[seat].away)) table_exec(&s->t, env_for(c, net), entry, &o, err, sizeof err);
+    int64_t grace = (int64_t)c->o.config->leave_grace * 1000;
+    if (table_player_left(&s->t, env_for(c, net), e->sender, e->origin, now_ms(c), grace, &o) >= 0) s->dirty = 1;
     return write_and_clear(c, s, &o);
 }
 
+/* Somebody joined a room or spoke (in a room, or privately: then at all his tables): he has not
+ * left, whatever left event came before. */
+static void handle_seen(core *c, const char *net, const adapter_event *e)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        table *t = &c->slots[i]->t;
+        if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
+            table_player_seen(t, e->sender, e->origin);
+    }
+}
+
+/* A player seen changing his nick (one event per room the bot shares with him): his seats on
+ * that network follow him, wherever he sits; the later events of the same change find nothing
+ * left to rename. */
+static int hold(core *c, slot *s, const char *net, const task *w, int first);
+
+/* A nick change at table s: the sender's seat follows him there (an entry). */
+static int rename_at(core *c, slot *s, const char *net, const adapter_event *e)
+{
+    table_out o = {0};
+    table_player_renamed(&s->t, env_for(c, net), e->sender, e->origin, e->renamed_to, &o);
+    return write_and_clear(c, s, &o);
+}
+
+/* A nick change: at every table of the network; a table that waits for the Caps judge gets it
+ * in its turn, after what came before it. */
+static int handle_rename(core *c, const char *net, const adapter_event *e)
+{
+    if (!e->renamed_to || strlen(e->renamed_to) >= TABLE_USER_MAX) return 0;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        if (strcmp(s->t.net, net) != 0) continue;
+        task w = {.kind = TASK_EVENT, .ev = *e};
+        if ((waits(s) ? hold(c, s, net, &w, 0) : rename_at(c, s, net, e)) != 0) return -1;
+    }
+    return 0;
+}
+
 /* ---- batches ---- */
+
+static int do_restored(core *c, const char *net);
 
 static int fail_store(core *c, const char *what)
 {
@@ -644,24 +1241,259 @@ static int fail_store(core *c, const char *what)
     return -1;
 }
 
-static int settle_dirty(core *c)
+/* ---- tables that wait for a search ----
+ *
+ * A move that needs the Caps judge's search (most moves do not) is judged on a worker thread,
+ * and the loop goes on with the other tables meanwhile. The task that led to the move — an
+ * event, the follow-ups after a batch, a computer player's answer — is undone (the table is a
+ * plain struct, put back as it was before the task) and held first in the table's queue; what
+ * comes for that table later waits behind it, in order. When the answer comes, the queue is
+ * done in order, each task again from the start with the search now answered at once: the
+ * same entries, words, scores and verdicts as with the judge on the loop, and the move with
+ * its words in one transaction. Held events and follow-ups are rows of the store's inbox too,
+ * written in the transaction that holds them and removed in the one that does them, so a crash
+ * neither loses nor repeats them: core_restore() does what the inbox holds (searching at
+ * once). A computer player's held answer is not stored: after a restart the computer thinks
+ * again from the same seed. With no worker threads every search runs at once. */
+
+static const char *const event_words[] = {[ADAPTER_MESSAGE] = "message", [ADAPTER_LEAVE] = "leave",
+                                          [ADAPTER_RENAME] = "rename", [ADAPTER_GONE] = "gone"};
+
+/* What an event does; those without a word in event_words do nothing. A nick change held at a
+ * table (s) is for that table alone. */
+static int handle_event(core *c, slot *s, const char *net, const adapter_event *e)
 {
-    for (int i = 0; i < c->nslots; i++) {
-        slot *s = c->slots[i];
-        if (!s->dirty) continue;
-        if (settle(c, s) != 0) return -1;
+    if (e->kind == ADAPTER_RENAME) return s ? rename_at(c, s, net, e) : 0;
+    if (e->kind == ADAPTER_MESSAGE && e->text) return handle_message(c, net, e);
+    if (e->kind == ADAPTER_LEAVE) return handle_leave(c, net, e);
+    if (e->kind == ADAPTER_GONE) return handle_gone(c, net, e);
+    return 0;
+}
+
+/* The table an admin's private "!admin close" or "!admin leave" acts on, or NULL. */
+static slot *admin_target(core *c, const char *net, const adapter_event *e)
+{
+    cmd m;
+    if (!cfg_is_admin(c->o.config, e->sender)) return NULL;
+    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, 1, &m);
+    if (m.kind != CMD_ADMIN) return NULL;
+    if (strcmp(m.arg, "close") == 0) return open_slot_of_id(c, strtoll(m.arg2, NULL, 10));
+    return strcmp(m.arg, "leave") == 0 ? slot_of_room(c, net, m.arg2) : NULL;
+}
+
+/* Whether s waits: for a search, or for its held work from before a restart. Nothing else of it
+ * moves meanwhile: no timers, no follow-ups, no computer players. */
+static int waits(const slot *s) { return s->ntasks || s->restoring; }
+
+/* Whether a nick change to user waits at s: user will sit there once it is done. */
+static int renaming_to(const slot *s, const char *user)
+{
+    for (int i = 0; i < s->ntasks; i++) {
+        const adapter_event *e = &s->tasks[i].ev;
+        if (s->tasks[i].kind == TASK_EVENT && e->kind == ADAPTER_RENAME && strcmp(e->renamed_to, user) == 0) return 1;
     }
     return 0;
 }
 
-/* After a commit: computer players asked to move, turn clocks started, timers rescheduled. */
+/* The table waiting for a search (other than except) that event e must queue behind: the
+ * one in its room; for a private message, one where the sender sits (or will, once a nick
+ * change it holds is done), or the one an admin's command closes. */
+static slot *holder(core *c, const char *net, const adapter_event *e, const slot *except)
+{
+    int private = e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room), waiting = 0;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        if (!s->ntasks || s == except || strcmp(s->t.net, net) != 0) continue;
+        waiting = 1;
+        if (private ? table_seat_of(&s->t, e->sender, e->origin) >= 0 || renaming_to(s, e->sender)
+                    : e->room && strcmp(s->t.room, e->room) == 0)
+            return s;
+    }
+    slot *s = waiting && private ? admin_target(c, net, e) : NULL;
+    return s && s->ntasks && s != except ? s : NULL;
+}
+
+/* A computer player's answer, as the table takes it (a stale one is dropped; !ok: a legal
+ * move). */
+static int computer_move(core *c, slot *s, const work_job *j)
+{
+    table_out o = {0};
+    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &j->q, j->ok, &o);
+    return write_and_clear(c, s, &o);
+}
+
+/* Does task w at s, undoing it when a search it needs goes to a worker. Returns 0 when done,
+ * 1 when it waits (the table is as it was before), -1 when the store failed. */
+static int attempt(core *c, slot *s, const char *net, const task *w)
+{
+    table before = s->t;
+    c->unit = s;
+    c->asked = 0;
+    c->missed = 0;
+    int rc = w->kind == TASK_EVENT ? handle_event(c, s, net, &w->ev)
+             : w->kind == TASK_SETTLE ? settle(c, s)
+                                      : computer_move(c, s, w->job);
+    c->unit = NULL;
+    if (rc != 0 || !c->missed) return rc;
+    c->missed = 0;
+    s->t = before;
+    return 1;
+}
+
+static char *dup_or_null(const char *text)
+{
+    if (!text) return NULL;
+    char *d = strdup(text);
+    if (!d) abort();
+    return d;
+}
+
+/* Holds a copy of w at the end of s's queue (first: at its head), storing it in the inbox. */
+static int hold(core *c, slot *s, const char *net, const task *w, int first)
+{
+    task h = *w;
+    if (w->kind == TASK_EVENT) { /* what the core reads of an event, kept (the batch's memory goes) */
+        h.ev = (adapter_event){.kind = w->ev.kind, .room = dup_or_null(w->ev.room), .sender = dup_or_null(w->ev.sender),
+                               .text = dup_or_null(w->ev.text), .is_private = w->ev.is_private,
+                               .moderator = w->ev.moderator, .origin = dup_or_null(w->ev.origin),
+                               .renamed_to = dup_or_null(w->ev.renamed_to)};
+        s->held_now = 1;
+    } else if (w->kind == TASK_ANSWER) {
+        h.job = malloc(sizeof *h.job);
+        if (!h.job) abort();
+        *h.job = *w->job;
+    }
+    if (w->kind != TASK_ANSWER) {
+        int rc;
+        if (h.inbox) {
+            rc = store_inbox_move(c->o.db, h.inbox, s->t.id);
+        } else {
+            store_inbox row = {.table = s->t.id, .text = h.ev.text, .is_private = h.ev.is_private,
+                               .moderator = h.ev.moderator};
+            snprintf(row.net, sizeof row.net, "%s", net);
+            snprintf(row.what, sizeof row.what, "%s", w->kind == TASK_SETTLE ? "settle" : event_words[h.ev.kind]);
+            snprintf(row.room, sizeof row.room, "%s", h.ev.room ? h.ev.room : "");
+            snprintf(row.user, sizeof row.user, "%s", h.ev.sender ? h.ev.sender : "");
+            snprintf(row.origin, sizeof row.origin, "%s", h.ev.origin ? h.ev.origin : "");
+            snprintf(row.renamed_to, sizeof row.renamed_to, "%s", h.ev.renamed_to ? h.ev.renamed_to : "");
+            rc = store_inbox_add(c->o.db, &row, &h.inbox);
+        }
+        if (rc != 0) {
+            task_free(&h);
+            return -1;
+        }
+    }
+    s->tasks = grow(s->tasks, &s->ctasks, s->ntasks + 1, sizeof *s->tasks);
+    int at = first ? 0 : s->ntasks;
+    memmove(&s->tasks[at + 1], &s->tasks[at], (size_t)(s->ntasks - at) * sizeof *s->tasks);
+    s->tasks[at] = h;
+    s->ntasks++;
+    return 0;
+}
+
+/* Task w for table s: held behind the queue s has, else done now (and held first if it
+ * waits). A task from an inbox row keeps the row, which goes when the task is done. */
+static int take_task(core *c, slot *s, const char *net, const task *w)
+{
+    if (s->ntasks) return hold(c, s, net, w, 0);
+    int rc = attempt(c, s, net, w);
+    if (rc > 0) return hold(c, s, net, w, 1);
+    if (rc == 0 && w->inbox) rc = store_inbox_done(c->o.db, w->inbox);
+    return rc;
+}
+
+/* An event from an adapter: behind a table that waits, or done now. */
+static int take_event(core *c, const char *net, const adapter_event *e)
+{
+    if (e->kind >= (int)(sizeof event_words / sizeof *event_words) || !event_words[e->kind]) return 0;
+    if (e->kind == ADAPTER_MESSAGE) {
+        int rc = e->text ? screen(c, net, e) : 1;
+        if (rc != 0) return rc < 0 ? -1 : 0;
+    }
+    if (e->kind == ADAPTER_RENAME) return handle_rename(c, net, e);
+    slot *s = holder(c, net, e, NULL);
+    if (!s) s = slot_for_event(c, net, e);
+    if (!s) return handle_event(c, NULL, net, e);
+    task w = {.kind = TASK_EVENT, .ev = *e};
+    return take_task(c, s, net, &w);
+}
+
+/* A search answered for s's first task: the queue is done in order until a task waits again. */
+static int run_queue(core *c, slot *s)
+{
+    while (s->ntasks > 0) {
+        task w = s->tasks[0];
+        memmove(&s->tasks[0], &s->tasks[1], (size_t)(s->ntasks - 1) * sizeof *s->tasks);
+        s->ntasks--;
+        slot *to = s;
+        if (w.kind == TASK_EVENT && w.ev.kind != ADAPTER_RENAME) { /* it may now belong to another table */
+            slot *h = holder(c, s->t.net, &w.ev, s);
+            to = h ? h : slot_for_event(c, s->t.net, &w.ev);
+            if (!to) to = s;
+        }
+        int rc;
+        if (to != s) {
+            rc = take_task(c, to, s->t.net, &w);
+            task_free(&w);
+        } else if ((rc = attempt(c, s, s->t.net, &w)) > 0) {
+            s->ntasks++; /* it waits again, still first */
+            memmove(&s->tasks[1], &s->tasks[0], (size_t)(s->ntasks - 1) * sizeof *s->tasks);
+            s->tasks[0] = w;
+            return 0;
+        } else {
+            if (rc == 0 && w.inbox) rc = store_inbox_done(c->o.db, w.inbox);
+            task_free(&w);
+            s->nanswers = 0;
+        }
+        if (rc < 0) return -1;
+    }
+    free(s->tasks); /* the table is free: nothing of its waiting is kept around */
+    free(s->answers);
+    free(s->answer_seq);
+    s->tasks = NULL;
+    s->answers = NULL;
+    s->answer_seq = NULL;
+    s->ctasks = s->canswers = s->cseqs = 0;
+    return 0;
+}
+
+/* A search's answer from a worker. */
+static int take_search(core *c, const work_job *j)
+{
+    slot *s = slot_of_id(c, j->table);
+    if (!s || !s->ntasks) return 0;
+    int k = s->nanswers;
+    s->answers = grow(s->answers, &s->canswers, k + 1, sizeof *s->answers);
+    s->answer_seq = grow(s->answer_seq, &s->cseqs, k + 1, sizeof *s->answer_seq);
+    s->answers[k] = j->q;
+    s->answer_seq[k] = j->seq;
+    s->nanswers++;
+    return run_queue(c, s);
+}
+
+/* The follow-ups after a batch or tick, for every table that moved or held events in it. */
+static int settle_dirty(core *c)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        int due = s->dirty || s->held_now;
+        s->held_now = 0;
+        if (!due || s->restoring || (s->ntasks && s->tasks[s->ntasks - 1].kind == TASK_SETTLE)) continue;
+        task w = {.kind = TASK_SETTLE};
+        if (take_task(c, s, s->t.net, &w) != 0) return -1;
+    }
+    return 0;
+}
+
+/* After a commit: computer players asked to move, turn clocks started, timers rescheduled (a
+ * table that waits for a search stays dirty until it is free). */
 static void after_commit(core *c)
 {
     const cfg *k = c->o.config;
     int64_t now = now_ms(c);
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        if (!s->dirty) continue;
+        if (!s->dirty || waits(s)) continue;
         s->dirty = 0;
         schedule(c, s);
         table_note_turn(&s->t, now);
@@ -670,21 +1502,29 @@ static void after_commit(core *c)
         if (at < c->next_deadline) c->next_deadline = at;
     }
     slots_sweep(c);
+    for (int i = 0; i < c->nleaving; i++) { /* the rooms admins made the bot leave, their tables closed */
+        const adapter *a = net_of(c, c->leaving[i].net);
+        if (a && a->leave && a->leave(a->ctx, c->leaving[i].room) != 0)
+            logf_(c, CORE_LOG_WARN, "cannot leave %s on %s", c->leaving[i].room, c->leaving[i].net);
+    }
+    c->nleaving = 0;
 }
 
-int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
+static int batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
 {
     if (c->broken) return -1;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
+    if (c->nrestored && do_restored(c, net) != 0) return fail_store(c, "held work from before the restart");
     for (int i = 0; i < n; i++) {
         int rc = 0;
-        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX)) {
-            logf_(c, CORE_LOG_WARN, "an event with a user or room name too long for a table was ignored");
+        if (!ev[i].sender || strlen(ev[i].sender) >= TABLE_USER_MAX || (ev[i].room && strlen(ev[i].room) >= TABLE_ROOM_MAX) ||
+            (ev[i].origin && strlen(ev[i].origin) >= TABLE_ORIGIN_MAX)) {
+            logf_(c, CORE_LOG_WARN, "an event with a user, room or origin too long for a table was ignored");
             continue;
         }
-        if (ev[i].kind == ADAPTER_MESSAGE && ev[i].text) rc = handle_message(c, net, &ev[i]);
-        else if (ev[i].kind == ADAPTER_LEAVE) rc = handle_leave(c, net, &ev[i]);
+        if (ev[i].kind == ADAPTER_MESSAGE || ev[i].kind == ADAPTER_JOIN) handle_seen(c, net, &ev[i]);
+        rc = take_event(c, net, &ev[i]);
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
@@ -696,6 +1536,12 @@ int core_batch(core *c, const char *net, const adapter_event *ev, int n, const c
     return 0;
 }
 
+int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
+{
+    call_start t0 = call_begin();
+    return timed(c, t0, batch(c, net, ev, n, position));
+}
+
 /* ---- computer answers and timers ---- */
 
 static int apply_answer(core *c, const work_job *j)
@@ -705,9 +1551,8 @@ static int apply_answer(core *c, const work_job *j)
     if (s->job_pending > 0) s->job_pending--;
     s->dirty = 1; /* re-ask if the answer came too late */
     if (s->t.over) return 0;
-    table_out o = {0};
-    table_computer_move(&s->t, env_for(c, s->t.net), j->seat, j->seq, &j->q, j->ok, &o); /* !ok: a legal move */
-    return write_and_clear(c, s, &o);
+    task w = {.kind = TASK_ANSWER, .job = (work_job *)j};
+    return take_task(c, s, s->t.net, &w);
 }
 
 static int run_timers(core *c, int64_t now)
@@ -717,6 +1562,7 @@ static int run_timers(core *c, int64_t now)
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
         table_out o = {0};
+        if (waits(s)) continue; /* its timers run once it is free */
         int64_t at = table_timers(&s->t, env_for(c, s->t.net), now, (int64_t)k->remind_after * 1000,
                                   (int64_t)k->idle_takeover * 1000, (int64_t)k->table_idle_close * 1000, &o);
         if (at < next) next = at;
@@ -726,25 +1572,33 @@ static int run_timers(core *c, int64_t now)
     return 0;
 }
 
-int core_tick(core *c)
+static int tick(core *c)
 {
     if (c->broken) return -1;
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
-    int n = work_take(c->w, got, TAKE_CHUNK);
-    for (int i = 0; i < n; i++) {
-        c->held = grow(c->held, &c->cheld, c->nheld + 1, sizeof *c->held);
-        c->held[c->nheld++] = got[i];
-    }
     int due = 0;
     for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
+    int n = due || c->nanswered ? 0 : work_take(c->w, got, TAKE_CHUNK); /* what the last tick left comes first */
+    for (int i = 0; i < n; i++) {
+        work_job **list = got[i].search ? &c->answered : &c->held;
+        int *nlist = got[i].search ? &c->nanswered : &c->nheld, *cap = got[i].search ? &c->canswered : &c->cheld;
+        *list = grow(*list, cap, *nlist + 1, sizeof **list);
+        (*list)[(*nlist)++] = got[i];
+        due += !got[i].search && got[i].not_before <= now;
+    }
     int marks = c->ndelivered && now - c->delivered_since >= DELIVERED_DELAY_MS;
-    if (!due && now < c->next_deadline && !marks) return 0;
+    if (!c->nanswered && !due && now < c->next_deadline && !marks) return 0;
+    int64_t stop = mono_ns() + TICK_BUDGET_NS;
     if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
-    int k = 0, done = 0;
+    int done = 0, k = 0;
+    for (; done < c->nanswered && (done == 0 || mono_ns() < stop); done++)
+        if (take_search(c, &c->answered[done]) != 0) return fail_store(c, "a judged move");
+    if (done) memmove(c->answered, c->answered + done, (size_t)(c->nanswered - done) * sizeof *c->answered);
+    c->nanswered -= done;
     for (int i = 0; i < c->nheld; i++) {
-        if (c->held[i].not_before > now) {
+        if (c->held[i].not_before > now || (done > 0 && mono_ns() >= stop)) {
             c->held[k++] = c->held[i];
             continue;
         }
@@ -761,6 +1615,12 @@ int core_tick(core *c)
     c->stats.batches++;
     after_commit(c);
     return done;
+}
+
+int core_tick(core *c)
+{
+    call_start t0 = call_begin();
+    return timed(c, t0, tick(c));
 }
 
 /* ---- the outbox ---- */
@@ -805,8 +1665,9 @@ static void msg_list_free(msg_list *l)
 }
 
 /* Merges the run of messages first..last (same destination, never offered) into the first, in
- * the caller's transaction: their lines in order, the last mention. */
-static int merge_run(core *c, const msg_list *l, const int *run, int n)
+ * the caller's transaction: their lines in order, the last mention. The ids merged away are
+ * added to gone. */
+static int merge_run(core *c, const msg_list *l, const int *run, int n, int64_t *gone, int *ngone)
 {
     size_t len = 0;
     for (int k = 0; k < n; k++) len += strlen(l->m[run[k]].text) + 1;
@@ -825,6 +1686,7 @@ static int merge_run(core *c, const msg_list *l, const int *run, int n)
     }
     *p = 0;
     int rc = store_outbox_merge(c->o.db, ids[0], text, mention, ids + 1, n - 1);
+    for (int k = 1; rc == 0 && k < n; k++) gone[(*ngone)++] = ids[k];
     free(text);
     free(ids);
     return rc;
@@ -834,13 +1696,15 @@ static int merge_run(core *c, const msg_list *l, const int *run, int n)
  * one have never been offered (only a destination's first message is, and one tried has a wire
  * form or is in flight), so runs of them are merged into one message of at most MESSAGE_MAX
  * bytes, in one transaction before the merged message is first offered. A throttled table then
- * falls behind by one message at most, however much it says. Returns the merges made, or -1. */
+ * falls behind by one message at most, however much it says. The messages merged away leave the
+ * backlog (one event goes instead of them). Returns the merges made, or -1. */
 static int merge_waiting(core *c, const msg_list *l)
 {
-    int merges = 0, rc = 0, nrun = 0;
+    int merges = 0, rc = 0, nrun = 0, ngone = 0;
     char *seen = calloc((size_t)l->n + 1, 1);
     int *run = malloc(((size_t)l->n + 1) * sizeof *run);
-    if (!seen || !run) abort();
+    int64_t *gone = malloc(((size_t)l->n + 1) * sizeof *gone);
+    if (!seen || !run || !gone) abort();
     for (int i = 0; rc == 0 && i < l->n; i++) {
         if (seen[i] || is_delivered(c, l->m[i].id)) continue;
         size_t len = 0;
@@ -853,7 +1717,7 @@ static int merge_waiting(core *c, const msg_list *l)
             size_t t = m ? strlen(m->text) : 0;
             if (nrun > 0 && (!mergeable || len + 1 + t > MESSAGE_MAX)) { /* the run ends */
                 if (nrun > 1 && merges++ == 0) rc = store_begin(c->o.db);
-                if (nrun > 1 && rc == 0) rc = merge_run(c, l, run, nrun);
+                if (nrun > 1 && rc == 0) rc = merge_run(c, l, run, nrun, gone, &ngone);
                 nrun = 0;
             }
             if (mergeable) {
@@ -863,8 +1727,10 @@ static int merge_waiting(core *c, const msg_list *l)
         }
     }
     if (merges) rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+    for (int k = 0; rc == 0 && k < ngone; k++) backlog_done(c, gone[k]);
     free(seen);
     free(run);
+    free(gone);
     return rc != 0 ? -1 : merges;
 }
 
@@ -906,6 +1772,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
         for (int i = 0; rc == 0 && i < ndone; i++) rc = store_outbox_done(c->o.db, done[i]);
         rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
     }
+    for (int i = 0; rc == 0 && i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
     msg_list_free(&l);
@@ -935,9 +1802,11 @@ int core_flush(core *c)
 int core_sent_many(core *c, const int64_t *ids, int n)
 {
     if (n <= 0) return 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
         for (int i = 0; i < c->ninflight; i++)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
+        backlog_done(c, ids[k]);
+    }
     if (store_begin(c->o.db) != 0) return fail_store(c, "marking messages sent");
     for (int k = 0; k < n; k++)
         if (store_outbox_done(c->o.db, ids[k]) != 0) return fail_store(c, "marking messages sent");
@@ -955,6 +1824,7 @@ int core_delivered(core *c, int64_t id)
     if (c->ndelivered == 0) c->delivered_since = now_ms(c);
     c->delivered = grow(c->delivered, &c->cdelivered, c->ndelivered + 1, sizeof *c->delivered);
     c->delivered[c->ndelivered++] = id;
+    backlog_done(c, id);
     return 0;
 }
 
@@ -1018,15 +1888,74 @@ static int restore_one(core *c, const store_table *row)
     return rc;
 }
 
+static int collect_inbox(void *ctx, const store_inbox *row)
+{
+    core *c = ctx;
+    c->restored = grow(c->restored, &c->crestored, c->nrestored + 1, sizeof *c->restored);
+    c->restored[c->nrestored] = *row;
+    c->restored[c->nrestored++].text = dup_or_null(row->text);
+    slot *s = slot_of_id(c, row->table);
+    if (s) s->restoring = 1; /* it waits as it did: nothing of it moves before its rows are done */
+    return 0;
+}
+
+/* One held row done as it would have been done had the bot not stopped (a search runs at once). */
+static int restore_task(core *c, const store_inbox *row)
+{
+    slot *s = slot_of_id(c, row->table);
+    if (strcmp(row->what, "settle") == 0) return s ? settle(c, s) : 0;
+    adapter_event e = {.room = row->room[0] ? row->room : NULL, .sender = row->user, .text = row->text,
+                       .is_private = row->is_private, .moderator = row->moderator, .origin = row->origin,
+                       .renamed_to = row->renamed_to};
+    for (size_t k = 0; k < sizeof event_words / sizeof *event_words; k++)
+        if (event_words[k] && strcmp(row->what, event_words[k]) == 0) {
+            e.kind = (adapter_event_kind)k;
+            return handle_event(c, s, row->net, &e);
+        }
+    logf_(c, CORE_LOG_WARN, "held work \"%s\" for table %" PRId64 " is unknown and was dropped", row->what, row->table);
+    return 0;
+}
+
+/* The first batch from net after a restart: what net's tables held for the judge when the bot
+ * stopped is done first, in order, now that the network is up (its names are known again). */
+static int do_restored(core *c, const char *net)
+{
+    int k = 0, done = 0;
+    for (int i = 0; i < c->nrestored; i++) {
+        store_inbox *row = &c->restored[i];
+        if (strcmp(row->net, net) != 0) {
+            c->restored[k++] = *row;
+            continue;
+        }
+        if (restore_task(c, row) != 0 || store_inbox_done(c->o.db, row->id) != 0) return -1;
+        slot *s = slot_of_id(c, row->table);
+        if (s) s->restoring = 0, s->dirty = 1;
+        free((char *)row->text);
+        done++;
+    }
+    c->nrestored = k;
+    if (done) logf_(c, CORE_LOG_INFO, "did the %d held event%s and follow-up%s from before the restart on %s", done,
+                    done == 1 ? "" : "s", done == 1 ? "" : "s", net);
+    return 0;
+}
+
 int core_restore(core *c)
 {
     table_list l = {0};
-    int rc = store_tables_open(c->o.db, collect_table, &l);
+    int rc = backlog_restore(c);
+    if (rc == 0) rc = store_tables_open(c->o.db, collect_table, &l);
     for (int i = 0; rc == 0 && i < l.n; i++) rc = restore_one(c, &l.rows[i]);
     free(l.rows);
+    if (rc == 0) rc = store_inbox_each(c->o.db, collect_inbox, c);
     if (rc != 0) {
         logf_(c, CORE_LOG_ERROR, "cannot read the tables: %s", store_error(c->o.db));
         return -1;
+    }
+    caps_solver *fresh = c->o.config->threads > 0 ? caps_solver_new(0) : NULL;
+    if (fresh) { /* the rebuild's searches are done: the workers search from now on, so the work
+                    space the rebuild touched goes back (a fresh one costs nothing until used) */
+        caps_solver_free(c->judge);
+        c->judge = c->env.judge = fresh;
     }
     after_commit(c);
     logf_(c, CORE_LOG_INFO, "%d open table%s restored", c->nslots, c->nslots == 1 ? "" : "s");
@@ -1035,13 +1964,13 @@ int core_restore(core *c)
 
 /* ---- small queries ---- */
 
-int core_busy(core *c) { return work_pending(c->w) + c->nheld; }
+int core_busy(core *c) { return work_pending(c->w) + c->nheld + c->nanswered; }
 
 int core_wake_fd(core *c) { return work_wake_fd(c->w); }
 
 int64_t core_next_deadline(core *c)
 {
-    int64_t next = c->next_deadline;
+    int64_t next = c->nanswered ? now_ms(c) : c->next_deadline;
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < next) next = c->held[i].not_before;
     if (c->ndelivered && c->delivered_since + DELIVERED_DELAY_MS < next) next = c->delivered_since + DELIVERED_DELAY_MS;

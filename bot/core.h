@@ -43,17 +43,22 @@ void core_free(core *c);
 /* Registers an adapter (the struct is copied; its strings and ctx must outlive the core). */
 int core_add_adapter(core *c, const adapter *a);
 
-/* Rebuilds every open table from its journal and queues computer players' moves. Returns the
- * number of tables, or -1. */
+/* Rebuilds every open table from its journal and queues computer players' moves. What tables
+ * held for the Caps judge when the bot stopped (the store's inbox) is done, in order and
+ * searching at once, with the first core_batch() from their network: an adapter calls it with
+ * no events as soon as its network is up and people's names are known, so those tables wait
+ * until then. Returns the number of tables, or -1. */
 int core_restore(core *c);
 
-/* Handles a batch of events from adapter net in one transaction, storing position (may be
- * NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
+/* Handles a batch of events from adapter net in one transaction (n may be 0: see
+ * core_restore()), storing position (may be NULL: unchanged) with it. Returns 0, or -1 if the store failed (the batch left no trace;
  * the caller should stop: a restart resumes from the last committed batch). */
 int core_batch(core *c, const char *net, const adapter_event *ev, int n, const char *position);
 
-/* Applies computer players' answers and fires due timers (one transaction). Returns the number
- * of things that happened, or -1 if the store failed. */
+/* Applies the Caps judge's answers (the moves that waited for them, and what their tables held
+ * meanwhile) and computer players' answers, for a bounded time (what is left waits for the
+ * next call, due at once), and fires due timers (one transaction). Returns the number of
+ * answers applied, or -1 if the store failed. */
 int core_tick(core *c);
 
 /* Offers queued messages to the adapters, in order per destination. Returns the number
@@ -71,11 +76,13 @@ int core_sent_many(core *c, const int64_t *ids, int n);
  * (Matrix) ignores. */
 int core_delivered(core *c, int64_t id);
 
-/* Computer moves still being thought about. */
+/* Computer moves and Caps judge searches still being thought about or applied (while tables
+ * wait for the judge, this is never 0). */
 int core_busy(core *c);
 
-/* A descriptor that turns readable when computer players have answered (-1: none), and the
- * time (ms, the core's clock) at which core_tick() next has a timer to fire (INT64_MAX: none). */
+/* A descriptor that turns readable when computer players or the judge have answered (-1:
+ * none), and the time (ms, the core's clock) at which core_tick() next has work to do: a timer
+ * to fire, or answers a tick left over (INT64_MAX: none). */
 int core_wake_fd(core *c);
 int64_t core_next_deadline(core *c);
 
@@ -84,6 +91,10 @@ typedef struct {
     int64_t moves;        /* journal entries written */
     int64_t messages;     /* messages queued */
     int64_t batches;      /* transactions committed */
+    int64_t slowest_ns;   /* the longest core_batch() or core_tick() call (wall clock): the
+                             longest the adapter's loop was kept from its network */
+    int64_t slowest_cpu_ns; /* the most CPU time one such call took (the wall clock adds disk
+                               syncs and time the thread was not running) */
     int tables;           /* open tables in memory */
 } core_stats;
 void core_stats_of(core *c, core_stats *s);

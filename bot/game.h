@@ -19,7 +19,9 @@
  *   option                a `set NAME VALUE`: the value as the journal writes it, or a refusal
  *   rules_text            the options in force and where the rules are in full, for !rules
  *   entry                 applies one journal entry of the game's own (set, start, deal, move,
- *                         grid …), saying what happened through h; 1 if the word is not its own
+ *                         grid …), saying what happened through h; 1 if the word is not its own;
+ *                         TABLE_WAITS, having changed nothing, when a long search it needs (the
+ *                         Caps judge) went off the loop through h->search
  *   seat_changed          someone else sits at a seat before the start (join, bot or leave)
  *   rebuild_skips         which entries a rebuild may skip because a later one restates their
  *                         effect (NULL: none)
@@ -63,7 +65,7 @@ struct game_host {
     const table *t;            /* the table, to read: id, seq, started, over, seat[] */
     const char *prefix;        /* the command prefix, for hints ("!") */
     const char *private_how;   /* how to reach the bot privately, for hints */
-    caps_solver *judge;        /* the Caps judge's search (one per thread) */
+    caps_solver *judge;        /* the Caps judge's search (one per thread), for searches made here */
     int talk;                  /* words are collected (live); 0 on a rebuild, where a game may
                                   skip composing them */
     /* A line for the room (mention: a user to notify, or NULL). */
@@ -83,6 +85,9 @@ struct game_host {
     const char *(*seat_label)(const game_host *h, int seat, char *buf, size_t len);
     /* Whether user wants a private notice with his hand on each turn (!notify). */
     int (*notify)(const game_host *h, const char *user);
+    /* A long search off the loop (table_env.search): 1 with the answer in q, or 0 when the
+     * entry must return TABLE_WAITS. A rebuild always answers at once. */
+    int (*search)(const game_host *h, table_question *q, table_search fn);
     /* The seed of hand hand_no of this table. Returns 0, or -1 (no deal is possible). */
     int (*seed)(const game_host *h, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
     /* Applies an entry made live (a refusal is reported to the room as an internal error).
@@ -116,8 +121,8 @@ struct table_game {
 
     /* word and seat (-1 unless a seat entry) read, rest is what follows; rebuilding: applied
      * by table_replay(), where skipped entries leave it to this one to state where the match
-     * stands. Returns 0, -1 with a message in err, or 1 (not an entry of this game, or not
-     * now: the core reports it). */
+     * stands. Returns 0, -1 with a message in err, 1 (not an entry of this game, or not now:
+     * the core reports it), or TABLE_WAITS (h->search sent its search off the loop). */
     int (*entry)(void *gs, const game_host *h, const char *word, int seat, const char *rest, int rebuilding, char *err,
                  size_t errlen);
     void (*seat_changed)(void *gs, int seat);

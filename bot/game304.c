@@ -35,6 +35,18 @@ typedef struct {
 
 _Static_assert(sizeof(question304) <= TABLE_QUESTION_MAX, "a 304 question must fit the table's");
 
+/* A move the Caps judge must search for, judged off the loop: the hand before it and the move;
+ * then judge_apply()'s answer — the hand after it and what it said. */
+typedef struct {
+    g304_state st;
+    g304_action a;
+    int seat;
+    int code;
+    g304_events ev;
+} judging;
+
+_Static_assert(sizeof(judging) <= TABLE_QUESTION_MAX, "a judged move must fit the table's question");
+
 /* ---- names ---- */
 
 typedef struct {
@@ -211,6 +223,17 @@ static void hand_over(game304_state *g, const game_host *h)
     if (r->match_over) h->finish(h);
 }
 
+/* The judge's search, on a worker thread (table_search). */
+static void judge_search(table_question *q, caps_solver *solver)
+{
+    judging j;
+    memcpy(&j, q->bytes, sizeof j);
+    j.code = judge_apply(solver, &j.st, j.seat, &j.a, &j.ev, NULL);
+    memcpy(q->bytes, &j, sizeof j);
+}
+
+/* A move applied under the Caps judge. Most moves need no search and are judged here; the
+ * others go off the loop (h->search), and the move waits for the answer. */
 static int entry_move(game304_state *g, const game_host *h, int seat, const char *text, char *err, size_t errlen)
 {
     g304_action a;
@@ -221,7 +244,25 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
         snprintf(err, errlen, "move \"%s\" does not apply here", text);
         return -1;
     }
-    if (judge_apply(h->judge, &g->st, seat, &a, &ev, &e) != G304_OK) {
+    g304_code code;
+    if (judge_would_search(&g->st, seat, &a)) {
+        table_question q;
+        judging j;
+        memset(&q, 0, sizeof q);
+        memset(&j, 0, sizeof j);
+        j.st = g->st;
+        j.a = a;
+        j.seat = seat;
+        memcpy(q.bytes, &j, sizeof j);
+        if (!h->search(h, &q, judge_search)) return TABLE_WAITS;
+        memcpy(&j, q.bytes, sizeof j);
+        code = (g304_code)j.code;
+        if (code == G304_OK) g->st = j.st, ev = j.ev;
+        else g304_apply(&j.st, seat, &a, NULL, &e); /* the refusal in words */
+    } else {
+        code = judge_apply(h->judge, &g->st, seat, &a, &ev, &e);
+    }
+    if (code != G304_OK) {
         snprintf(err, errlen, "move \"%s\" by seat %d refused: %s", text, seat, e.msg);
         return -1;
     }

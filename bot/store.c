@@ -105,7 +105,28 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     ") WITHOUT ROWID;",
     /* 2 -> 3: a private message only for reading (sent as an IRC NOTICE). */
     "ALTER TABLE outbox ADD COLUMN notice INTEGER NOT NULL DEFAULT 0 CHECK (notice IN (0, 1));",
-    /* 3 -> 4: what an adapter put on the wire for a message (stored before its first attempt,
+    /* 3 -> 4: what waits at a table for the Caps judge; users the bot ignores. */
+    "CREATE TABLE inbox ("
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  table_id   INTEGER NOT NULL REFERENCES tables(id),"
+    "  net        TEXT NOT NULL,"
+    "  what       TEXT NOT NULL,"
+    "  room       TEXT NOT NULL DEFAULT '',"
+    "  user       TEXT NOT NULL DEFAULT '',"
+    "  text       TEXT NOT NULL DEFAULT '',"
+    "  is_private INTEGER NOT NULL DEFAULT 0,"
+    "  moderator  INTEGER NOT NULL DEFAULT 0,"
+    "  origin     TEXT NOT NULL DEFAULT '',"
+    "  renamed_to TEXT NOT NULL DEFAULT ''"
+    ");"
+    "CREATE TABLE ignored ("
+    "  net   TEXT NOT NULL,"
+    "  user  TEXT NOT NULL,"
+    "  by    TEXT NOT NULL,"
+    "  since INTEGER NOT NULL,"
+    "  PRIMARY KEY (net, user)"
+    ") WITHOUT ROWID;",
+    /* 4 -> 5: what an adapter put on the wire for a message (stored before its first attempt,
      * so a retry sends the same), and the message a throttled one was merged into. */
     "ALTER TABLE outbox ADD COLUMN wire TEXT;"
     "ALTER TABLE outbox ADD COLUMN merged_into INTEGER;",
@@ -143,6 +164,13 @@ enum store_stmt_id {
     ST_STANDING_ADD,
     ST_STANDING_GET,
     ST_STANDINGS_TOP,
+    ST_INBOX_ADD,
+    ST_INBOX_MOVE,
+    ST_INBOX_DONE,
+    ST_INBOX_EACH,
+    ST_IGNORE_ADD,
+    ST_IGNORE_DEL,
+    ST_IGNORED_EACH,
     ST_COUNT
 };
 
@@ -201,6 +229,16 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_STANDINGS_TOP] = "SELECT " STORE_STANDING_COLUMNS " FROM standings "
                          "WHERE net = ?1 AND room = ?2 "
                          "ORDER BY matches_won DESC, tokens DESC, user ASC LIMIT ?3",
+    [ST_INBOX_ADD] = "INSERT INTO inbox(table_id, net, what, room, user, text, is_private, moderator, origin, "
+                     "renamed_to) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_INBOX_MOVE] = "UPDATE inbox SET table_id = ?2 WHERE id = ?1",
+    [ST_INBOX_DONE] = "DELETE FROM inbox WHERE id = ?1",
+    [ST_INBOX_EACH] = "SELECT id, table_id, net, what, room, user, text, is_private, moderator, origin, renamed_to "
+                      "FROM inbox ORDER BY id",
+    [ST_IGNORE_ADD] = "INSERT INTO ignored(net, user, by, since) VALUES (?1, ?2, ?3, ?4) "
+                      "ON CONFLICT(net, user) DO NOTHING",
+    [ST_IGNORE_DEL] = "DELETE FROM ignored WHERE net = ?1 AND user = ?2",
+    [ST_IGNORED_EACH] = "SELECT net, user FROM ignored ORDER BY net, user",
 };
 
 struct store {
@@ -897,4 +935,116 @@ int store_standings_top(store *s, const char *net, const char *room, int limit,
         return store_fail(s, st, "standings top");
     store_standing_call call = {fn, ctx};
     return store_each(s, st, store_standing_row, &call, "standings top");
+}
+
+/* ---- Inbox ---- */
+
+int store_inbox_add(store *s, const store_inbox *row, int64_t *id)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_INBOX_ADD, "inbox add");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, row->table) || store_bind_text(st, 2, row->net) ||
+        store_bind_text(st, 3, row->what) || store_bind_text(st, 4, row->room) ||
+        store_bind_text(st, 5, row->user) || store_bind_text(st, 6, row->text ? row->text : "") ||
+        sqlite3_bind_int(st, 7, row->is_private) || sqlite3_bind_int(st, 8, row->moderator) ||
+        store_bind_text(st, 9, row->origin) || store_bind_text(st, 10, row->renamed_to) || store_step_done(st))
+        return store_fail(s, st, "inbox add (table %lld)", (long long)row->table);
+    store_reset(st);
+    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    return 0;
+}
+
+/* Runs a statement bound to (id, value) or (id) that must change one row. */
+static int store_inbox_change(store *s, enum store_stmt_id which, int64_t id, int64_t value, const char *what)
+{
+    sqlite3_stmt *st = store_stmt(s, which, what);
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, id) || (which == ST_INBOX_MOVE && sqlite3_bind_int64(st, 2, value)) ||
+        store_step_done(st))
+        return store_fail(s, st, "%s (row %lld)", what, (long long)id);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0) return store_say(s, "%s: row %lld is not in the inbox", what, (long long)id);
+    return 0;
+}
+
+int store_inbox_move(store *s, int64_t id, int64_t table)
+{
+    return store_inbox_change(s, ST_INBOX_MOVE, id, table, "inbox move");
+}
+
+int store_inbox_done(store *s, int64_t id) { return store_inbox_change(s, ST_INBOX_DONE, id, 0, "inbox done"); }
+
+typedef struct {
+    int (*fn)(void *ctx, const store_inbox *row);
+    void *ctx;
+} store_inbox_call;
+
+static int store_inbox_row(sqlite3_stmt *st, void *call)
+{
+    const store_inbox_call *c = call;
+    store_inbox row;
+    row.id = sqlite3_column_int64(st, 0);
+    row.table = sqlite3_column_int64(st, 1);
+    store_copy_text(row.net, sizeof row.net, st, 2);
+    store_copy_text(row.what, sizeof row.what, st, 3);
+    store_copy_text(row.room, sizeof row.room, st, 4);
+    store_copy_text(row.user, sizeof row.user, st, 5);
+    const char *text = (const char *)sqlite3_column_text(st, 6);
+    row.text = text ? text : "";
+    row.is_private = sqlite3_column_int(st, 7);
+    row.moderator = sqlite3_column_int(st, 8);
+    store_copy_text(row.origin, sizeof row.origin, st, 9);
+    store_copy_text(row.renamed_to, sizeof row.renamed_to, st, 10);
+    return c->fn(c->ctx, &row);
+}
+
+int store_inbox_each(store *s, int (*fn)(void *ctx, const store_inbox *row), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_INBOX_EACH, "inbox each");
+    if (!st) return -1;
+    store_inbox_call call = {fn, ctx};
+    return store_each(s, st, store_inbox_row, &call, "inbox each");
+}
+
+/* ---- Ignored users ---- */
+
+int store_ignore_add(store *s, const char *net, const char *user, const char *by, int64_t now)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_IGNORE_ADD, "ignore add");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, user) || store_bind_text(st, 3, by) ||
+        sqlite3_bind_int64(st, 4, now) || store_step_done(st))
+        return store_fail(s, st, "ignore add");
+    store_reset(st);
+    return sqlite3_changes(s->db) == 0;
+}
+
+int store_ignore_del(store *s, const char *net, const char *user)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_IGNORE_DEL, "ignore del");
+    if (!st) return -1;
+    if (store_bind_text(st, 1, net) || store_bind_text(st, 2, user) || store_step_done(st))
+        return store_fail(s, st, "ignore del");
+    store_reset(st);
+    return sqlite3_changes(s->db) == 0;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, const char *net, const char *user);
+    void *ctx;
+} store_ignored_call;
+
+static int store_ignored_row(sqlite3_stmt *st, void *call)
+{
+    const store_ignored_call *c = call;
+    const char *net = (const char *)sqlite3_column_text(st, 0), *user = (const char *)sqlite3_column_text(st, 1);
+    return c->fn(c->ctx, net ? net : "", user ? user : "");
+}
+
+int store_ignored_each(store *s, int (*fn)(void *ctx, const char *net, const char *user), void *ctx)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_IGNORED_EACH, "ignored each");
+    if (!st) return -1;
+    store_ignored_call call = {fn, ctx};
+    return store_each(s, st, store_ignored_row, &call, "ignored each");
 }

@@ -1,5 +1,6 @@
 /* store.h — the bot's durable state in SQLite: tables, hand seeds, the journal of accepted
- * actions, the outbox of messages to send, standings and each adapter's position.
+ * actions, the outbox of messages to send, standings, each adapter's position, what waits at a
+ * table for the Caps judge (the inbox) and the users the bot ignores.
  *
  * One file (WAL, synchronous=FULL, foreign keys on) with a schema version and migrations.
  * Every write the bot makes for one batch of incoming events goes between store_begin() and
@@ -12,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_SEED_BYTES 32
 
 typedef struct store store;
@@ -134,5 +135,37 @@ int store_standing_get(store *s, const char *net, const char *room, const char *
  * at most limit (0 = all). */
 int store_standings_top(store *s, const char *net, const char *room, int limit,
                         int (*fn)(void *ctx, const store_standing *row), void *ctx);
+
+/* ---- Inbox: what waits at a table while its move is with the Caps judge ----
+ * Events held for a table (what came after the move, in order) and follow-ups the table still
+ * owes. A row is written in the transaction that holds it and removed in the one that finally
+ * does it, so a crash neither loses nor repeats it: a restarted bot does what the inbox holds,
+ * in id order. */
+typedef struct {
+    int64_t id;
+    int64_t table;
+    char net[16];
+    char what[16];       /* the core's word for it: "message", "leave", "rename", "gone", "settle" */
+    char room[256];      /* "" for none */
+    char user[256];
+    char origin[256];    /* where the user connects from, as the network shows it ("" unknown) */
+    char renamed_to[256]; /* a nick change: the new name */
+    const char *text;    /* "" for none; owned by the store until the callback returns */
+    int is_private, moderator;
+} store_inbox;
+
+int store_inbox_add(store *s, const store_inbox *row, int64_t *id);
+/* The row now waits at another table. */
+int store_inbox_move(store *s, int64_t id, int64_t table);
+int store_inbox_done(store *s, int64_t id);
+/* Calls fn for every row in id order. */
+int store_inbox_each(store *s, int (*fn)(void *ctx, const store_inbox *row), void *ctx);
+
+/* ---- Users the bot ignores (set by its admins), per network ---- */
+/* Returns 0 when added, 1 when already ignored. */
+int store_ignore_add(store *s, const char *net, const char *user, const char *by, int64_t now);
+/* Returns 0 when removed, 1 when the user was not ignored. */
+int store_ignore_del(store *s, const char *net, const char *user);
+int store_ignored_each(store *s, int (*fn)(void *ctx, const char *net, const char *user), void *ctx);
 
 #endif

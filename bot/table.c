@@ -4,8 +4,11 @@
  *
  * Every change goes through exec_entry() as a journal entry, live or on a rebuild, so a table
  * rebuilt from its journal is the table that was running. The core's own entries are
- *   join SEAT USER | bot SEAT | leave SEAT | away SEAT | back SEAT | abort
- * and every other entry is the game's (game->entry). Commands from people are checked first,
+ *   join SEAT USER [ORIGIN] | bot SEAT | leave SEAT | away SEAT | back SEAT | rename SEAT USER | abort
+ * and every other entry is the game's (game->entry). A player who leaves the room is not
+ * away at once: his seat waits (gone_at, runtime only) and a timer makes the entry. A table
+ * whose players are all away pauses (table_paused, derived from the seats, so a rebuild finds
+ * it paused again without an entry of its own). Commands from people are checked first,
  * so that a refusal says why in words and leaves no entry: seats, `set`, `start` and what one
  * may see (`hand`, `table`, `last`) here, asking the game what it alone knows; moves and the
  * game's own commands in game->command, which gives one entry or a refusal. Messages are only
@@ -112,7 +115,8 @@ static void out_private(table_out *o, const table_env *env, const table *t, cons
 {
     char head[TABLE_ROOM_MAX + 64], room[TABLE_ROOM_MAX];
     const char *label = t->room;
-    if (!o || !user[0]) return;
+    int seat = user[0] ? table_seat_of(t, user, NULL) : -1;
+    if (!o || !user[0] || (seat >= 0 && t->absent[seat])) return; /* the name may be another's now */
     if (env && env->room_name && env->room_name(env->ctx, t->room, room, sizeof room)) label = room;
     snprintf(head, sizeof head, "[%s · table %" PRId64 "] ", label, t->id);
     out_text(o, user, NULL, head, text);
@@ -155,10 +159,13 @@ static const char *seat_label(const table *t, const table_env *env, int s, char 
     return buf;
 }
 
-int table_seat_of(const table *t, const char *user)
+int table_seat_of(const table *t, const char *user, const char *origin)
 {
-    for (int s = 0; s < nseats(t); s++)
-        if (t->seat[s].user[0] && strcmp(t->seat[s].user, user) == 0) return s;
+    for (int s = 0; s < nseats(t); s++) {
+        const table_seat *p = &t->seat[s];
+        if (!p->user[0] || strcmp(p->user, user) != 0) continue;
+        if (!origin || !origin[0] || !p->origin[0] || strcmp(p->origin, origin) == 0) return s;
+    }
     return -1;
 }
 
@@ -195,6 +202,7 @@ typedef struct {
     table *t;
     const table_env *env;
     table_out *out;
+    int rebuilding; /* searches run at once */
 } host;
 
 static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
@@ -262,6 +270,14 @@ static const char *host_seat_label(const game_host *h, int s, char *buf, size_t 
     return seat_label(x->t, x->env, s, buf, len);
 }
 
+static int host_search(const game_host *h, table_question *q, table_search fn)
+{
+    const host *x = (const host *)h;
+    if (!x->rebuilding && x->env->search) return x->env->search(x->env->ctx, x->t, q, fn);
+    fn(q, x->env->judge);
+    return 1;
+}
+
 static int host_notify(const game_host *h, const char *user)
 {
     const host *x = (const host *)h;
@@ -302,11 +318,12 @@ static void host_of(host *x, table *t, const table_env *env, table_out *out)
     x->h = (game_host){.t = t, .prefix = env->prefix, .private_how = env->private_how, .judge = env->judge,
                        .talk = out != NULL, .say = host_say, .say_line = host_say_line, .tell = host_tell,
                        .reply = host_reply, .refuse = host_refuse, .seat_label = host_seat_label,
-                       .notify = host_notify, .seed = host_seed, .exec = host_exec, .add_score = host_add_score,
-                       .begin = host_begin, .finish = host_finish};
+                       .notify = host_notify, .search = host_search, .seed = host_seed, .exec = host_exec,
+                       .add_score = host_add_score, .begin = host_begin, .finish = host_finish};
     x->t = t;
     x->env = env;
     x->out = out;
+    x->rebuilding = 0;
 }
 
 /* ---- applying entries ---- */
@@ -327,7 +344,7 @@ static int is_word(const char *word, const char *const *words)
     return 0;
 }
 
-static const char *const seat_entries[] = {"join", "bot", "leave", "away", "back", NULL};
+static const char *const seat_entries[] = {"join", "bot", "leave", "away", "back", "rename", NULL};
 
 /* The core's own entries for seat. Returns 0 when applied, 1 when the entry does not apply. */
 static int exec_seat_entry(table *t, const table_env *env, const char *word, int seat, const char *rest,
@@ -338,7 +355,9 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
     int before_start = !t->started;
     if (strcmp(word, "join") == 0 && *rest) {
         int was_bot = p->bot;
-        snprintf(p->user, sizeof p->user, "%s", rest);
+        size_t len = strcspn(rest, " "); /* "USER" or "USER ORIGIN" */
+        snprintf(p->user, sizeof p->user, "%.*s", (int)len, rest);
+        snprintf(p->origin, sizeof p->origin, "%s", rest[len] ? rest + len + 1 : "");
         p->bot = p->away = 0;
         if (out) {
             seat_label(t, env, seat, label, sizeof label);
@@ -372,10 +391,18 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
     } else if (strcmp(word, "back") == 0 && p->away) {
         p->away = 0;
         if (out) out_room(out, NULL, "%s is back.", seat_label(t, env, seat, label, sizeof label));
+    } else if (strcmp(word, "rename") == 0 && p->user[0] && *rest) {
+        /* the same player: nothing to say, and a turn of his goes on as it was (no new prompt,
+         * the same clock); seq moves past this entry next */
+        snprintf(p->user, sizeof p->user, "%s", rest);
+        if (t->prompted == t->seq) t->prompted++;
+        if (t->turn_seq == t->seq) t->turn_seq++;
     } else {
         return 1;
     }
-    if (before_start && t->game->seat_changed && strcmp(word, "away") != 0 && strcmp(word, "back") != 0)
+    t->gone_at[seat] = 0; /* whoever sits here now has not left the room */
+    t->absent[seat] = 0;
+    if (before_start && t->game->seat_changed && (!strcmp(word, "join") || !strcmp(word, "bot") || !strcmp(word, "leave")))
         t->game->seat_changed(t->game_state.bytes, seat);
     return 0;
 }
@@ -412,8 +439,9 @@ static int exec_entry(table *t, const table_env *env, const char *entry, int reb
     } else {
         host x;
         host_of(&x, t, env, out);
+        x.rebuilding = rebuilding;
         rc = t->game->entry(t->game_state.bytes, &x.h, word, seat, rest, rebuilding, err, errlen);
-        if (rc < 0) return -1;
+        if (rc < 0 || rc == TABLE_WAITS) return rc;
     }
     if (rc != 0) {
         snprintf(err, errlen, "entry \"%.60s\" does not apply", entry);
@@ -446,10 +474,12 @@ int table_replay(table *t, const table_env *env, char *const *entries, int n, ch
         if (exec_entry(t, env, entries[i], 1, NULL, err, errlen) != 0) bad = i + 1;
     }
     free(skip);
+    t->pause_told = (uint8_t)table_paused(t); /* the room heard it before the restart */
     return bad;
 }
 
-/* Executes an entry made live; a refusal here is a bug, reported to the room rather than lost. */
+/* Executes an entry made live; a refusal here is a bug, reported to the room rather than lost.
+ * An entry that waits for a search is not applied (the caller undoes the whole call). */
 static int exec_live(table *t, const table_env *env, table_out *out, const char *fmt, ...)
 {
     char entry[TABLE_ENTRY_MAX], err[256];
@@ -457,8 +487,9 @@ static int exec_live(table *t, const table_env *env, table_out *out, const char 
     va_start(ap, fmt);
     vsnprintf(entry, sizeof entry, fmt, ap);
     va_end(ap);
-    if (table_exec(t, env, entry, out, err, sizeof err) == 0) return 1;
-    out_room(out, NULL, "Internal error: %s", err);
+    int rc = table_exec(t, env, entry, out, err, sizeof err);
+    if (rc == 0) return 1;
+    if (rc != TABLE_WAITS) out_room(out, NULL, "Internal error: %s", err);
     return 0;
 }
 
@@ -517,9 +548,10 @@ static void reply_seats(table *t, const table_env *env, const char *user, int is
     reply(out, t, env, user, is_private, "a %s table has seats 1 to %d: %s.", t->game->title, n, list);
 }
 
-static int cmd_join(table *t, const table_env *env, const char *user, int is_private, const cmd *c, table_out *out)
+static int cmd_join(table *t, const table_env *env, const char *user, const char *origin, int is_private, const cmd *c,
+                    table_out *out)
 {
-    int mine = table_seat_of(t, user);
+    int mine = table_seat_of(t, user, NULL);
     if (mine >= 0) {
         reply(out, t, env, user, is_private, "you already sit at %s.", seat_word(t, mine));
         return 0;
@@ -534,6 +566,7 @@ static int cmd_join(table *t, const table_env *env, const char *user, int is_pri
         else reply(out, t, env, user, is_private, t->started ? "no seat is free: the match is under way." : "the table is full.");
         return 0;
     }
+    if (origin && origin[0]) return exec_live(t, env, out, "join %d %s %s", s, user, origin);
     return exec_live(t, env, out, "join %d %s", s, user);
 }
 
@@ -557,7 +590,7 @@ static int cmd_bot(table *t, const table_env *env, const char *user, int is_priv
 
 static int may_manage(const table *t, const char *user, int moderator)
 {
-    return moderator || strcmp(t->creator, user) == 0 || table_seat_of(t, user) >= 0;
+    return moderator || strcmp(t->creator, user) == 0 || table_seat_of(t, user, NULL) >= 0;
 }
 
 /* The checks `set` and `start` share: before the start, by someone who may manage the table.
@@ -615,7 +648,7 @@ static void cmd_show(table *t, const table_env *env, const char *user, int is_pr
 {
     char text[2 * TABLE_TEXT_MAX];
     host x;
-    int seat = table_seat_of(t, user);
+    int seat = table_seat_of(t, user, NULL);
     host_of(&x, t, env, out);
     if (c->kind == CMD_HAND) {
         if (seat < 0 || !t->game->view(t->game_state.bytes, &x.h, GAME_VIEW_HAND, seat, text, sizeof text)) {
@@ -637,20 +670,30 @@ static int cmd_game(table *t, const table_env *env, const char *user, int is_pri
 {
     char entry[TABLE_ENTRY_MAX];
     host x;
-    int seat = table_seat_of(t, user), applied = 0;
+    int seat = table_seat_of(t, user, NULL), applied = 0;
     host_of(&x, t, env, out);
     if (!t->game->command(t->game_state.bytes, &x.h, user, seat, is_private, c, entry, sizeof entry)) return 0;
     if (seat >= 0 && t->seat[seat].away) applied += exec_live(t, env, out, "back %d", seat);
     return applied + exec_live(t, env, out, "%s", entry);
 }
 
-int table_command(table *t, const table_env *env, const char *user, int moderator, int is_private, const cmd *c,
-                  table_out *out)
+int table_command(table *t, const table_env *env, const char *user, const char *origin, int moderator,
+                  int is_private, const cmd *c, table_out *out)
 {
-    int seat = table_seat_of(t, user);
+    int seat = table_seat_of(t, user, NULL);
     if (!t->game) return 0;
+    if (seat >= 0 && table_seat_of(t, user, origin) < 0) { /* another client under a seated name */
+        if (!is_private && (c->kind == CMD_TABLE || c->kind == CMD_LAST)) {
+            cmd_show(t, env, user, 0, c, out); /* what the whole room sees */
+            return 0;
+        }
+        reply(out, t, env, user, is_private,
+              "you are not the %s who sits at %s: that player sat down from another address. Use another nick to play.",
+              user, seat_word(t, seat));
+        return 0;
+    }
     switch (c->kind) {
-    case CMD_JOIN: return cmd_join(t, env, user, is_private, c, out);
+    case CMD_JOIN: return cmd_join(t, env, user, origin, is_private, c, out);
     case CMD_BOT: return cmd_bot(t, env, user, is_private, c, out);
     case CMD_LEAVE:
         if (seat < 0) {
@@ -684,7 +727,7 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
 int table_auto(table *t, const table_env *env, table_out *out)
 {
     host x;
-    if (!t->started || t->over) return 0;
+    if (!t->started || t->over || table_paused(t)) return 0;
     host_of(&x, t, env, out);
     return t->game->follow_up(t->game_state.bytes, &x.h);
 }
@@ -693,7 +736,7 @@ int table_to_act(const table *t) { return t->game ? t->game->to_act(t->game_stat
 
 int table_computer_to_act(const table *t)
 {
-    if (!hand_in_play(t)) return -1;
+    if (!hand_in_play(t) || table_paused(t)) return -1;
     int s = table_to_act(t);
     if (s < 0 || !table_seat_computer(&t->seat[s])) return -1;
     return s;
@@ -714,9 +757,68 @@ int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, c
     return exec_live(t, env, out, "%s", entry);
 }
 
+/* ---- people who are not here ---- */
+
+int table_paused(const table *t)
+{
+    int away = 0;
+    if (!t->started || t->over) return 0;
+    for (int s = 0; s < nseats(t); s++) {
+        if (!table_seat_computer(&t->seat[s])) return 0;
+        away |= t->seat[s].away;
+    }
+    return away;
+}
+
+/* Says once that the table pauses; said again only after it went on in between. */
+static void tell_pause(table *t, const table_env *env, table_out *out)
+{
+    int paused = table_paused(t);
+    if (paused && !t->pause_told)
+        out_room(out, NULL, "Table %" PRId64 " pauses: all its players are away. It goes on when one of them says %sback.",
+                 t->id, env->prefix);
+    t->pause_told = (uint8_t)paused;
+}
+
+/* The player of seat has left the room for good: he leaves an unstarted table, and is away
+ * from a running one. */
+static void seat_gone(table *t, const table_env *env, int seat, table_out *out)
+{
+    t->gone_at[seat] = 0;
+    if (!t->started) exec_live(t, env, out, "leave %d", seat);
+    else if (!t->seat[seat].away) exec_live(t, env, out, "away %d", seat);
+}
+
+int table_player_left(table *t, const table_env *env, const char *user, const char *origin, int64_t now,
+                      int64_t grace_ms, table_out *out)
+{
+    int seat = table_seat_of(t, user, origin);
+    if (seat < 0 || t->over) return -1;
+    if (grace_ms <= 0) seat_gone(t, env, seat, out);
+    else if (!t->gone_at[seat] && !t->seat[seat].away) t->gone_at[seat] = now + grace_ms;
+    t->absent[seat] = 1;
+    return seat;
+}
+
+void table_player_seen(table *t, const char *user, const char *origin)
+{
+    int seat = table_seat_of(t, user, origin);
+    if (seat >= 0) t->gone_at[seat] = t->absent[seat] = 0;
+}
+
+int table_player_renamed(table *t, const table_env *env, const char *user, const char *origin,
+                         const char *renamed_to, table_out *out)
+{
+    int seat = table_seat_of(t, user, origin);
+    if (seat < 0 || t->over || !renamed_to[0] || strchr(renamed_to, ' ') || !strcmp(user, renamed_to)) return 0;
+    if (table_seat_of(t, renamed_to, NULL) >= 0) return 0; /* the name is another seat's: his stays */
+    return exec_live(t, env, out, "rename %d %s", seat, renamed_to);
+}
+
 void table_prompt(table *t, const table_env *env, table_out *out)
 {
     host x;
+    tell_pause(t, env, out);
     if (t->prompted == t->seq || !hand_in_play(t)) return;
     int s = table_to_act(t);
     if (s < 0 || table_seat_computer(&t->seat[s])) return;
@@ -749,6 +851,8 @@ int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int
     int64_t next = INT64_MAX;
     if (t->over) return next;
     if (close_ms > 0) next = t->touched + close_ms;
+    for (int s = 0; s < nseats(t); s++)
+        if (t->gone_at[s] && t->gone_at[s] < next) next = t->gone_at[s];
     if (human_to_act(t) < 0) return next;
     if (remind_ms > 0 && !t->reminded && t->turn_since + remind_ms < next) next = t->turn_since + remind_ms;
     if (idle_ms > 0 && t->turn_since + idle_ms < next) next = t->turn_since + idle_ms;
@@ -765,6 +869,8 @@ int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind
         if (out) out->closed = "idle";
         return INT64_MAX;
     }
+    for (int s = 0; s < nseats(t); s++)
+        if (t->gone_at[s] && now >= t->gone_at[s]) seat_gone(t, env, s, out);
     table_note_turn(t, now);
     int s = human_to_act(t);
     if (s >= 0 && idle_ms > 0 && now - t->turn_since >= idle_ms) {

@@ -11,7 +11,9 @@
  * feeds the stored entries back through table_replay() without collecting messages, which
  * rebuilds the table exactly. Computer players think elsewhere (on a worker, from the
  * question table_computer_question() gives) and their answer comes back through
- * table_computer_move(). */
+ * table_computer_move(). A long search a game needs to apply an entry (304's Caps judge) may
+ * go elsewhere too (table_env.search): the entry then waits (TABLE_WAITS) and the caller does
+ * its work again once the answer is in. */
 #ifndef CARDROOM_TABLE_H
 #define CARDROOM_TABLE_H
 
@@ -26,6 +28,7 @@
 #define TABLE_MAX_SEATS 6         /* the most seats any game has (304 for six) */
 #define TABLE_NO_SEAT 0xFF
 #define TABLE_USER_MAX 256
+#define TABLE_ORIGIN_MAX 200      /* "user@host" (so "join SEAT USER ORIGIN" fits an entry) */
 #define TABLE_ROOM_MAX 256
 #define TABLE_TEXT_MAX 2048       /* the longest line a table says in one go */
 #define TABLE_ENTRY_MAX 512       /* the longest journal entry */
@@ -36,6 +39,11 @@ typedef struct table_game table_game; /* a game's operations (game.h) */
 
 typedef struct {
     char user[TABLE_USER_MAX]; /* the player ("" for none) */
+    /* Where the player sat down from when the network knows him by a name anybody may take
+     * (IRC without an account: "user@host"); "" when his name is his own (an account, a
+     * Matrix id, the console) or the seat was taken before origins were kept. The seat is his
+     * only from that origin (table_seat_of). */
+    char origin[TABLE_ORIGIN_MAX];
     uint8_t bot;               /* a computer player sits here */
     uint8_t away;              /* the player is away: a computer player takes his turns (`back`) */
 } table_seat;
@@ -45,9 +53,27 @@ static inline int table_seat_computer(const table_seat *p) { return p->bot || p-
 /* Whether the seat is taken, by a person or a computer. */
 static inline int table_seat_taken(const table_seat *p) { return p->user[0] || p->bot; }
 
+typedef struct table table;
+typedef union table_question table_question;
+
+/* A long search a game hands off the event loop (the Caps judge): a pure function of the
+ * question, which it turns into the answer in place, run on a worker thread with that thread's
+ * solver. */
+typedef void (*table_search)(table_question *q, caps_solver *solver);
+
+/* table_exec() and a game's entry: the entry waits for a search (table_env.search). */
+#define TABLE_WAITS 2
+
 /* What a table needs from the process around it. */
 typedef struct {
     caps_solver *judge;        /* the Caps judge's search (one per thread), for games that judge Caps */
+    /* A search of table t's game, off the loop: returns 1 with the answer in q (run at once,
+     * or answered before: asked again in the same order when the caller does its work again),
+     * or 0 when it has gone to a worker. The entry that asked then waits (TABLE_WAITS) and the caller puts
+     * the table back as it was before the call that led to it, holds what it was doing and
+     * does it again once the answer is in. NULL: every search runs at once, on this thread
+     * (a rebuild always searches at once). */
+    int (*search)(void *ctx, const table *t, table_question *q, table_search fn);
     /* The seed of hand hand_no of table id: read from the store, or made and stored the first
      * time. Returns 0, or -1 (the table cannot deal). */
     int (*seed)(void *ctx, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES]);
@@ -94,19 +120,18 @@ typedef struct {
 void table_out_clear(table_out *o);
 
 /* A computer player's question: what one seat may know, in the game's own layout, and room
- * for the answer. Plain bytes, so it travels to a worker thread by copy. */
-typedef struct {
-    union {
-        max_align_t align;
-        unsigned char bytes[TABLE_QUESTION_MAX];
-    };
-} table_question;
+ * for the answer; or a search's question (table_search). Plain bytes, so it travels to a worker
+ * thread by copy. */
+union table_question {
+    max_align_t align;
+    unsigned char bytes[TABLE_QUESTION_MAX];
+};
 
 /* Thinks about a question (on a worker thread: a pure function of the question and seed).
  * Returns 1 when a move was chosen (kept in the question), 0 when there is none. */
 typedef int (*table_think)(table_question *q, uint64_t seed);
 
-typedef struct table {
+struct table {
     int64_t id;
     char net[16];
     char room[TABLE_ROOM_MAX];
@@ -121,13 +146,19 @@ typedef struct table {
     table_seat seat[TABLE_MAX_SEATS]; /* the game says how many are in use */
     int64_t seq;                /* journal entries applied */
     /* runtime only (timers), never journaled */
+    int64_t gone_at[TABLE_MAX_SEATS]; /* ms: when the seat's player, who left the room, is gone
+                                         (0: he has not left); a restart forgets it */
+    uint8_t absent[TABLE_MAX_SEATS];  /* the seat's player left the room and has not been seen
+                                         since: nothing private goes to his name, which anybody
+                                         may have taken meanwhile */
+    uint8_t pause_told;         /* the room was told that the table pauses */
     int64_t turn_since;         /* ms: when the seat to act got the turn */
     int64_t touched;            /* ms: last accepted action */
     int64_t prompted;           /* journal position the last turn prompt was made for */
     int64_t turn_seq;           /* journal position when the turn clock started */
     uint8_t reminded;
     uint8_t turn_seat;
-} table;
+};
 
 /* A new, empty table without a game (its creation is not a journal entry: the store's table
  * row is). */
@@ -139,8 +170,9 @@ void table_init(table *t, int64_t id, const char *net, const char *room, const c
 int table_set_game(table *t, const char *game, const cfg *config);
 
 /* Applies one journal entry. out may be NULL (replay: nothing is said). With out, the entry is
- * also recorded in out->entries. Returns 0, or -1 with a message in err if the entry does not
- * apply (a damaged journal). */
+ * also recorded in out->entries. Returns 0, -1 with a message in err if the entry does not
+ * apply (a damaged journal), or TABLE_WAITS when it waits for a search (env->search), having
+ * changed nothing. */
 int table_exec(table *t, const table_env *env, const char *entry, table_out *out, char *err, size_t errlen);
 
 /* Rebuilds a table from all its journal entries. Entries whose effect a later entry states
@@ -150,11 +182,13 @@ int table_exec(table *t, const table_env *env, const char *entry, table_out *out
 int table_replay(table *t, const table_env *env, char *const *entries, int n, char *err, size_t errlen);
 
 /* A player's table command (anything but new/help/rules/standings, which the core answers).
+ * origin: where user connects from (see table_seat; NULL or "" when his name is his own);
  * moderator: the user may moderate the room; is_private: sent to the bot alone. Accepted
- * commands become entries; refusals become a reply to the user. Returns 1 if something was
- * accepted, 0 if refused or purely informative. */
-int table_command(table *t, const table_env *env, const char *user, int moderator, int is_private,
-                  const cmd *c, table_out *out);
+ * commands become entries; refusals become a reply to the user. Somebody who bears a seated
+ * player's name from another origin is refused everything but the room's view of the table.
+ * Returns 1 if something was accepted, 0 if refused or purely informative. */
+int table_command(table *t, const table_env *env, const char *user, const char *origin, int moderator,
+                  int is_private, const cmd *c, table_out *out);
 
 /* Follow-ups nobody has to ask for: deal the next hand after one ends (or the first after
  * start), and Caps calls for seats a computer plays once the judge finds Caps certain for
@@ -162,10 +196,31 @@ int table_command(table *t, const table_env *env, const char *user, int moderato
 int table_auto(table *t, const table_env *env, table_out *out);
 
 /* After a batch: if a person is to act and has not been told since the table last moved, the
- * room hears whose turn it is (mentioning them) and, in play, the player gets the hand. */
+ * room hears whose turn it is (mentioning them) and, in play, the player gets the hand; a
+ * table that has just paused (table_paused) says so, once. */
 void table_prompt(table *t, const table_env *env, table_out *out);
 
-/* The seat a computer must move for now (bot or away), or -1. */
+/* Whether the table pauses: its match is under way, no person is playing (every seat is a
+ * computer player or away) and somebody away is still seated, so there is someone to wait
+ * for. Nothing moves by itself meanwhile; a player's !back (or his move), or a newcomer taking
+ * a computer player's seat, ends it. Computer players alone (only !bot seats, or after every
+ * person handed his seat over with !leave) have nobody to wait for and play on. */
+int table_paused(const table *t);
+
+/* A seated player left the room (PART, QUIT, a lost connection): after grace_ms (0: at once),
+ * unless table_player_seen() comes first, he leaves the seat of an unstarted table and is away
+ * from a running one (table_timers); meanwhile nothing private goes to his name. Returns his
+ * seat, or -1 when user has none (from that origin: somebody else leaving changes nothing). */
+int table_player_left(table *t, const table_env *env, const char *user, const char *origin, int64_t now,
+                      int64_t grace_ms, table_out *out);
+/* The player came back to the room or spoke: the wait table_player_left() began ends. */
+void table_player_seen(table *t, const char *user, const char *origin);
+/* The player was seen changing his name to renamed_to (an IRC nick change in a channel the bot
+ * shares with him): his seat follows him (an entry). Returns 1 if a seat was renamed. */
+int table_player_renamed(table *t, const table_env *env, const char *user, const char *origin,
+                         const char *renamed_to, table_out *out);
+
+/* The seat a computer must move for now (bot or away), or -1 (none, or the table pauses). */
 int table_computer_to_act(const table *t);
 
 /* The seat whose move it is in the hand being played (person or computer), or -1. */
@@ -182,8 +237,9 @@ int table_computer_move(table *t, const table_env *env, int seat, int64_t seq, c
                         table_out *out);
 
 /* Timers (ms): remind the player to act after remind_ms, let a computer take the seat after
- * idle_ms, close the table when untouched for close_ms (0 = that timer is off). Returns the
- * earliest time a timer of this table could fire next (INT64_MAX for none). */
+ * idle_ms, close the table when untouched for close_ms (0 = that timer is off), and end the
+ * waits of players who left the room (table_player_left). Returns the earliest time a timer
+ * of this table could fire next (INT64_MAX for none). */
 int64_t table_timers(table *t, const table_env *env, int64_t now, int64_t remind_ms, int64_t idle_ms,
                      int64_t close_ms, table_out *out);
 
@@ -192,8 +248,9 @@ void table_note_turn(table *t, int64_t now);
 /* When a timer of this table could fire next (INT64_MAX: none), for the same settings. */
 int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int64_t close_ms);
 
-/* The seat of user, or -1. */
-int table_seat_of(const table *t, const char *user);
+/* The seat of user from origin (NULL or "": from anywhere), or -1. A seat taken from an origin
+ * is not the seat of the same name from another one. */
+int table_seat_of(const table *t, const char *user, const char *origin);
 
 /* The running match in words for `standings` (304: tokens per team and hand number;
  * ContractGrid: the scores, marks and who risks the cap). */

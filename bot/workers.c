@@ -1,9 +1,10 @@
-/* workers.c — a small thread pool for computer players (see workers.h).
+/* workers.c — a small thread pool for computer players and searches (see workers.h).
  *
  * Two queues under one mutex: jobs waiting for a thread, and answers waiting for the loop.
  * A pipe wakes the loop when an answer arrives; the loop drains it in work_take(). The queues
  * are plain arrays used as rings: jobs are small and few (one per table whose computer player
- * is to move), so one lock is enough. */
+ * is to move or whose move waits for the judge), so one lock is enough. A solver belongs to
+ * its thread (it is work space, not shared state) and lives as long as the thread. */
 #include "workers.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ struct workers {
     int nthreads;
     pthread_t *threads;
     int pipe_fd[2];
+    caps_solver *caller;  /* zero threads: the caller's solver */
 };
 
 static int ring_push(ring *r, const work_job *j)
@@ -53,19 +55,29 @@ static void ring_pop(ring *r, work_job *j)
     r->count--;
 }
 
-static void think(work_job *j) { j->ok = j->think(&j->q, j->seed); }
+/* Runs a job; a search gets the thread's solver, made the first time (*solver). */
+static void think(work_job *j, caps_solver **solver)
+{
+    if (!j->search) {
+        j->ok = j->think(&j->q, j->seed);
+        return;
+    }
+    if (!*solver && !(*solver = caps_solver_new(0))) abort(); /* out of memory */
+    j->search(&j->q, *solver);
+}
 
 static void *worker_main(void *arg)
 {
     workers *w = arg;
     work_job job;
+    caps_solver *solver = NULL;
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->stop && w->todo.count == 0) pthread_cond_wait(&w->more, &w->lock);
         if (w->stop) break;
         ring_pop(&w->todo, &job);
         pthread_mutex_unlock(&w->lock);
-        think(&job);
+        think(&job, &solver);
         pthread_mutex_lock(&w->lock);
         int was_empty = w->done.count == 0;
         if (ring_push(&w->done, &job) != 0) abort(); /* out of memory */
@@ -75,6 +87,7 @@ static void *worker_main(void *arg)
         }
     }
     pthread_mutex_unlock(&w->lock);
+    caps_solver_free(solver);
     return NULL;
 }
 
@@ -111,6 +124,7 @@ void work_free(workers *w)
     pthread_mutex_unlock(&w->lock);
     for (int i = 0; i < w->nthreads; i++) pthread_join(w->threads[i], NULL);
     free(w->threads);
+    caps_solver_free(w->caller);
     free(w->todo.items);
     free(w->done.items);
     if (w->pipe_fd[0] >= 0) close(w->pipe_fd[0]);
@@ -125,7 +139,7 @@ int work_submit(workers *w, const work_job *job)
     int rc;
     if (w->nthreads == 0) {
         work_job j = *job;
-        think(&j);
+        think(&j, &w->caller);
         rc = ring_push(&w->done, &j);
         if (rc == 0) w->pending++;
         return rc;

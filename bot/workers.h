@@ -1,11 +1,13 @@
-/* workers.h — computer players think on worker threads, off the event loop.
+/* workers.h — computer players think, and the Caps judge searches, on worker threads, off the
+ * event loop.
  *
  * The loop submits a job (a computer player's question from its table, the game's function
- * that thinks about it, and where the table stood); a worker runs the function and queues the
- * job with its answer; the loop's wake-up descriptor turns readable and the loop collects
- * results with work_take(). Workers know no game: the question is plain bytes the game laid
- * out. With zero threads a job is answered at once on the caller's thread (tests, small
- * tools). */
+ * that thinks about it, and where the table stood; or a search a game handed off the loop); a
+ * worker runs the function and queues the job with its answer; the loop's wake-up descriptor
+ * turns readable and the loop collects results with work_take(). Workers know no game: the
+ * question is plain bytes the game laid out. Each thread keeps one Caps solver (a few MiB of
+ * work space), made at its first search. With zero threads a job is answered at once on the
+ * caller's thread (tests, small tools). */
 #ifndef CARDROOM_WORKERS_H
 #define CARDROOM_WORKERS_H
 
@@ -22,8 +24,9 @@ typedef struct {
     uint64_t seed;
     int64_t not_before;   /* ms: the answer is not used before this time (a thinking pause) */
     table_think think;    /* the game's thinking (table_computer_question) */
-    table_question q;     /* the seat's knowledge; with the answer once thought about */
-    int ok;               /* result: a move was chosen */
+    table_search search;  /* or, when set instead of think: a search (seat, seed, not_before unused) */
+    table_question q;     /* the seat's knowledge or the search's question; with the answer once done */
+    int ok;               /* result of think: a move was chosen */
 } work_job;
 
 workers *work_new(int threads);

@@ -11,10 +11,16 @@ static uint8_t verdict_of(caps_verdict v)
     return v == CAPS_CERTAIN ? G304_CALL_CERTAIN : v == CAPS_NOT_CERTAIN ? G304_CALL_NOT_CERTAIN : G304_CALL_UNKNOWN;
 }
 
+/* Whether judge_update() searches for seat s: Caps is open to it and not yet found certain. */
+static int unjudged(const g304_state *st, int s)
+{
+    return st->certain_at[s] == G304_NEVER && g304_caps_open_for(st, s);
+}
+
 void judge_update(caps_solver *w, g304_state *st)
 {
     for (int s = 0; s < g304_seats(&st->rules); s++) {
-        if (st->certain_at[s] != G304_NEVER || !g304_caps_open_for(st, s)) continue;
+        if (!unjudged(st, s)) continue;
         card_t order[G304_TRICKS];
         int n;
         if (caps_check(w, st, s, NULL, 0, order, &n) != CAPS_CERTAIN) continue;
@@ -41,6 +47,16 @@ g304_code judge_apply(caps_solver *w, g304_state *st, int seat, const g304_actio
     }
     if (c == G304_OK) judge_update(w, st);
     return c;
+}
+
+int judge_would_search(const g304_state *st, int seat, const g304_action *a)
+{
+    if (a->kind == G304_DO_CAPS && seat >= 0 && seat < g304_seats(&st->rules) && g304_may_caps(st, seat)) return 1;
+    g304_state after = *st;
+    if (g304_apply(&after, seat, a, NULL, NULL) != G304_OK) return 0;
+    for (int s = 0; s < g304_seats(&after.rules); s++)
+        if (unjudged(&after, s)) return 1;
+    return 0;
 }
 
 static const char *ordinal(int n)

@@ -16,6 +16,12 @@
 g304_code judge_apply(caps_solver *w, g304_state *st, int seat, const g304_action *a, g304_events *ev,
                       g304_error *err);
 
+/* Whether judge_apply() of that move would search: the move is a Caps call it must judge, or
+ * after it Caps is open to a seat not yet found certain. A move that would not search needs no
+ * solver time at all (most moves: once both teams have won a trick nobody is open to Caps), so
+ * a caller may apply it at once and hand only the others to a thread of their own. */
+int judge_would_search(const g304_state *st, int seat, const g304_action *a);
+
 /* Records, for every seat it is open to, whether Caps has become certain now. Call it after any
  * change of the state made without judge_apply() (judge_apply() calls it itself). */
 void judge_update(caps_solver *w, g304_state *st);

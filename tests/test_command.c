@@ -295,6 +295,22 @@ static const row rows[] = {
     {"!mark a1 B2\tc3  d4", .kind = CMD_MARK, .arg2 = "a1 b2 c3 d4"},
     BAD("!mark", "mark", "cells like a1"),
 
+    /* the bot's admins (who may is the core's business) */
+    {"!admin list", .kind = CMD_ADMIN, .arg = "list", .arg2 = ""},
+    {"admin LIST", .opt = 1, .kind = CMD_ADMIN, .arg = "list"},
+    {"!admin close 12", .kind = CMD_ADMIN, .arg = "close", .arg2 = "12"},
+    {"!admin leave !Abc:Example.org", .kind = CMD_ADMIN, .arg = "leave", .arg2 = "!Abc:Example.org"},
+    {"!admin Ignore @Bob:example.org", .kind = CMD_ADMIN, .arg = "ignore", .arg2 = "@Bob:example.org"},
+    {"!admin unignore $a:bob", .kind = CMD_ADMIN, .arg = "unignore", .arg2 = "$a:bob"},
+    BAD("!admin", "admin", "admin takes list, close TABLE, leave ROOM, ignore USER or unignore USER"),
+    BAD("!admin list all", "admin", "admin takes list"),
+    BAD("!admin close", "admin", "admin takes list"),
+    BAD("!admin close 12 13", "admin", "admin takes list"),
+    BAD("!admin close twelve", "admin", "admin close takes a table number"),
+    BAD("!admin close 0", "admin", "admin close takes a table number"),
+    BAD("!admin ignore", "admin", "admin takes list"),
+    BAD("!admin shout hello", "admin", "admin takes list"),
+
     /* other prefixes and private messages */
     {"cr:bid 70", .prefix = "cr:", .kind = CMD_BID, .amount = 170},
     {"  CR: bid 70", .prefix = "cr:", .kind = CMD_BID, .amount = 170},
@@ -548,11 +564,12 @@ Test(command, help_list)
     cr_expect_str_eq(help("", "!"), h);
     int lines = 1;
     for (const char *p = h; *p; p++) lines += *p == '\n';
-    cr_expect_eq(lines, 1 + CMD_KIND_COUNT - CMD_NEW, "a heading and one line per command:\n%s", h);
+    cr_expect_eq(lines, CMD_KIND_COUNT - CMD_NEW, "a heading and one line per command but admin:\n%s", h);
     for (int k = CMD_NEW; k < CMD_KIND_COUNT; k++) {
         char want[40];
         snprintf(want, sizeof want, "\n!%s ", cmd_name((cmd_kind)k));
-        cr_expect(strstr(h, want) != NULL, "list lacks %s", want + 1);
+        if (k == CMD_ADMIN) cr_expect(strstr(h, want) == NULL, "the list shows %s to everybody", want + 1);
+        else cr_expect(strstr(h, want) != NULL, "list lacks %s", want + 1);
     }
     cr_expect(strstr(h, "!bid N|pcc \xE2\x80\x94 bid N points (60 means 160) or Partner Close Caps"));
     h = help("  ", "cr:");
@@ -566,11 +583,12 @@ Test(command, help_line_for_a_room)
     cr_assert_eq(cmd_help_line("!", line, sizeof line), line);
     cr_expect_null(strchr(line, '\n'));
     cr_expect(starts_with(line, "Commands: new, join, "), "%s", line);
-    for (int k = CMD_NEW; k < CMD_KIND_COUNT; k++) {
+    for (int k = CMD_NEW; k < CMD_ADMIN; k++) {
         char word[40];
-        snprintf(word, sizeof word, " %s%s", cmd_name((cmd_kind)k), k == CMD_KIND_COUNT - 1 ? "." : ",");
+        snprintf(word, sizeof word, " %s%s", cmd_name((cmd_kind)k), k == CMD_ADMIN - 1 ? "." : ",");
         cr_expect(strstr(line, word), "the line lacks%s: %s", word, line);
     }
+    cr_expect_null(strstr(line, "admin"), "the admins' command is not shown to everybody: %s", line);
     cr_expect(strstr(line, "!help COMMAND tells more of one; I sent you the list privately."), "%s", line);
     cmd_help_line("cr:", line, sizeof line);
     cr_expect(strstr(line, "cr:help COMMAND") && !strchr(line, '~'), "%s", line);

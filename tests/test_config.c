@@ -112,8 +112,14 @@ Test(config, defaults)
     cr_expect_str_eq(c.log_level, "info");
     cr_expect_eq(c.threads, 2);
     cr_expect_str_eq(c.rules_url, "docs/");
+    cr_expect_str_eq(c.admins, "");
+    cr_expect_eq(c.rate_commands, 20);
+    cr_expect_eq(c.rate_seconds, 60);
+    cr_expect_eq(c.rate_pause, 120);
+    cr_expect_eq(c.tables_per_user, 3);
     cr_expect_eq(c.remind_after, 120);
     cr_expect_eq(c.idle_takeover, 600);
+    cr_expect_eq(c.leave_grace, 120);
     cr_expect_eq(c.table_idle_close, 86400);
     cr_expect_eq(c.bot_delay_ms, 0);
     cr_expect_str_eq(c.console_user, "you");
@@ -153,7 +159,9 @@ Test(config, example_file_names_every_key)
     fclose(f);
     text[n] = '\0';
     static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "rules_url = ",
-                                       "[timers]", "remind_after = ", "idle_takeover = ", "table_idle_close = ",
+                                       "\nadmins =\n", "rate_commands = ", "rate_seconds = ", "rate_pause = ",
+                                       "tables_per_user = ", "[timers]", "remind_after = ", "idle_takeover = ", "leave_grace = ",
+                                       "table_idle_close = ",
                                        "bot_delay_ms = ", "[rules]", "[console]", "user = ", "room = "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         cr_expect_not_null(strstr(text, keys[i]), "example lacks %s", keys[i]);
@@ -174,9 +182,15 @@ Test(config, every_key)
                                   "log_level = debug\n"
                                   "threads = 64\n"
                                   "rules_url = https://cards.example.org/rules/\n"
+                                  "admins = @root:example.org, $a:oper bob\n"
+                                  "rate_commands = 0\n"
+                                  "rate_seconds = 86400\n"
+                                  "rate_pause = 1\n"
+                                  "tables_per_user = 1000\n"
                                   "[timers]\n"
                                   "remind_after = 0\n"
                                   "idle_takeover = 2592000\n"
+                                  "leave_grace = 30\n"
                                   "table_idle_close = 3600\n"
                                   "bot_delay_ms = 60000\n"
                                   "[rules]\n"
@@ -198,8 +212,14 @@ Test(config, every_key)
     cr_expect_str_eq(c.log_level, "debug");
     cr_expect_eq(c.threads, 64);
     cr_expect_str_eq(c.rules_url, "https://cards.example.org/rules/");
+    cr_expect_str_eq(c.admins, "@root:example.org, $a:oper bob");
+    cr_expect_eq(c.rate_commands, 0);
+    cr_expect_eq(c.rate_seconds, 86400);
+    cr_expect_eq(c.rate_pause, 1);
+    cr_expect_eq(c.tables_per_user, 1000);
     cr_expect_eq(c.remind_after, 0);
     cr_expect_eq(c.idle_takeover, 2592000);
+    cr_expect_eq(c.leave_grace, 30);
     cr_expect_eq(c.table_idle_close, 3600);
     cr_expect_eq(c.bot_delay_ms, 60000);
     cr_expect_eq(c.rules.cut, 1);
@@ -278,6 +298,13 @@ Test(config, bad_numbers)
     load_fails("[bot]\nthreads = 99999999999999999999\n",
                "2: [bot] threads: must be a whole number from 1 to 64, not '99999999999999999999'");
     load_fails("[bot]\nthreads =\n", "2: [bot] threads: must be a whole number from 1 to 64, not ''");
+    load_fails("[bot]\nrate_commands = -1\n",
+               "2: [bot] rate_commands: must be a whole number from 0 to 10000 (0: no limit), not '-1'");
+    load_fails("[bot]\nrate_seconds = 0\n", "2: [bot] rate_seconds: must be a number of seconds from 1 to 86400, not '0'");
+    load_fails("[bot]\nrate_pause = 86401\n",
+               "2: [bot] rate_pause: must be a number of seconds from 1 to 86400, not '86401'");
+    load_fails("[bot]\ntables_per_user = many\n",
+               "2: [bot] tables_per_user: must be a whole number from 0 to 1000 (0: no cap), not 'many'");
 }
 
 Test(config, bad_texts)
@@ -332,8 +359,10 @@ Test(config, blanks_inside_heading)
 Test(config, unknown_key)
 {
     load_fails("[timers]\nremind = 5\n",
-               "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, table_idle_close, bot_delay_ms)");
-    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url)");
+               "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, leave_grace, table_idle_close, "
+               "bot_delay_ms)");
+    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url, "
+               "admins, rate_commands, rate_seconds, rate_pause, tables_per_user)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "
@@ -581,4 +610,23 @@ Test(config, long_values_refused_not_cut)
              value);
     snprintf(text, sizeof text, "[console]\n\nuser = %.150s\n", value);
     load_fails(text, want);
+}
+
+Test(config, admins)
+{
+    cfg c;
+    cfg_defaults(&c);
+    cr_expect_not(cfg_is_admin(&c, "@root:example.org"), "nobody by default");
+    cr_expect_not(cfg_is_admin(&c, ""));
+    snprintf(c.admins, sizeof c.admins, " @root:example.org,$a:oper  Bob ,");
+    cr_expect(cfg_is_admin(&c, "@root:example.org"));
+    cr_expect_not(cfg_is_admin(&c, "@Root:example.org"), "a Matrix user id matches exactly");
+    cr_expect_not(cfg_is_admin(&c, "@root:example.or"));
+    cr_expect_not(cfg_is_admin(&c, "@root:example.org2"));
+    cr_expect(cfg_is_admin(&c, "$a:oper"));
+    cr_expect(cfg_is_admin(&c, "$a:OPER"), "IRC names in any case");
+    cr_expect(cfg_is_admin(&c, "bob"));
+    cr_expect_not(cfg_is_admin(&c, "bo"));
+    cr_expect_not(cfg_is_admin(&c, ""), "an empty name is nobody");
+    cr_expect_not(cfg_is_admin(&c, "$a:oper Bob"), "one entry at a time");
 }

@@ -6,10 +6,17 @@
  * seat, `!back`, closing an untouched table, timers switched off), one batch being one store
  * transaction (all or nothing), core_restore() rebuilding a table mid-hand that then goes on,
  * delivery order with ADAPTER_LATER and ADAPTER_QUEUED + core_sent(), players leaving the
- * room (a free seat before the start, an away seat during a match), and what the core says
+ * room (a free seat before the start, an away seat during a match), what the core says
  * itself: help in a room (one line there, the list privately as a notice), and `notify` (the
  * network's default, a player's choice kept in the store across restarts, the face-down warning
- * sent whatever the choice). */
+ * sent whatever the choice); the grace a player who left keeps (ended by coming back or
+ * speaking, the turn timer running meanwhile, forgotten by a restart), a table whose players
+ * are all away pausing until one is back, and back-pressure: over a slow network (a pace of one
+ * line a second, delivering one line a second of the fake clock) computer players hold while
+ * their room's queue, or the network's, is long, also after a restart, go on as it drains, and
+ * a person's command is answered within seconds; and seats bound to the address their player
+ * sat down from (an impostor under his nick gets nothing private and changes nothing, his nick
+ * change moves the seat, nothing private goes to the nick of a player who left). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <sqlite3.h>
@@ -53,7 +60,23 @@ struct mem_net {
     int (*decide)(mem_net *m, const store_msg *msg); /* NULL: ADAPTER_SENT */
     int block_room;       /* for decide functions */
     char block_user[64];
+    int64_t line_ms;      /* the network's pace: each line of a message takes this long (0: none) */
+    int sent;             /* the slow network: offers before this one are delivered */
+    int64_t credit;       /* ms of sending time not used yet */
 };
+
+static int64_t lines_of(const char *text)
+{
+    int64_t lines = 1;
+    for (const char *p = text; *p; p++) lines += *p == '\n';
+    return lines;
+}
+
+static int64_t mem_pace(void *ctx, const store_msg *m)
+{
+    const mem_net *net = ctx;
+    return lines_of(m->text) * net->line_ms;
+}
 
 static int mem_send(void *ctx, const store_msg *m)
 {
@@ -121,12 +144,14 @@ static void rig_core_with(rig *r, adapter a)
     a.send = mem_send;
     a.private_how = "in a private message";
     a.notify_off = r->notify_off;
+    a.pace_ms = mem_pace;
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
 
 static void rig_core(rig *r) { rig_core_with(r, (adapter){0}); }
 
-/* Timers in seconds (0 = off); db NULL: in memory. */
+/* Timers in seconds (0 = off; no grace for players who leave the room: the tests of the
+ * grace set it); db NULL: in memory. */
 static void rig_start(rig *r, int remind, int idle, int close, const char *db)
 {
     char err[256];
@@ -136,6 +161,7 @@ static void rig_start(rig *r, int remind, int idle, int close, const char *db)
     r->conf.remind_after = remind;
     r->conf.idle_takeover = idle;
     r->conf.table_idle_close = close;
+    r->conf.leave_grace = 0;
     cr_assert_eq(store_open(&r->db, db ? db : ":memory:", err, sizeof err), 0, "%s", err);
     r->now = 1700000000000;
     r->judge = caps_solver_new(0);
@@ -376,11 +402,20 @@ Test(core, reminder_once_then_takeover_then_back)
     tick(&r);
     cr_assert_eq(offers_with(&r, mark, "is away: a computer player plays for them until they say !back."), 1);
     cr_assert(strncmp(last_offer_with(&r, mark, "is away")->text, "alice (South", 12) == 0);
+    /* alice was the only person: the table pauses, says so once, and nothing moves */
+    cr_assert_eq(offers_with(&r, mark, "Table 1 pauses: all its players are away. It goes on when one of them says !back."),
+                 1);
     settle(&r, 12);
+    for (int k = 1; k <= 3; k++) { /* within the hour after which an untouched table closes */
+        r.now = t0 + 300000 + k * 600000LL;
+        tick(&r);
+    }
+    cr_assert_eq(core_busy(r.core), 0, "a computer player thinks at a paused table");
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 1, "the pause was told more than once");
     journal_of(&r, 1, &l);
     int away = entry_find(&l, before, "away 0");
     cr_assert_geq(away, 0, "no away entry");
-    cr_assert_geq(entry_find(&l, away, "move 0 "), 0, "the computer did not play alice's seat");
+    cr_assert_eq(l.n, away + 1, "the table moved while paused: %s", l.e[l.n - 1]);
     entries_free(&l);
     table t;
     table_of(&r, 1, &t);
@@ -959,6 +994,9 @@ Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
 {
     rig r;
     rig_start(&r, 0, 0, 0, NULL);
+    core_free(r.core);
+    r.conf.rate_commands = 0; /* forty questions at once from one person */
+    rig_core(&r);
     adapter_event ev[40];
     for (int i = 0; i < 40; i++) ev[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .sender = "alice", .text = "!help", .is_private = 1};
     cr_assert_eq(core_batch(r.core, NET, ev, 40, NULL), 0);
@@ -1250,6 +1288,585 @@ Test(core, away_notice_names_the_seat_once)
     leave(&r, "carol");
     cr_expect_eq(offers_with(&r, mark, "carol (North) is away: a computer player plays for them until they say !back."),
                  1, "got: %s", r.net.n > mark ? r.net.o[r.net.n - 1].text : "nothing");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (f) A player who drops off: the grace, and a table whose players are all away pausing   */
+/* ---------------------------------------------------------------------------------------- */
+
+static void join_room(rig *r, const char *user)
+{
+    adapter_event e = {.kind = ADAPTER_JOIN, .room = ROOM, .sender = user};
+    batch(r, &e, 1);
+}
+
+/* alice at South and carol at North with two computer players, the match started and the
+ * computers settled. */
+static void alice_carol_and_computers(rig *r)
+{
+    say(r, "alice", "!new 304");
+    say(r, "alice", "!join");
+    say(r, "alice", "!bot");
+    say(r, "carol", "!join");
+    say(r, "alice", "!bot");
+    say(r, "alice", "!start");
+    settle(r, 1000);
+}
+
+static int is_away(rig *r, int seat)
+{
+    table t;
+    table_of(r, 1, &t);
+    return t.seat[seat].away;
+}
+
+Test(core, leaving_the_room_keeps_the_seat_for_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_carol_and_computers(&r);
+    int64_t t0 = r.now;
+    int mark = r.net.n, n0 = journal_count(&r, 1);
+    leave(&r, "carol");
+    cr_assert_eq(r.net.n, mark, "something was said when carol left");
+    cr_assert_eq(journal_count(&r, 1), n0);
+    cr_assert_eq(core_next_deadline(r.core), t0 + 120000, "no timer for the end of the grace");
+    r.now = t0 + 30000;
+    leave(&r, "carol"); /* a QUIT after her PART: the wait does not start again */
+    r.now = t0 + 119999;
+    tick(&r);
+    cr_assert(!is_away(&r, 2), "carol is away before the grace is over");
+    cr_assert_eq(offers_with(&r, mark, "is away"), 0);
+    r.now = t0 + 120000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is away: a computer player plays for them until they say !back."), 1);
+    cr_assert(is_away(&r, 2));
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 0, "alice still plays: no pause");
+    r.now += 600000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "is away"), 1, "the grace ended twice");
+    rig_stop(&r);
+}
+
+Test(core, coming_back_or_speaking_ends_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_carol_and_computers(&r);
+    int mark = r.net.n;
+    /* she joins the room again */
+    leave(&r, "carol");
+    r.now += 60000;
+    join_room(&r, "carol");
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2), "carol came back, yet she is away");
+    /* she says something in the room (not a command) */
+    leave(&r, "carol");
+    r.now += 60000;
+    say(&r, "carol", "sorry, my connection dropped");
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2));
+    /* she writes to the bot privately */
+    leave(&r, "carol");
+    r.now += 60000;
+    whisper(&r, "carol", "!hand");
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2));
+    cr_assert_eq(offers_with(&r, mark, "is away"), 0);
+    /* somebody else joining or speaking does not end her wait */
+    leave(&r, "carol");
+    int64_t left = r.now;
+    say(&r, "alice", "where is carol?");
+    join_room(&r, "zed");
+    whisper(&r, "zed", "!help");
+    r.now = left + 120000;
+    tick(&r);
+    cr_assert(is_away(&r, 2), "carol is not away after the grace");
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is away"), 1);
+    rig_stop(&r);
+}
+
+Test(core, leaving_an_unstarted_table_frees_the_seat_after_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    say(&r, "bob", "!join");
+    int mark = r.net.n;
+    int64_t t0 = r.now;
+    leave(&r, "bob");
+    r.now = t0 + 119999;
+    tick(&r);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[1].user, "bob", "bob lost his seat before the grace was over");
+    r.now = t0 + 120000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "bob (East) leaves."), 1);
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[1].user, "");
+    rig_stop(&r);
+}
+
+/* During the grace the turn timer still runs: a player who left on his turn is away after
+ * idle_takeover, and the end of the grace then changes nothing. */
+Test(core, the_turn_timer_runs_during_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 60, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_and_computers(&r);
+    int64_t t0 = r.now;
+    int mark = r.net.n;
+    leave(&r, "alice");
+    cr_assert_eq(core_next_deadline(r.core), t0 + 60000, "the turn timer comes first");
+    r.now = t0 + 60000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "alice (South) is away"), 1);
+    int n = journal_count(&r, 1);
+    r.now = t0 + 120000;
+    tick(&r);
+    cr_assert_eq(offers_with(&r, mark, "is away"), 1);
+    cr_assert_eq(journal_count(&r, 1), n, "the end of the grace made an entry");
+    rig_stop(&r);
+}
+
+/* A restart forgets a grace that was running: the seat stays its player's (the safe way:
+ * nobody is made away who may be back already), and the turn timer covers a player who is not. */
+Test(core, a_restart_forgets_the_grace)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_carol_and_computers(&r);
+    leave(&r, "carol");
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 2), "a grace from before the restart made carol away");
+    rig_stop(&r);
+}
+
+/* Every person away: the table pauses, says so once (also across a restart), nothing moves;
+ * the player to act comes back by playing and the table goes on. */
+Test(core, a_table_whose_players_are_all_away_pauses)
+{
+    rig r;
+    rig_start(&r, 0, 0, 3600, NULL);
+    alice_carol_and_computers(&r);
+    leave(&r, "alice"); /* no grace in this rig: away at once */
+    settle(&r, 1000);   /* the computers play for alice up to carol's turn */
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert(t.seat[0].away);
+    cr_assert_eq(st_of(&t)->to_act, 2, "the computers stopped with seat %d to act", st_of(&t)->to_act);
+    int mark = r.net.n;
+    leave(&r, "carol");
+    cr_assert_eq(offers_with(&r, mark, "Table 1 pauses: all its players are away. It goes on when one of them says !back."),
+                 1);
+    int n = journal_count(&r, 1);
+    settle(&r, 1000);
+    for (int k = 1; k <= 5; k++) {
+        r.now += 600000;
+        tick(&r);
+    }
+    cr_assert_eq(core_busy(r.core), 0, "a computer player thinks at a paused table");
+    cr_assert_eq(journal_count(&r, 1), n, "the table moved while paused");
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 1, "closed before the hour untouched");
+
+    /* a restart: still paused, and not told again */
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    tick(&r);
+    say(&r, "alice", "!table");
+    cr_assert_eq(core_busy(r.core), 0);
+    cr_assert_eq(journal_count(&r, 1), n);
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 1, "the pause was told again");
+
+    /* carol plays her turn: she is back and the computers go on for alice */
+    mark = r.net.n;
+    play_one(&r, "carol", 2);
+    cr_assert_eq(offers_with(&r, mark, "carol (North) is back."), 1);
+    settle(&r, 1000);
+    entries l;
+    journal_of(&r, 1, &l);
+    cr_assert_geq(entry_find(&l, n + 2, "move 0 "), 0, "the computer did not play alice's seat after the pause");
+    entries_free(&l);
+
+    /* the untouched table still closes */
+    table_of(&r, 1, &t);
+    cr_assert(!t.over);
+    cr_assert_eq(st_of(&t)->to_act, 2);
+    leave(&r, "carol");
+    cr_assert_eq(offers_with(&r, mark, "pauses"), 1, "the new pause was not told");
+    r.now += 3600000;
+    tick(&r);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 0, "a paused table did not close after the hour untouched");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (g) Back-pressure: computer players keep to the network's pace                           */
+/* ---------------------------------------------------------------------------------------- */
+
+#define SLOW_LINE_MS 1000 /* the slow network sends one line a second */
+/* The most lines a table may have waiting: what that network sends in the core's limit of 3 s
+ * (or 3 messages), and what one more move may add (a trick, the end of a hand and the next
+ * deal). */
+#define SLOW_MOST_LINES 16
+
+static int add_lines(void *ctx, const store_msg *m)
+{
+    *(int64_t *)ctx += lines_of(m->text);
+    return 0;
+}
+
+/* Lines of the messages not yet delivered (queued or in flight). */
+static int64_t backlog_lines(rig *r)
+{
+    int64_t n = 0;
+    cr_assert_eq(store_outbox_pending(r->db, NET, 0, add_lines, &n), 0);
+    return n;
+}
+
+/* The slow network runs for ms of the fake clock, in steps of 100 ms: it takes every message
+ * (queue_all) and delivers them one after the other in the order they were offered, each line
+ * taking line_ms; the core does what falls due meanwhile. Returns the most lines that were
+ * waiting at any step. */
+static int64_t network_runs(rig *r, int64_t ms)
+{
+    int64_t most = 0, end = r->now + ms;
+    while (r->now < end) {
+        r->now += 100;
+        r->net.credit += 100;
+        while (r->net.sent < r->net.n) {
+            int64_t id = r->net.o[r->net.sent].id, cost = lines_of(r->net.o[r->net.sent].text) * r->net.line_ms;
+            if (r->net.credit < cost) break;
+            r->net.credit -= cost;
+            r->net.sent++;
+            cr_assert_eq(core_sent(r->core, id), 0);
+        }
+        if (r->net.sent == r->net.n) r->net.credit = 0; /* an idle network saves no time for later */
+        tick(r);
+        int64_t waiting = backlog_lines(r);
+        if (waiting > most) most = waiting;
+    }
+    return most;
+}
+
+/* A person's command in the room while the computers play: the ms until its answer (the
+ * first message naming him) is delivered. */
+static int64_t answer_delay(rig *r, const char *user, const char *text)
+{
+    int mark = r->net.n;
+    int64_t asked = r->now;
+    say(r, user, text);
+    int64_t id = 0;
+    for (int64_t waited = 0; waited < 600000; waited += 100) {
+        for (int i = mark; i < r->net.n && !id; i++)
+            if (strstr(r->net.o[i].text, user)) id = r->net.o[i].id;
+        int delivered = 0;
+        for (int i = 0; i < r->net.sent; i++) delivered |= id && r->net.o[i].id == id;
+        if (delivered) return r->now - asked;
+        network_runs(r, 100);
+    }
+    cr_assert_fail("the answer to '%s' was never delivered", text);
+    return -1;
+}
+
+static void four_computers(rig *r)
+{
+    say(r, "carol", "!new 304");
+    for (int i = 0; i < 4; i++) say(r, "carol", "!bot");
+    say(r, "carol", "!start");
+    settle(r, 100000);
+}
+
+Test(core, computer_players_wait_for_a_slow_network)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    r.net.line_ms = SLOW_LINE_MS;
+    four_computers(&r);
+    /* nothing delivered yet: the room has more than 3 s of lines waiting, nobody moves */
+    int n = journal_count(&r, 1);
+    cr_assert_eq(n, 6, "4 computer players, start and deal: the computers moved with the room's lines waiting");
+    cr_assert_eq(core_busy(r.core), 0);
+    for (int k = 0; k < 5; k++) {
+        r.now += 60000;
+        tick(&r);
+    }
+    cr_assert_eq(journal_count(&r, 1), n);
+
+    /* a restart finds the same lines waiting and still holds the computers */
+    core_free(r.core);
+    rig_core(&r);
+    r.net.sent = r.net.n; /* a new connection: the core offers its waiting messages again */
+    cr_assert_eq(core_restore(r.core), 1);
+    tick(&r);
+    cr_assert_eq(core_busy(r.core), 0);
+    cr_assert_eq(journal_count(&r, 1), n);
+
+    /* the network sends: the table goes on at its pace, and its queue stays short */
+    int64_t most = network_runs(&r, 120000);
+    int moved = journal_count(&r, 1) - n;
+    cr_assert_gt(moved, 20, "the table did not go on as the lines left (%d moves in 120 s)", moved);
+    cr_assert_lt(moved, 200, "the table played faster than the network sends (%d moves in 120 s)", moved);
+    cr_assert_leq(most, SLOW_MOST_LINES, "%lld lines waited", (long long)most);
+
+    /* a person's command is answered within the short queue, not behind the whole match */
+    int64_t delay = answer_delay(&r, "dave", "!leave");
+    cr_assert_leq(delay, (SLOW_MOST_LINES + 1) * SLOW_LINE_MS, "the answer to dave waited %lld ms", (long long)delay);
+    most = network_runs(&r, 60000);
+    cr_assert_leq(most, SLOW_MOST_LINES, "%lld lines waited", (long long)most);
+    rig_stop(&r);
+}
+
+/* A network may send a room one message at a time (IRC confirms each before the next goes):
+ * however few lines they are, a few messages waiting hold the room's computer players too. */
+Test(core, a_few_messages_waiting_hold_computer_players)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    r.net.line_ms = 10; /* the table's opening is 70 ms of lines: far under the 3 s */
+    four_computers(&r);
+    cr_assert_lt(backlog_lines(&r) * r.net.line_ms, 3000);
+    cr_assert_eq(journal_count(&r, 1), 6, "the computers moved with seven messages waiting");
+    cr_assert_eq(core_busy(r.core), 0);
+    network_runs(&r, 2000);
+    cr_assert_gt(journal_count(&r, 1), 6, "the computers did not go on once the messages were sent");
+    rig_stop(&r);
+}
+
+/* The network's whole backlog counts too: another room's long output holds this room's
+ * computer players although their own room has little waiting. */
+Test(core, a_long_backlog_elsewhere_holds_computer_players)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.net.decide = queue_all;
+    say(&r, "carol", "!new 304"); /* set up on a network without a pace: nothing waits for it */
+    for (int i = 0; i < 4; i++) say(&r, "carol", "!bot");
+    r.net.line_ms = SLOW_LINE_MS;
+    for (int i = 0; i < 2; i++) {
+        adapter_event e = {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "erin", .text = "!help"};
+        batch(&r, &e, 1);
+    }
+    int64_t elsewhere = backlog_lines(&r);
+    cr_assert_gt(elsewhere, 10, "erin's help is %lld lines", (long long)elsewhere);
+    say(&r, "carol", "!start");
+    settle(&r, 100000);
+    cr_assert_eq(backlog_lines(&r) - elsewhere, 2, "the start and the deal are 2 lines: under the room's 3 s");
+    int n = journal_count(&r, 1);
+    cr_assert_eq(n, 6, "the computers moved while the network had more than 5 s to send");
+    cr_assert_eq(core_busy(r.core), 0);
+    /* once erin's help is out, they go on */
+    network_runs(&r, (elsewhere + 2) * SLOW_LINE_MS + 2000);
+    cr_assert_gt(journal_count(&r, 1), n, "the computers did not go on once the network's backlog was sent");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (h) Seats bound to where their player sat down (IRC without accounts)                    */
+/* ---------------------------------------------------------------------------------------- */
+
+#define HOME "~alice@home.example"
+#define ELSEWHERE "~eve@elsewhere.example"
+#define TABLE_HEAD "[" ROOM " \xC2\xB7 table 1] " /* the head of the table's private messages */
+
+static void event_from(rig *r, adapter_event e, const char *origin)
+{
+    e.origin = origin;
+    batch(r, &e, 1);
+}
+
+static void say_from(rig *r, const char *user, const char *origin, const char *text)
+{
+    event_from(r, (adapter_event){.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = user, .text = text}, origin);
+}
+
+static void whisper_from(rig *r, const char *user, const char *origin, const char *text)
+{
+    event_from(r, (adapter_event){.kind = ADAPTER_MESSAGE, .sender = user, .text = text, .is_private = 1}, origin);
+}
+
+static void rename_from(rig *r, const char *user, const char *origin, const char *to)
+{
+    event_from(r, (adapter_event){.kind = ADAPTER_RENAME, .room = ROOM, .sender = user, .renamed_to = to}, origin);
+}
+
+/* Messages to user after mark that come from the table privately (cards, turns). */
+static int private_from_table(const rig *r, int mark, const char *user)
+{
+    int k = 0;
+    for (int i = mark; i < r->net.n; i++)
+        k += !strcmp(r->net.o[i].user, user) && !strncmp(r->net.o[i].text, TABLE_HEAD, strlen(TABLE_HEAD));
+    return k;
+}
+
+/* alice from HOME at South, carol from her own address at North, two computer players; started. */
+static void alice_from_home(rig *r)
+{
+    say_from(r, "alice", HOME, "!new 304");
+    say_from(r, "alice", HOME, "!join");
+    say_from(r, "alice", HOME, "!bot");
+    say_from(r, "carol", "~carol@far.example", "!join");
+    say_from(r, "alice", HOME, "!bot");
+    say_from(r, "alice", HOME, "!start");
+    settle(r, 1000);
+}
+
+Test(core, a_seat_is_bound_to_where_its_player_sat_down)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 120;
+    alice_from_home(&r);
+    entries l;
+    journal_of(&r, 1, &l);
+    cr_assert_geq(entry_find(&l, 0, "join 0 alice " HOME), 0, "the seat's origin is not in the journal");
+    entries_free(&l);
+    int n = journal_count(&r, 1), mark = r.net.n;
+
+    /* eve, under alice's nick from elsewhere: nothing private, nothing changed */
+    whisper_from(&r, "alice", ELSEWHERE, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "you are not sitting at a table"), 1);
+    say_from(&r, "alice", ELSEWHERE, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "alice: you are not the alice who sits at South: that player sat down from another "
+                                       "address. Use another nick to play."), 1);
+    static const char *const tries[] = {"!pass", "!bid 160", "!leave", "!back", "!join 1", "!start", "!set caps off"};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) say_from(&r, "alice", ELSEWHERE, tries[i]);
+    cr_assert_eq(offers_with(&r, mark, "you are not the alice who sits at South"), 8);
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 0, "the impostor got something private from the table");
+    int before = r.net.n;
+    say_from(&r, "alice", ELSEWHERE, "!table"); /* what the whole room may see */
+    cr_assert_eq(r.net.n - before, 1);
+    cr_assert_str_eq(r.net.o[before].user, "");
+    cr_assert_null(strstr(r.net.o[before].text, "you are not"));
+    event_from(&r, (adapter_event){.kind = ADAPTER_LEAVE, .room = ROOM, .sender = "alice"}, ELSEWHERE);
+    r.now += 600000;
+    tick(&r);
+    cr_assert(!is_away(&r, 0), "the impostor's leave made alice away");
+    cr_assert_eq(journal_count(&r, 1), n);
+
+    /* alice herself leaves; the impostor joining or speaking does not end her wait */
+    event_from(&r, (adapter_event){.kind = ADAPTER_LEAVE, .room = ROOM, .sender = "alice"}, HOME);
+    int64_t left = r.now;
+    event_from(&r, (adapter_event){.kind = ADAPTER_JOIN, .room = ROOM, .sender = "alice"}, ELSEWHERE);
+    say_from(&r, "alice", ELSEWHERE, "hello?");
+    r.now = left + 120000;
+    tick(&r);
+    cr_assert(is_away(&r, 0), "the impostor ended alice's wait");
+
+    /* alice from home comes back and has her hand; after a restart too, the impostor has not */
+    mark = r.net.n;
+    say_from(&r, "alice", HOME, "!back");
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "alice (South) is back."), 1);
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 1, "alice did not get her hand");
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    settle(&r, 1000);
+    mark = r.net.n;
+    whisper_from(&r, "alice", ELSEWHERE, "!hand");
+    say_from(&r, "alice", ELSEWHERE, "!hand");
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "you are not the alice who sits at South"), 1);
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 1, "after a restart: alice's hand once, to her only");
+    rig_stop(&r);
+}
+
+Test(core, a_seat_follows_its_player_to_a_new_nick)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    alice_from_home(&r);
+    int n = journal_count(&r, 1), mark = r.net.n;
+    rename_from(&r, "alice", HOME, "alicia");
+    rename_from(&r, "alice", HOME, "alicia"); /* the same change seen in another shared channel */
+    entries l;
+    journal_of(&r, 1, &l);
+    cr_assert_eq(l.n, n + 1);
+    cr_assert_str_eq(l.e[n], "rename 0 alicia");
+    entries_free(&l);
+    cr_assert_eq(r.net.n, mark, "a nick change is announced by the network, not by the bot");
+    whisper_from(&r, "alicia", HOME, "!hand");
+    cr_assert_eq(private_from_table(&r, mark, "alicia"), 1);
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(offers_with(&r, mark, "you are not sitting at a table"), 1, "the old nick still has the seat");
+
+    /* what does not rename a seat: another client's change, and a name another seat has */
+    rename_from(&r, "alicia", ELSEWHERE, "mallory");
+    rename_from(&r, "carol", HOME, "carla");
+    rename_from(&r, "alicia", HOME, "carol");
+    cr_assert_eq(journal_count(&r, 1), n + 1);
+
+    /* the rename is journaled: after a restart alicia from home still plays South */
+    core_free(r.core);
+    rig_core(&r);
+    cr_assert_eq(core_restore(r.core), 1);
+    settle(&r, 1000);
+    table t;
+    table_of(&r, 1, &t);
+    cr_assert_str_eq(t.seat[0].user, "alicia");
+    cr_assert_str_eq(t.seat[0].origin, HOME);
+    mark = r.net.n;
+    say_from(&r, "alicia", ELSEWHERE, "!leave");
+    cr_assert_eq(offers_with(&r, mark, "you are not the alicia who sits at South"), 1);
+    rig_stop(&r);
+}
+
+/* Once a player has left the room anybody may take his nick: the table sends that nick nothing
+ * private (his turn, his cards) until he is back. */
+Test(core, nothing_private_goes_to_a_player_who_left)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.leave_grace = 600;
+    alice_from_home(&r);
+    table t;
+    for (int guard = 0; guard < 400; guard++) { /* up to carol's turn in the play of a trick */
+        table_of(&r, 1, &t);
+        cr_assert(!t.over);
+        const g304_state *st = st_of(&t);
+        if (st->phase == G304_PHASE_PLAY && st->to_act == 2 && st->trick_no < 7) break;
+        if (st->to_act == 0) {
+            whisper_from(&r, "alice", HOME, "!hand"); /* play_one speaks without an origin */
+            play_one(&r, "alice", 0);
+        } else {
+            play_one(&r, "carol", 2);
+        }
+        settle(&r, 1000);
+    }
+    table_of(&r, 1, &t);
+    cr_assert(st_of(&t)->phase == G304_PHASE_PLAY && st_of(&t)->to_act == 2);
+    event_from(&r, (adapter_event){.kind = ADAPTER_LEAVE, .room = ROOM, .sender = "alice"}, HOME);
+    int mark = r.net.n;
+    play_one(&r, "carol", 2);
+    settle(&r, 1000);
+    table_of(&r, 1, &t);
+    cr_assert_eq(st_of(&t)->to_act, 0, "alice's turn did not come");
+    int told = 0;
+    for (int i = mark; i < r.net.n; i++) told += !r.net.o[i].user[0] && !strcmp(r.net.o[i].mention, "alice");
+    cr_assert_gt(told, 0, "the room was not told it is alice's turn");
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 0, "her turn and hand went to her nick while she was gone");
+    event_from(&r, (adapter_event){.kind = ADAPTER_JOIN, .room = ROOM, .sender = "alice"}, HOME);
+    whisper_from(&r, "alice", HOME, "!hand");
+    cr_assert_eq(private_from_table(&r, mark, "alice"), 1, "back in the room, alice does not get her hand");
     rig_stop(&r);
 }
 

@@ -143,7 +143,7 @@ static int rig_say(rig *g, const char *user, int is_private, const char *fmt, ..
     cmd_parse(text, strlen(text), "!", is_private, &c);
     cr_assert_neq(c.kind, CMD_BAD, "'%s' does not parse: %s", text, c.err);
     if (c.kind == CMD_NONE) return 0;
-    int rc = table_command(&g->t, &g->env, user, 0, is_private, &c, &o);
+    int rc = table_command(&g->t, &g->env, user, NULL, 0, is_private, &c, &o);
     rig_settle(g, &o);
     return rc;
 }
@@ -1049,7 +1049,8 @@ Test(gridtable, core_computers_timers_and_restart)
     /* the computers moved until alice's turn */
     int at = net_find(net, 0, "alice (seat 1) to ");
     cr_assert_geq(at, 0, "alice was never asked to act");
-    /* a reminder after remind_after, then a computer takes her seat after idle_takeover */
+    /* a reminder after remind_after, then she is away after idle_takeover: with nobody else
+     * to play, the table pauses until she is back */
     int before = net->n;
     net->now += 61 * 1000;
     cr_assert_geq(core_tick(c), 0);
@@ -1057,14 +1058,15 @@ Test(gridtable, core_computers_timers_and_restart)
     cr_assert_geq(net_find(net, before, "Reminder \xE2\x80\x94 alice (seat 1) to "), 0, "no reminder");
     before = net->n;
     net->now += 300 * 1000;
-    for (int i = 0; i < 4; i++) { /* a few moves only: with nobody else, the computers would play on to the end */
+    for (int i = 0; i < 4; i++) {
         cr_assert_geq(core_tick(c), 0);
         core_flush(c);
     }
     cr_assert_geq(net_find(net, before, "alice (seat 1) is away"), 0, "no takeover");
-    cr_assert_geq(net_find(net, before, "alice (seat 1, away) "), 0, "the computer did not play her seat");
+    cr_assert_geq(net_find(net, before, "Table 1 pauses: all its players are away."), 0, "no pause");
+    cr_assert_lt(net_find(net, before, "alice (seat 1, away) "), 0, "a computer played her seat while paused");
+    cr_assert_eq(core_busy(c), 0);
     cr_assert_eq(core_table_of(c, "mem", "!room"), 1);
-    /* the computer plays her seat for a while; then she is back */
     core_say(c, "alice", "!back");
     core_settle(c);
     /* a restart rebuilds the table from the store, and the game goes on */

@@ -432,9 +432,34 @@ Test(irc_proto, leaving)
     cr_assert(irc_proto_in_channel(p, "#cards"));
     feed(p, ":Owner!o@h KICK #Cards cardroom :go away");
     cr_assert(!irc_proto_in_channel(p, "#cards"));
+    cr_assert_eq(R.nev, 4);
+    cr_assert_eq(R.ev[3].kind, ADAPTER_GONE, "the core hears that the bot is no longer there");
+    cr_assert_str_eq(R.ev[3].room, "#cards");
     int wanted = 0;
     irc_proto_each_channel(p, count_channel, &wanted);
     cr_assert_eq(wanted, 0, "kicked: not rejoined after a reconnect");
+    irc_proto_free(p);
+}
+
+Test(irc_proto, parting_for_good)
+{
+    irc_proto *p = registered("");
+    int from = R.nsent;
+    cr_assert_eq(irc_proto_part(p, "#nochannel-here"), 0, "a channel the bot is not in is only forgotten");
+    cr_assert_eq(irc_proto_part(p, "cards"), -1, "not a channel name");
+    cr_assert_eq(irc_proto_part(p, "#cards"), 0, "the room id");
+    static const char *const part[] = {"PART #Cards", NULL};
+    expect_sent(from, part);
+    int wanted = 0;
+    irc_proto_each_channel(p, count_channel, &wanted);
+    cr_assert_eq(wanted, 0, "not rejoined after a reconnect");
+    cr_assert(irc_proto_in_channel(p, "#cards"), "in it until the server says so");
+    feed(p, ":cardroom!cr@host PART #Cards :bye");
+    cr_assert(!irc_proto_in_channel(p, "#cards"));
+    cr_assert_eq(R.nev, 1);
+    cr_assert_eq(R.ev[0].kind, ADAPTER_GONE);
+    cr_assert_str_eq(R.ev[0].room, "#cards");
+    cr_assert_str_eq(R.ev[0].sender, "cardroom");
     irc_proto_free(p);
 }
 
@@ -587,6 +612,19 @@ Test(irc_proto, nick_changes_seen_in_shared_channels)
     cr_assert_str_eq(R.ev[6].origin, "y@yan.example");
     feed(p, ":Owner!o@h KICK #cards zed :out");
     cr_assert_str_eq(R.ev[7].origin, "y@yan.example");
+    irc_proto_free(p);
+}
+
+Test(irc_proto, nick_from_a_prefix_without_a_nick_names_nobody)
+{
+    irc_proto *p = registered("");
+    feed(p, ":irc.test 353 cardroom = #cards :cardroom c");
+    feed(p, ":@ NICK c");
+    feed(p, ":@!u@h NICK :d");
+    cr_assert_eq(R.nev, 0, "no rename from a sender that is no nick");
+    feed(p, ":c!c@h NICK :e");
+    cr_assert_eq(R.nev, 1);
+    cr_assert_str_eq(R.ev[0].sender, "c");
     irc_proto_free(p);
 }
 

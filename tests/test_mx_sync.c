@@ -247,6 +247,10 @@ Test(mx_sync, leaving_a_room_forgets_it)
     read_ok(st, "{\"next_batch\":\"s6_1\",\"rooms\":{\"leave\":{\"" ROOM "\":{\"timeline\":{\"events\":[]}}}}}", 0, &o);
     cr_assert_not(mx_state_joined(st, ROOM));
     cr_assert_eq(mx_state_room_count(st), 0);
+    cr_assert_eq(o.nev, 1, "the core hears that the bot left (or was kicked or banned)");
+    cr_assert_eq(o.ev[0].kind, ADAPTER_GONE);
+    cr_assert_str_eq(o.ev[0].room, ROOM);
+    cr_assert_str_eq(o.ev[0].sender, ME);
     mx_sync_done(&o);
     mx_state_free(st);
 }

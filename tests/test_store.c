@@ -185,7 +185,7 @@ Test(store, memory_opens_at_current_schema)
 {
     store *s = open_ok(":memory:");
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), 5);
     cr_expect_str_eq(store_error(s), "");
     store_close(s);
 }
@@ -208,12 +208,12 @@ Test(store_file, file_is_wal_and_versioned)
     char path[PATH_MAX], buf[64];
     tmp_path(path, sizeof path, "state.db");
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     store_close(s);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     cr_expect_str_eq(buf, "wal");
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
-    cr_expect_str_eq(buf, "4");
+    cr_expect_str_eq(buf, "5");
 }
 
 Test(store_file, reopen_keeps_data)
@@ -236,7 +236,7 @@ Test(store_file, reopen_keeps_data)
     store_close(s);
 
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     journal_seen j = {0};
     OK(store_journal_each(s, t, collect_journal, &j));
     cr_assert_eq(j.n, 2);
@@ -267,7 +267,7 @@ Test(store_file, newer_schema_refused)
     cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
     cr_expect_null(s);
     snprintf(want, sizeof want,
-             "%s was written by a newer cardroom (schema 99; this one knows up to 4)", path);
+             "%s was written by a newer cardroom (schema 99; this one knows up to 5)", path);
     cr_expect_str_eq(err, want);
     char buf[16];
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
@@ -896,22 +896,149 @@ Test(store, kv_put_get_del_each)
     store_close(s);
 }
 
-/* What schema 3 had: the outbox without wire forms and merges. */
-#define SCHEMA_3_OUTBOX "ALTER TABLE outbox DROP COLUMN wire; ALTER TABLE outbox DROP COLUMN merged_into;"
+/* What schema 4 had: the outbox without wire forms and merges. */
+#define SCHEMA_4_OUTBOX "ALTER TABLE outbox DROP COLUMN wire; ALTER TABLE outbox DROP COLUMN merged_into;"
 
-Test(store_file, schema_1_migrates_to_current)
+Test(store_file, schema_1_migrates)
 {
     char path[PATH_MAX], pos[64];
     tmp_path(path, sizeof path, "old.db");
     store *s = open_ok(path);
     OK(store_position_set(s, "matrix", "s42_1"));
     store_close(s);
-    raw_exec(path, SCHEMA_3_OUTBOX "ALTER TABLE outbox DROP COLUMN notice; DROP TABLE kv; PRAGMA user_version = 1");
+    raw_exec(path, SCHEMA_4_OUTBOX "DROP TABLE kv; DROP TABLE inbox; DROP TABLE ignored; ALTER TABLE outbox DROP COLUMN notice; "
+             "PRAGMA user_version = 1"); /* schema 1 */
     s = open_ok(path);
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
     cr_expect_str_eq(pos, "s42_1", "the data of schema 1 is kept");
     OK(store_kv_put(s, "olm", "account", "x"));
+    store_close(s);
+}
+
+/* ---- The inbox and the ignored users (schema 4) ---- */
+
+typedef struct {
+    int n;
+    store_inbox rows[8];
+    char text[8][64];
+} inbox_rows;
+
+static int collect_inbox(void *ctx, const store_inbox *row)
+{
+    inbox_rows *l = ctx;
+    cr_assert_lt(l->n, 8);
+    l->rows[l->n] = *row;
+    snprintf(l->text[l->n], sizeof l->text[0], "%s", row->text);
+    l->rows[l->n].text = l->text[l->n];
+    l->n++;
+    return 0;
+}
+
+Test(store, inbox_in_order_moved_and_done)
+{
+    store *s = open_ok(":memory:");
+    int64_t t1 = new_table(s, 100), t2 = new_table(s, 100), a, b, c;
+    store_inbox m = {.table = t1, .net = "irc", .what = "message", .room = "#r", .user = "alice", .origin = "a@h",
+                     .text = "!play JH", .moderator = 1};
+    store_inbox n = {.table = t1, .net = "irc", .what = "rename", .room = "#r", .user = "alice", .origin = "a@h",
+                     .renamed_to = "alice2"};
+    store_inbox p = {.table = t1, .net = "matrix", .what = "message", .user = "@b:x", .text = "hand", .is_private = 1};
+    store_inbox f = {.table = t1, .net = "matrix", .what = "settle"};
+    OK(store_begin(s));
+    OK(store_inbox_add(s, &m, &a));
+    OK(store_inbox_add(s, &n, NULL));
+    OK(store_inbox_add(s, &p, &b));
+    OK(store_inbox_add(s, &f, &c));
+    OK(store_commit(s));
+    cr_expect(a < b && b < c);
+    OK(store_inbox_move(s, b, t2));
+    inbox_rows l = {0};
+    OK(store_inbox_each(s, collect_inbox, &l));
+    cr_assert_eq(l.n, 4);
+    cr_expect_eq(l.rows[0].id, a);
+    cr_expect_eq(l.rows[0].table, t1);
+    cr_expect_str_eq(l.rows[0].net, "irc");
+    cr_expect_str_eq(l.rows[0].what, "message");
+    cr_expect_str_eq(l.rows[0].room, "#r");
+    cr_expect_str_eq(l.rows[0].user, "alice");
+    cr_expect_str_eq(l.rows[0].origin, "a@h");
+    cr_expect_str_eq(l.rows[0].renamed_to, "");
+    cr_expect_str_eq(l.rows[0].text, "!play JH");
+    cr_expect_eq(l.rows[0].moderator, 1);
+    cr_expect_eq(l.rows[0].is_private, 0);
+    cr_expect_str_eq(l.rows[1].what, "rename");
+    cr_expect_str_eq(l.rows[1].renamed_to, "alice2");
+    cr_expect_eq(l.rows[2].table, t2, "moved to the other table");
+    cr_expect_str_eq(l.rows[2].room, "");
+    cr_expect_str_eq(l.rows[2].origin, "");
+    cr_expect_eq(l.rows[2].is_private, 1);
+    cr_expect_str_eq(l.rows[3].what, "settle");
+    cr_expect_str_eq(l.rows[3].text, "");
+    OK(store_inbox_done(s, a));
+    cr_expect_eq(store_inbox_done(s, a), -1, "a row is done once");
+    cr_expect_eq(store_inbox_move(s, a, t2), -1, "a row that is done cannot move");
+    store_inbox bad = {.table = 999, .net = "matrix", .what = "settle"};
+    cr_expect_eq(store_inbox_add(s, &bad, NULL), -1, "a row names a table that exists");
+    memset(&l, 0, sizeof l);
+    OK(store_inbox_each(s, collect_inbox, &l));
+    cr_expect_eq(l.n, 3);
+    store_close(s);
+}
+
+typedef struct {
+    int n;
+    char who[4][64];
+} ignored_rows;
+
+static int collect_ignored(void *ctx, const char *net, const char *user)
+{
+    ignored_rows *l = ctx;
+    cr_assert_lt(l->n, 4);
+    snprintf(l->who[l->n++], sizeof l->who[0], "%s/%s", net, user);
+    return 0;
+}
+
+Test(store, ignored_users_per_network)
+{
+    store *s = open_ok(":memory:");
+    cr_expect_eq(store_ignore_add(s, "matrix", "@spam:x", "@admin:x", 100), 0);
+    cr_expect_eq(store_ignore_add(s, "matrix", "@spam:x", "@admin:x", 200), 1, "already ignored");
+    cr_expect_eq(store_ignore_add(s, "irc", "spam", "$a:admin", 100), 0);
+    ignored_rows l = {0};
+    OK(store_ignored_each(s, collect_ignored, &l));
+    cr_assert_eq(l.n, 2);
+    cr_expect_str_eq(l.who[0], "irc/spam");
+    cr_expect_str_eq(l.who[1], "matrix/@spam:x");
+    cr_expect_eq(store_ignore_del(s, "matrix", "@spam:x"), 0);
+    cr_expect_eq(store_ignore_del(s, "matrix", "@spam:x"), 1, "no longer ignored");
+    memset(&l, 0, sizeof l);
+    OK(store_ignored_each(s, collect_ignored, &l));
+    cr_assert_eq(l.n, 1);
+    cr_expect_str_eq(l.who[0], "irc/spam");
+    store_close(s);
+}
+
+Test(store_file, schema_3_migrates)
+{
+    char path[PATH_MAX], pos[64];
+    tmp_path(path, sizeof path, "two.db");
+    store *s = open_ok(path);
+    OK(store_position_set(s, "matrix", "s42_1"));
+    int64_t t = new_table(s, 100);
+    OK(store_journal_add(s, t, 1, "join 0 alice"));
+    store_close(s);
+    raw_exec(path, SCHEMA_4_OUTBOX "DROP TABLE inbox; DROP TABLE ignored; PRAGMA user_version = 3"); /* before the inbox */
+    s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+    cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
+    cr_expect_str_eq(pos, "s42_1", "the data of schema 3 is kept");
+    journal_seen j = {0};
+    OK(store_journal_each(s, t, collect_journal, &j));
+    cr_expect_eq(j.n, 1);
+    store_inbox f = {.table = t, .net = "matrix", .what = "settle"};
+    OK(store_inbox_add(s, &f, NULL));
+    cr_expect_eq(store_ignore_add(s, "matrix", "@spam:x", "@admin:x", 100), 0);
     store_close(s);
 }
 
@@ -962,20 +1089,20 @@ Test(store_file, schema_2_migrates_to_3)
     sqlite3_close(db);
 }
 
-Test(store_file, schema_3_migrates_to_4)
+Test(store_file, schema_4_migrates_to_5)
 {
     char path[PATH_MAX];
     int64_t id = 0;
-    tmp_path(path, sizeof path, "three.db");
+    tmp_path(path, sizeof path, "four.db");
     store *s = open_ok(path);
     OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "your cards: JS 9S", &id));
     store_close(s);
-    raw_exec(path, SCHEMA_3_OUTBOX "PRAGMA user_version = 3");
+    raw_exec(path, SCHEMA_4_OUTBOX "PRAGMA user_version = 4");
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), 5);
     msgs_seen m = {0};
     OK(store_outbox_pending(s, "matrix", 0, collect_msg, &m));
-    cr_assert_eq(m.n, 1, "a queued message of schema 3 is still queued");
+    cr_assert_eq(m.n, 1, "a queued message of schema 4 is still queued");
     cr_expect_str_eq(m.text[0], "your cards: JS 9S");
     cr_expect_null(m.msg[0].wire, "no wire form yet");
     OK(store_outbox_wire(s, id, "{\"type\":\"m.room.encrypted\"}"));

@@ -81,17 +81,11 @@ static int parse_script_line(char *line, adapter_event *e, const char *room)
     for (char *p = line; *p; p++)
         if (*p == ' ' || *p == '\t') return -1;
     char *text = gt + 1;
-    e->is_private = 0;
-    if (*text == '>') {
-        e->is_private = 1;
-        text++;
-    }
+    int is_private = *text == '>';
+    text += is_private;
     if (*text == ' ') text++;
-    e->kind = ADAPTER_MESSAGE;
-    e->sender = line;
-    e->text = text;
-    e->room = e->is_private ? NULL : room;
-    e->moderator = 0;
+    *e = (adapter_event){.kind = ADAPTER_MESSAGE, .room = is_private ? NULL : room, .sender = line, .text = text,
+                         .is_private = is_private};
     return 0;
 }
 
@@ -201,7 +195,9 @@ int console_run(const cfg *config, const console_options *o)
         fprintf(o->err, "cardroom: %s\n", err);
         return 1;
     }
-    core_options co = {.config = config, .db = k.db, .log = console_log, .log_ctx = &k,
+    cfg unlimited = *config; /* whoever types here runs the bot: no rate limit */
+    unlimited.rate_commands = 0;
+    core_options co = {.config = &unlimited, .db = k.db, .log = console_log, .log_ctx = &k,
                        .fixed_seed = o->fixed_seed, .seed = o->seed};
     k.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &k, .send = console_send, .display_name = console_name, .private_how = "with /msg"};
@@ -211,7 +207,9 @@ int console_run(const cfg *config, const console_options *o)
         goto done;
     }
     if (o->script && store_position_get(k.db, NET, pos, sizeof pos) == 0) k.skip = strtol(pos, NULL, 10);
-    if (core_restore(k.core) < 0) goto done;
+    /* The console is up at once: an empty batch has the core do what its tables held for the
+     * Caps judge before a restart. */
+    if (core_restore(k.core) < 0 || core_batch(k.core, NET, NULL, 0, NULL) != 0) goto done;
     rc = o->script ? run_script(&k) : run_interactive(&k);
 done:
     core_free(k.core);

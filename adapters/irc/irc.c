@@ -41,6 +41,7 @@
 #define STOP_GRACE_MS 2000
 #define ACK_EVERY_MS 2000           /* while lines keep leaving, one acknowledging PING this often */
 #define LINE_MIN 16                 /* bytes of text per line, however short [irc] line_bytes is */
+#define UP_WAIT_MS 10000            /* the network counts as up this long after registering, joined or not */
 
 enum { C_DOWN = 0, C_CONNECTING, C_TLS, C_UP };
 
@@ -81,6 +82,7 @@ typedef struct {
     int64_t state_since, reconnect_at, last_rx;
     int ping_out;                /* a PING of ours waits for any line from the server */
     int attempts;
+    int up_told;                 /* the core heard that the network is up (once a start) */
     char rbuf[LINE_MAX_IN + READ_MAX];
     size_t rlen;
     int discarding;
@@ -680,12 +682,12 @@ static size_t line_budget(const irc *r, const qmsg *q, const char *target)
     return max > cut + LINE_MIN ? max - cut : LINE_MIN;
 }
 
-/* Queues text for room (user "") or privately for user (notice: only for reading). Returns 0, or
- * -1 out of memory. */
-static int enqueue(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
+/* Text for room (user "") or privately for user (notice: only for reading), coloured and split
+ * for where it goes now (not queued). Returns NULL out of memory. */
+static qmsg *qmsg_split(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
 {
     qmsg *q = calloc(1, sizeof *q);
-    if (!q) return -1;
+    if (!q) return NULL;
     q->id = id;
     q->notice = notice;
     snprintf(q->room, sizeof q->room, "%s", room ? room : "");
@@ -694,7 +696,7 @@ static int enqueue(irc *r, int64_t id, const char *room, const char *user, int n
     q->text = malloc(need + 1);
     if (!q->text) {
         free(q);
-        return -1;
+        return NULL;
     }
     irc_colour_suits(text, q->text, need + 1);
     /* Split for the target and prefix as they are now; pump() splits the rest again if either
@@ -702,8 +704,17 @@ static int enqueue(irc *r, int64_t id, const char *room, const char *user, int n
     const char *target = target_of(r, q);
     if (split_rest(q, line_budget(r, q, target ? target : (private_dest(q) ? q->user : q->room))) != 0) {
         qmsg_free(q);
-        return -1;
+        return NULL;
     }
+    return q;
+}
+
+/* Queues text for room (user "") or privately for user (notice: only for reading). Returns 0, or
+ * -1 out of memory. */
+static int enqueue(irc *r, int64_t id, const char *room, const char *user, int notice, const char *text)
+{
+    qmsg *q = qmsg_split(r, id, room, user, notice, text);
+    if (!q) return -1;
     if (r->qtail) r->qtail->link = q;
     else r->qhead = q;
     r->qtail = q;
@@ -962,6 +973,31 @@ static void want_list(irc *r, const char *list)
 
 /* ---- the loop ---- */
 
+typedef struct {
+    irc *r;
+    int missing;
+} joined_count;
+
+static void count_missing(void *ctx, const char *channel)
+{
+    joined_count *j = ctx;
+    char id[IRC_NAME_MAX];
+    j->missing += !irc_proto_in_channel(j->r->p, irc_proto_room_id(j->r->p, channel, id, sizeof id));
+}
+
+/* Once registered and in the wanted channels (or UP_WAIT_MS after registering), the core hears
+ * that the network is up with an empty batch: what its tables held for the Caps judge before a
+ * restart is done then, with the players' names known again. */
+static int tell_up(irc *r)
+{
+    if (r->up_told || r->state != C_UP || !irc_proto_registered(r->p)) return 0;
+    joined_count j = {r, 0};
+    irc_proto_each_channel(r->p, count_missing, &j);
+    if (j.missing && netrun_mono_ms() - r->state_since < UP_WAIT_MS) return 0;
+    r->up_told = 1;
+    return core_batch(r->core, NET, NULL, 0, NULL);
+}
+
 static void keepalive(irc *r)
 {
     int64_t now = netrun_mono_ms();
@@ -1025,6 +1061,7 @@ static int loop(irc *r)
         pump(r);
         flush_out(r);
         keepalive(r);
+        if (tell_up(r) != 0) return 1;
         if (r->state == C_DOWN && r->fd >= 0) close_conn(r, "the connection was dropped");
         int64_t wait = next_wake(r) - netrun_mono_ms();
         if (wait < 0) wait = 0;
@@ -1108,12 +1145,25 @@ static int setup_tls(irc *r)
     return 0;
 }
 
+/* The network's pace (adapter.h): the lines m splits into, one per flood interval. */
+static int64_t irc_pace(void *ctx, const store_msg *m)
+{
+    irc *r = ctx;
+    if (r->config->irc_flood_interval_ms <= 0) return 0;
+    qmsg *q = qmsg_split(r, m->id, m->room, m->user, m->notice, m->text);
+    int64_t lines = q ? q->n : 1;
+    if (q) qmsg_free(q);
+    return lines * r->config->irc_flood_interval_ms;
+}
+
 static const char *irc_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
 {
     (void)room;
     irc *r = ctx;
     return irc_proto_display(r->p, user, buf, len);
 }
+
+static int irc_leave(void *ctx, const char *room) { return irc_proto_part(((irc *)ctx)->p, room); }
 
 static const char *irc_room_name(void *ctx, const char *room, char *buf, size_t len)
 {
@@ -1175,7 +1225,7 @@ int irc_run(const cfg *config, const irc_options *o)
     char how[200];
     snprintf(how, sizeof how, "with /msg %s", config->irc_nick);
     adapter a = {.net = NET, .ctx = &r, .send = irc_send, .display_name = irc_display_name,
-                 .room_name = irc_room_name, .private_how = how};
+                 .room_name = irc_room_name, .private_how = how, .pace_ms = irc_pace, .leave = irc_leave};
     if (!r.core || core_add_adapter(r.core, &a) != 0) {
         fprintf(o->err, "cardroom: %s\n", r.core ? "cannot add the IRC adapter" : err);
         goto done;

@@ -488,6 +488,15 @@ static void unwant(irc_proto *p, const char *name)
         }
 }
 
+int irc_proto_part(irc_proto *p, const char *name)
+{
+    if (!irc_is_channel(name) || !fits(name)) return -1;
+    channel *c = chan_find(p, name);
+    unwant(p, c ? c->name : name);
+    if (p->registered && c) say(p, "PART %s", c->name);
+    return 0;
+}
+
 unsigned irc_proto_channels_version(const irc_proto *p) { return p->want_version; }
 
 void irc_proto_each_channel(irc_proto *p, void (*fn)(void *ctx, const char *channel), void *ctx)
@@ -841,6 +850,7 @@ static void on_part(irc_proto *p, const irc_msg *m, const char *chan, const char
     if (same(nick, p->nick)) {
         plog(p, kicked ? 1 : 2, "irc: %s %s", kicked ? "kicked from" : "left", c->name);
         if (kicked) unwant(p, c->name);
+        emit_about(p, ADAPTER_GONE, c, p->nick, NULL);
         chan_remove(p, c);
         return;
     }
@@ -864,7 +874,7 @@ static void on_quit(irc_proto *p, const irc_msg *m)
 static void on_nick(irc_proto *p, const irc_msg *m)
 {
     const char *old = m->nick, *new = m->params[0];
-    if (!nick_ok(new)) return;
+    if (!nick_ok(old) || !nick_ok(new)) return; /* a prefix without a nick names nobody */
     if (same(old, p->nick)) {
         snprintf(p->nick, sizeof p->nick, "%s", new);
         plog(p, 2, "irc: now known as %s", new);

@@ -80,6 +80,9 @@ void irc_proto_free(irc_proto *p);
 /* A channel the bot should be in (joined at registration, rejoined after each reconnect).
  * Returns 0, or -1 if the name is not a channel. */
 int irc_proto_want_channel(irc_proto *p, const char *channel);
+/* Leaves the channel (room id or name) for good: it is no longer wanted, and the bot parts it
+ * when it is in it. Returns 0, or -1 if the name is not a channel. */
+int irc_proto_part(irc_proto *p, const char *channel);
 /* A number that changes whenever the list of wanted channels does (to save it only then). */
 unsigned irc_proto_channels_version(const irc_proto *p);
 /* Calls fn for every wanted channel (as given, not lower-cased). */

@@ -911,6 +911,18 @@ static void start_job(mx *m, send_job *j)
     }
 }
 
+/* The network's pace (adapter.h): while the homeserver rate-limits the bot's sends, a message
+ * costs a turn of its limit (the pace learnt between two sends), or what is left of the wait it
+ * asked for when that is longer; otherwise nothing. */
+static int64_t mx_pace(void *ctx, const store_msg *msg)
+{
+    const mx *m = ctx;
+    (void)msg;
+    if (!m->throttled) return 0;
+    int64_t left = m->send_not_before - netrun_mono_ms();
+    return left > m->pace_ms ? left : m->pace_ms;
+}
+
 static const char *mx_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
 {
     mx *m = ctx;
@@ -1009,6 +1021,15 @@ static int mx_send(void *ctx, const store_msg *msg)
 
 /* ---- sync ---- */
 
+static void join_or_leave(mx *m, const char *room, int join);
+
+/* A bot admin's "!admin leave" (adapter.h). */
+static int mx_leave(void *ctx, const char *room)
+{
+    join_or_leave(ctx, room, 0);
+    return 0;
+}
+
 static void joined(void *ctx, const mx_response *r)
 {
     id_req *q = ctx;
@@ -1031,7 +1052,7 @@ static void join_or_leave(mx *m, const char *room, int join)
     else snprintf(path, sizeof path, API "/rooms/%s/leave", mx_http_escape(room, esc, sizeof esc));
     if (mx_http_request(m->http, "POST", path, "{}", SEND_TIMEOUT_MS, joined, copy) == 0) {
         json_object_set_new(m->joining, room, json_true());
-        mlog(m, CORE_LOG_INFO, "matrix: %s %s", join ? "joining" : "declining the invite to", room);
+        mlog(m, CORE_LOG_INFO, "matrix: %s %s", join ? "joining" : "leaving", room);
     } else {
         free(copy);
     }
@@ -1426,7 +1447,7 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
                  .resolve_user = mx_resolve_user, .private_how = "in your direct chat with me",
-                 .throttled = mx_throttled, .notify_off = 1};
+                 .throttled = mx_throttled, .notify_off = 1, .pace_ms = mx_pace, .leave = mx_leave};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
         mlog(&m, CORE_LOG_ERROR, "%s", m.core ? "cannot add the Matrix adapter" : err);
         goto done;

@@ -719,6 +719,8 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps_jso
         if (mx_state_dm_user(s, id)) {
             forget_dm_room(s, id);
             o->direct_changed = 1;
+        } else {
+            add_event(o, (adapter_event){.kind = ADAPTER_GONE, .room = id, .sender = s->me}); /* left, kicked or banned */
         }
     }
     o->gaps = gaps; /* the events hold strings of it */

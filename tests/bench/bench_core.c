@@ -21,6 +21,11 @@
  * waiting), and, after the 2-thread run, how long a restart takes: a new core's core_restore()
  * rebuilding every open table from its journal. Each setting runs in a process of its own.
  *
+ * The longest stall: the longest single core_batch() or core_tick() call of the run (wall
+ * clock, and the loop thread's CPU time in it, which leaves out fsync), since while one runs
+ * the adapter reads and sends nothing for any table. The opening batches are timed apart
+ * (setup: ten tables, sixty events in each).
+ *
  * Usage: bench_core [tables] [moves] [seconds per run] [2|0]   (default 1000 200000 20, both
  * thread settings; a last argument runs only that one) */
 #include <errno.h>
@@ -43,6 +48,7 @@
 #define TARGET_MOVES_PER_S 5000.0
 #define TARGET_BYTES_PER_TABLE (16.0 * 1024)
 #define MOVES_BEFORE_RSS 100 /* per table: about three hands each */
+#define TARGET_STALL_MS 5.0
 
 typedef struct {
     int64_t sent;
@@ -107,6 +113,17 @@ static int64_t quantile(int64_t *v, int n, double q)
     return v[i];
 }
 
+/* The longest call so far: wall clock and the loop thread's CPU time (ns). */
+typedef struct {
+    int64_t wall, cpu;
+} stall;
+
+static void stall_note(stall *s, int64_t wall, int64_t cpu)
+{
+    if (wall > s->wall) s->wall = wall;
+    if (cpu > s->cpu) s->cpu = cpu;
+}
+
 static void die(const char *what, const char *why)
 {
     fprintf(stderr, "bench_core: %s: %s\n", what, why);
@@ -157,6 +174,7 @@ static void run(const char *dir, const plan *p, int threads, int restore)
     cfg config;
     cfg_defaults(&config);
     config.threads = threads;
+    config.rate_commands = config.tables_per_user = 0; /* one host opens every table, as fast as it can */
     store *db;
     if (store_open(&db, path, err, sizeof err) != 0) die(path, err);
     core_options o = {.config = &config, .db = db, .fixed_seed = 1, .seed = 304};
@@ -175,6 +193,7 @@ static void run(const char *dir, const plan *p, int threads, int restore)
     adapter_event ev[ROOMS_PER_BATCH * 6];
     char rooms[ROOMS_PER_BATCH][16];
     int64_t t_open = now_ns();
+    stall opening = {0}, loop = {0};
     for (int r0 = 0; r0 < p->tables; r0 += ROOMS_PER_BATCH) {
         int n = 0;
         for (int r = r0; r < r0 + ROOMS_PER_BATCH && r < p->tables; r++) {
@@ -183,7 +202,9 @@ static void run(const char *dir, const plan *p, int threads, int restore)
                 ev[n++] = (adapter_event){.kind = ADAPTER_MESSAGE, .room = rooms[r - r0], .sender = "host",
                                           .text = words[w]};
         }
+        int64_t b0 = now_ns(), c0 = thread_cpu_ns();
         if (core_batch(c, "bench", ev, n, NULL) != 0) die("core_batch", "store failed");
+        stall_note(&opening, now_ns() - b0, thread_cpu_ns() - c0);
     }
     double open_s = (now_ns() - t_open) / 1e9;
     core_stats st0;
@@ -219,14 +240,16 @@ static void run(const char *dir, const plan *p, int threads, int restore)
             char room[16];
             snprintf(room, sizeof room, "r%d", (int)(mix(&rng) % (uint64_t)p->tables));
             adapter_event e = {.kind = ADAPTER_MESSAGE, .room = room, .sender = "passerby", .text = "!table"};
-            int64_t b0 = now_ns();
+            int64_t b0 = now_ns(), c0 = thread_cpu_ns();
             if (core_batch(c, "bench", &e, 1, NULL) != 0) die("core_batch", "store failed");
             probe[nprobe++] = now_ns() - b0;
             probe_ns += probe[nprobe - 1];
+            stall_note(&loop, probe[nprobe - 1], thread_cpu_ns() - c0);
         }
-        int64_t a0 = now_ns();
+        int64_t a0 = now_ns(), c0 = thread_cpu_ns();
         int n = core_tick(c);
         int64_t a1 = now_ns();
+        stall_note(&loop, a1 - a0, thread_cpu_ns() - c0);
         int f = core_flush(c);
         int64_t a2 = now_ns();
         if (n < 0 || f < 0) die("core_tick/core_flush", "store failed");
@@ -271,7 +294,9 @@ static void run(const char *dir, const plan *p, int threads, int restore)
            "   target <= %.0f B  %s\n", per, grow / 1024, at_rss.moves, at_rss.tables, TARGET_BYTES_PER_TABLE,
            per <= TARGET_BYTES_PER_TABLE ? "MET" : "NOT MET");
     printf("  sizeof(table)                    %10zu B  (the core keeps one per open table, plus 3 ints); of the "
-           "growth, SQLite's own heap (page cache) is %+" PRId64 " KiB\n", sizeof(table), (sql1 - sql0) / 1024);
+           "growth, SQLite's own heap (page cache) is %+" PRId64 " KiB%s\n", sizeof(table), (sql1 - sql0) / 1024,
+           threads ? ", and each worker thread's Caps solver (its work space as far as its searches touched it: a "
+           "fixed cost of some MiB per thread, not per table; the 0-thread run shows the tables alone)" : "");
     int64_t p50 = quantile(probe, nprobe, 0.50), p99 = quantile(probe, nprobe, 0.99);
     printf("  event in -> messages queued      p50 %.3f ms, p99 %.3f ms, mean %.3f ms  (core_batch of one "
            "`!table`, %d samples under load)\n", p50 / 1e6, p99 / 1e6, nprobe ? probe_ns / 1e6 / nprobe : 0.0,
@@ -284,6 +309,10 @@ static void run(const char *dir, const plan *p, int threads, int restore)
            "the loop thread was on a CPU %.0f%% of it (the rest: fsync and other waits)\n",
            100 * tick_ns / 1e9 / secs, 100 * flush_ns / 1e9 / secs, 100 * probe_ns / 1e9 / secs,
            100 * wait_ns / 1e9 / secs, 100 * cpu / secs);
+    printf("  longest stall (one core_batch or core_tick call) %.1f ms wall, %.1f ms on the CPU   target <= %.0f ms  "
+           "%s  (the opening batches of %d events: %.1f ms wall, %.1f ms CPU)\n", loop.wall / 1e6, loop.cpu / 1e6,
+           TARGET_STALL_MS, loop.wall <= TARGET_STALL_MS * 1e6 ? "MET" : "NOT MET", ROOMS_PER_BATCH * 6,
+           opening.wall / 1e6, opening.cpu / 1e6);
     free(probe);
     free(tick_per);
     core_free(c);

@@ -41,7 +41,7 @@ def main():
     work = tempfile.mkdtemp(prefix="cardroom-bench-irc-")
     chans = ["#b%d" % i for i in range(CHANNELS)]
     with open(os.path.join(work, "bench.ini"), "w") as f:
-        f.write("[bot]\nthreads = 2\n[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
+        f.write("[bot]\nthreads = 2\nrate_commands = 0\n[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
                 "bot_delay_ms = 0\n[irc]\nserver = 127.0.0.1\nport = %d\ntls = false\nnick = cardroom\n"
                 "flood_burst = 10\nflood_interval_ms = %d\n"
                 % (server.port, BOT_INTERVAL_MS))

@@ -23,7 +23,8 @@ What it does (about 30 s with the defaults on 2 vCPUs):
      as fast as the fake homeserver takes them, or --rate commands per second in all.  Sync
      answers then carry events from many rooms.
   5. Then it waits for the bot's last replies (the "drain": until nothing new for 2 s), stops
-     the bot with SIGTERM and parses its report line:
+     the bot with SIGTERM and parses its report line (and the core's line with its longest
+     core_batch/core_tick call: the longest the loop was kept from the network):
        cardroom: info: matrix: N sync answers, M events; sync answer to first send:
            p50 X ms, p99 Y ms (K samples)
      That latency is the bot's own: from a sync answer having been read to the first PUT of
@@ -95,6 +96,9 @@ FAKE_WRAPPER = (
 REPORT_RE = re.compile(
     r"matrix: (\d+) sync answers, (\d+) events"
     r"(?:; sync answer to first send: p50 ([\d.]+) ms, p99 ([\d.]+) ms \((\d+) samples\))?")
+STALL_RE = re.compile(r"the longest core_batch or core_tick call took ([\d.]+) ms"
+                      r"(?: \(the most CPU time one took: ([\d.]+) ms\))?")
+TARGET_STALL_MS = 5.0
 
 
 class SetupError(Exception):
@@ -437,7 +441,7 @@ class Bench:
     def write_config(self):
         self.config = os.path.join(self.tmp, "cardroom.ini")
         with open(self.config, "w") as f:
-            f.write("[bot]\nthreads = 2\nlog_level = info\n"
+            f.write("[bot]\nthreads = 2\nlog_level = info\nrate_commands = 0\n"
                     "[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
                     f"[matrix]\nhomeserver = http://127.0.0.1:{self.bot_port}\nuser = {BOT_ID}\n"
                     "invites = *\nsync_timeout = 30\n")
@@ -808,6 +812,13 @@ class Bench:
                       f"{TARGET_P50_MS:g} ms)")
                 if p50 > TARGET_P50_MS:
                     print("TARGET MISSED")
+        stalls = [f for f in map(STALL_RE.search, text.splitlines()) if f]
+        if stalls:
+            wall, cpu = float(stalls[-1].group(1)), stalls[-1].group(2)
+            print(f"longest stall of the bot's loop (one core_batch or core_tick call, its own "
+                  f"clock): {wall:.1f} ms"
+                  + (f", the most CPU time one took {float(cpu):.1f} ms" if cpu else "")
+                  + f"; target <= {TARGET_STALL_MS:g} ms " + ("MET" if wall <= TARGET_STALL_MS else "NOT MET"))
         if self.proxy is not None:
             lat, unanswered = self.proxy.latencies()
             if lat:

@@ -62,7 +62,8 @@ static void h_event(void *ctx, const adapter_event *e)
         CHECK(e->text != NULL);
         CHECK(e->is_private ? e->room == NULL : (e->room && irc_proto_in_channel(P, e->room)));
     } else {
-        CHECK(e->kind == ADAPTER_LEAVE || e->kind == ADAPTER_JOIN || e->kind == ADAPTER_RENAME);
+        CHECK(e->kind == ADAPTER_LEAVE || e->kind == ADAPTER_JOIN || e->kind == ADAPTER_RENAME ||
+              e->kind == ADAPTER_GONE);
         CHECK(e->room && irc_proto_in_channel(P, e->room) && !e->text);
     }
     if (e->kind == ADAPTER_RENAME) CHECK(valid_id(e->renamed_to) && strcmp(e->renamed_to, e->sender) != 0);

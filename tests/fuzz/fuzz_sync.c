@@ -25,8 +25,9 @@ static void check(mx_state *st, const mx_sync_out *o)
             char who[300];
             const char *u = mx_state_find_user(st, e->room, e->text, who, sizeof who);
             if (u && (u != who || u[0] != '@' || !strchr(u, ':') || strlen(u) > 255)) abort();
-        } else if (e->kind == ADAPTER_JOIN || e->kind == ADAPTER_LEAVE) {
+        } else if (e->kind == ADAPTER_JOIN || e->kind == ADAPTER_LEAVE || e->kind == ADAPTER_GONE) {
             if (!e->room || e->is_private) abort();
+            if ((e->kind == ADAPTER_GONE) != !strcmp(e->sender, "@cardroom:example.org")) abort(); /* the bot's own */
         } else {
             abort();
         }

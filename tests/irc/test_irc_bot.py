@@ -21,7 +21,13 @@ clients play people:
     is killed (so the test can fail);
   * SASL login to the bot's services account, account-based identity: a player who changes nick
     keeps his seat, and somebody else taking his old nick does not get it;
-  * a player with +g is told in the channel how to accept the bot's private messages.
+  * a player with +g is told in the channel how to accept the bot's private messages;
+  * players who drop off (two quit, two lose their connection): their seats wait the grace
+    before they are away, then the table, with nobody left to play, pauses and says so once, and
+    goes on when one of them comes back;
+  * without services (ngircd) a seat is bound to the nick and the user@host its player sat down
+    from: his seat follows his nick change, and a client from another user@host under the
+    seat's nick gets no cards, is refused, and its quit does not make the seat away.
 
 Ordering: each scripted line is sent by its client followed by a PING to the server; the PONG
 comes after the server has handled (and relayed to the bot) the line, so lines reach the bot in
@@ -160,7 +166,7 @@ def squash(lines):
 class Bot:
     """One `cardroom run` process on an IRC server."""
 
-    def __init__(self, workdir, settings, env=None):
+    def __init__(self, workdir, settings, env=None, timers=""):
         self.workdir = workdir
         self.config = os.path.join(workdir, "cardroom.ini")
         self.db = os.path.join(workdir, "cardroom.db")
@@ -168,7 +174,7 @@ class Bot:
         self.env = dict(os.environ)
         self.env.update(env or {})
         with open(self.config, "w", encoding="utf-8") as f:
-            f.write("[bot]\nlog_level = debug\n" + mh.TIMERS + "[irc]\n")
+            f.write("[bot]\nlog_level = debug\nrate_commands = 0\n" + mh.TIMERS + timers + "[irc]\n")  # scripts run faster than people
             for key, value in settings.items():
                 f.write(f"{key} = {value}\n")
         self.proc = None
@@ -234,12 +240,12 @@ class IrcTestCase(unittest.TestCase):
             return False
         return any(t is self for t, _ in result.failures + result.errors)
 
-    def bot(self, settings, env=None, name=None):
+    def bot(self, settings, env=None, name=None, timers=""):
         workdir = self.work
         if name:  # several bots at once, each with its own config, database and log
             workdir = os.path.join(self.work, name)
             os.makedirs(workdir)
-        b = Bot(workdir, settings, env)
+        b = Bot(workdir, settings, env, timers)
         self.bots.append(b)
         return b.start()
 
@@ -405,6 +411,125 @@ class MatchOnNgircd(IrcTestCase):
         log = bot.log_text()
         self.assertRegex(log, r"connecting again in \d+\.\d s")
         self.assertGreaterEqual(log.count("irc: registered as cardroom"), 2)
+
+    def said(self, c, text, start):
+        """The bot's first channel notice from index start on that contains text."""
+        return c.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
+                            and text in plain(m.params[1]), timeout=BOT_TIMEOUT, start=start)
+
+    def four_at_a_match(self):
+        """The four players at a started 304 table, and a watcher in the channel; alice to bid."""
+        watcher = self.client("watcher")
+        watcher.join(CHANNEL)
+        people = self.players()
+        for c in people.values():
+            self.wait_bot_in(c)
+        self.say(people["alice"], CHANNEL, "!new 304")
+        for name in PLAYERS:
+            self.say(people[name], CHANNEL, "!join")
+        self.say(people["alice"], CHANNEL, "!start")
+        self.said(watcher, "alice (South) to bid", 0)
+        return watcher, people
+
+    def test_players_who_drop_off_keep_their_seats_then_the_table_pauses(self):
+        grace = 4
+        self.bot(self.settings(), timers="leave_grace = %d\n" % grace)
+        watcher, people = self.four_at_a_match()
+        start = len(watcher.received)
+        # Two quit; two lose their connection, and the server says they quit.
+        people["alice"].quit("off for tea")
+        people["bob"].quit("bye")
+        people["carol"].close()
+        people["dave"].close()
+        left = {}
+        for name in PLAYERS:
+            left[name] = watcher.read_until(lambda m, name=name: m.command == "QUIT" and m.nick == name,
+                                            timeout=BOT_TIMEOUT, start=start).time
+        # Each seat waits the grace (the watcher heard the QUIT when the bot did, give or take).
+        for name, seat in zip(PLAYERS, ("South", "East", "North", "West")):
+            away = self.said(watcher, "%s (%s) is away" % (name, seat), start)
+            self.assertGreaterEqual(away.time - left[name], grace - 0.5, "%s was away before the grace" % name)
+        pause = self.said(watcher, "Table 1 pauses: all its players are away.", start)
+        # bob comes back: the table goes on up to his turn (the computers act for the seats that
+        # were away before his, if any); he acts and the computers act for the others. Which turn
+        # is his depends on how far the computers bid before all four were away (the seats go
+        # away one by one): his bid, or, when the others passed a bid made for him, the indicator.
+        bob = self.client("bob")
+        bob.join(CHANNEL)
+        self.say(bob, CHANNEL, "!back")
+        back = self.said(watcher, "bob (East) is back.", start)
+        self.assertGreater(back.time, pause.time)
+        acted = self.said(watcher, "bob (East) to ", watcher.received.index(back))
+        while "bob (East) to " in plain(acted.params[1]):
+            said = plain(acted.params[1])
+            if "bob (East) to bid" in said:
+                self.assertIn("pass", said.split("bob (East) to bid", 1)[1])
+                self.say(bob, CHANNEL, "!pass")
+                acted = self.said(watcher, "bob (East) passes", watcher.received.index(acted) + 1)
+            else:
+                self.assertIn("bob (East) to choose the indicator", said)
+                ask = bob.read_until(lambda m: m.command in ("PRIVMSG", "NOTICE") and m.nick == "cardroom"
+                                     and m.params[0] == "bob" and "Choose the indicator" in plain(m.params[1]),
+                                     timeout=BOT_TIMEOUT)
+                # The hand is grouped by suit ("♠ A K · ♦ 9 7"): its first suit and that suit's first rank.
+                suit, rank = plain(ask.params[1]).split("Your hand: ", 1)[1].split()[:2]
+                self.say(bob, "cardroom", "trump " + rank + {"♠": "S", "♥": "H", "♦": "D", "♣": "C"}[suit])
+                acted = self.said(watcher, "bob (East) places the indicator", watcher.received.index(acted) + 1)
+        watcher.read_until(lambda m: m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2
+                           and re.match(r"\w+ \(\w+, away\) (passes|bids|plays|leads)", plain(m.params[1])),
+                           timeout=BOT_TIMEOUT, start=watcher.received.index(acted) + 1)
+        notices = [plain(m.params[1]) for m in watcher.received[start:]
+                   if m.command == "NOTICE" and m.nick == "cardroom" and len(m.params) == 2]
+        self.assertEqual(sum("pauses" in n for n in notices), 1, "\n".join(notices))
+
+    def hand_for(self, c, nick, start):
+        """The bot's first private message to nick from index start on that comes from table 1."""
+        return c.read_until(lambda m: m.command == "PRIVMSG" and m.nick == "cardroom" and m.params[0] == nick
+                            and "· table 1] " in plain(m.params[1]), timeout=BOT_TIMEOUT, start=start)
+
+    def test_a_seat_is_bound_to_the_nick_and_address_it_was_taken_from(self):
+        # No grace: a leave the bot took for the seat's would make it away at once.
+        bot = self.bot(self.settings(), timers="leave_grace = 0\n")
+        watcher, people = self.four_at_a_match()
+        # bob becomes robert in the channel: the seat follows him.
+        bob = people["bob"]
+        bob.nick("robert")
+        start = len(bob.received)
+        self.say(bob, "cardroom", "!hand")
+        self.hand_for(bob, "robert", start)
+        # While the bot is down he becomes bobby, unseen; back up, the seat is still robert's.
+        self.assertEqual(bot.stop(), 0, bot.tail())
+        bob.nick("bobby")
+        bot.start()
+        self.wait_bot_in(watcher)
+        # eve takes the nick robert from another user@host: no cards, refused, her quit changes nothing.
+        eve = self.client("robert", username="eve")
+        start = len(eve.received)
+        self.say(eve, "cardroom", "!hand")
+        m = eve.read_until(lambda m: m.nick == "cardroom" and m.command == "PRIVMSG", timeout=BOT_TIMEOUT, start=start)
+        self.assertIn("not sitting at a table", plain(m.params[1]))
+        mark = len(watcher.received)
+        eve.join(CHANNEL)
+        self.say(eve, CHANNEL, "!hand")
+        refused = self.said(watcher, "robert: you are not the robert who sits at East", mark)
+        self.say(eve, CHANNEL, "!pass")
+        self.said(watcher, "robert: you are not the robert who sits at East", watcher.received.index(refused) + 1)
+        eve.quit("bye")
+        watcher.read_until(lambda m: m.command == "QUIT" and m.nick == "robert", timeout=BOT_TIMEOUT, start=mark)
+        # The bot handles the QUIT before bobby's line after it, so its answer comes after any away notice.
+        self.say(bob, CHANNEL, "!table")
+        answer = self.said(watcher, "Dealer: ", mark)
+        for m in watcher.received[mark:watcher.received.index(answer)]:
+            if m.command == "NOTICE" and m.nick == "cardroom":
+                self.assertNotIn("is away", plain(m.params[1]))
+        self.assertFalse([m for m in eve.received if m.command == "PRIVMSG" and "· table 1] " in plain(m.params[1])],
+                         "eve got a private message of the table")
+        # bobby takes the nick robert back (seen): from his own address the seat is his again.
+        bob.nick("robert")
+        start = len(bob.received)
+        self.say(bob, "cardroom", "!hand")
+        self.hand_for(bob, "robert", start)
+        self.assertEqual(bot.stop(), 0, bot.tail())
 
     def test_help_list_goes_as_private_notices(self):
         """!help in the channel: one line there, and the list of commands to the asker by private

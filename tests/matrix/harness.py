@@ -600,7 +600,7 @@ class Harness:
         the bot's direct chats are unencrypted unless encrypt_direct_chats is set."""
         path = os.path.join(self.dir, name)
         with open(path, "w", encoding="utf-8") as f:
-            f.write("[bot]\nthreads = 1\n" + TIMERS +
+            f.write("[bot]\nthreads = 1\nrate_commands = 0\n" + TIMERS +  # scripts run faster than people
                     "[matrix]\n"
                     f"homeserver = http://127.0.0.1:{self.server.port}\n"
                     f"user = {BOT_ID}\n"
