@@ -1006,6 +1006,21 @@ static void room_key(mx_e2ee *e, const char *sender, const char *sender_key, jso
     elog(e, 3, "e2ee: room key for %s from %s", room, sender);
 }
 
+/* The mark of a to-device message: its sender's key and the hash of its ciphertext. */
+static int seen_mark(const char *skey, const char *body, char *out, size_t len)
+{
+    uint8_t h[32];
+    char b[48];
+    mx_sha256((const uint8_t *)body, strlen(body), h);
+    if (!mx_b64_encode(h, sizeof h, b, sizeof b)) return -1;
+    return snprintf(out, len, "%s|%s", skey, b) < (int)len ? 0 : -1;
+}
+
+/* A to-device message (Olm, E2EE §"m.olm.v1.curve25519-aes-sha2"). It is read once: what it
+ * changes (the Olm session's ratchet, a one-time key used up, the room key it carries) and its
+ * mark are stored in the transaction of its sync answer's to-device part, before the core
+ * stores the sync position; a crash in between gets the message again after the restart,
+ * when its session has moved past it, so its mark makes it skip what is stored already. */
 static void to_device(mx_e2ee *e, json_t *ev)
 {
     const char *type = jstr(ev, "type"), *sender = jstr(ev, "sender");
@@ -1020,6 +1035,12 @@ static void to_device(mx_e2ee *e, json_t *ev)
         mx_b64_decode(skey, strlen(skey), their, 32) != 32)
         return;
     int mtype = (int)json_integer_value(t);
+    char seen_key[100], *seen = NULL;
+    if (seen_mark(skey, body, seen_key, sizeof seen_key) != 0) return;
+    if (store_kv_get(e->db, "olm.seen", seen_key, &seen) == 0) { /* done before a restart */
+        free(seen);
+        return;
+    }
     uint8_t *plain = NULL;
     size_t plen = 0;
     olm_sess *used = NULL;
@@ -1046,6 +1067,7 @@ static void to_device(mx_e2ee *e, json_t *ev)
         return;
     }
     save_olm(e, used);
+    if (store_kv_put(e->db, "olm.seen", seen_key, "1") != 0) elog(e, 0, "e2ee: cannot save a to-device message as read");
     json_t *p = json_loadb((const char *)plain, plen, 0, NULL);
     mx_wipe(plain, plen);
     free(plain);
@@ -1074,7 +1096,14 @@ static void to_device(mx_e2ee *e, json_t *ev)
 void mx_e2ee_sync(mx_e2ee *e, json_t *root)
 {
     json_t *evs = json_object_get(jobj(root, "to_device"), "events");
-    for (size_t i = 0; json_is_array(evs) && i < json_array_size(evs); i++) to_device(e, json_array_get(evs, i));
+    if (json_is_array(evs) && json_array_size(evs) > 0) {
+        int tx = store_begin(e->db) == 0; /* each message with all it changes, or none */
+        for (size_t i = 0; i < json_array_size(evs); i++) to_device(e, json_array_get(evs, i));
+        if (tx && store_commit(e->db) != 0) {
+            store_rollback(e->db);
+            elog(e, 0, "e2ee: cannot save what to-device messages changed: %s", store_error(e->db));
+        }
+    }
     json_t *changed = json_object_get(jobj(root, "device_lists"), "changed");
     for (size_t i = 0; json_is_array(changed) && i < json_array_size(changed); i++) {
         const char *u = json_string_value(json_array_get(changed, i));
