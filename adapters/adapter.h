@@ -61,10 +61,12 @@ typedef struct {
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
-    /* Whether the network is slowing the bot down now (a homeserver's rate limit). While it
-     * is, the core merges the messages waiting behind each destination's first one into one
-     * message (they were never offered: only a destination's first message is). May be NULL:
-     * never (a network that gains nothing from fewer, longer messages). */
+    /* Whether the network is slowing the bot down now (a homeserver's rate limit). A network
+     * that has this gathers what one transaction says to one destination into one message, and
+     * while it is slowed down the core merges the messages waiting behind each destination's
+     * first one into one message (they were never offered: only a destination's first message
+     * is). May be NULL: never (a network that gains nothing from fewer, longer messages; each
+     * line said is a message, in the order said). */
     int (*throttled)(void *ctx);
     /* Players get no private notice with their hand on each turn unless they ask for it
      * (!notify on): set by a network whose mention in the room already notifies them (Matrix).

@@ -575,7 +575,7 @@ static int backlog_full(core *c, const char *net, const char *room)
     return 0;
 }
 
-/* A message write_said() just wrote. */
+/* A message say() or write_said() just wrote. */
 static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
                             const char *mention, const char *text)
 {
@@ -605,13 +605,16 @@ static int backlog_restore(core *c)
 }
 
 /* ---- writing what happened ----
- * Everything a transaction says to one destination goes out as one message (on Matrix, one
- * event: a homeserver's rate limit counts events): say() gathers the text per destination, in
- * the order it was said, and write_said() queues the messages just before the commit, rooms
- * first. A reader's lines keep their order; what two destinations read is not ordered between
- * them anyway. The player a message mentions is the last one mentioned
- * (the one whose turn it is now). A message never grows past MESSAGE_MAX: the text after that
- * starts another one. */
+ * On a network that gains from fewer, longer messages (one that can throttle the bot: on
+ * Matrix a homeserver's rate limit counts events), everything a transaction says to one
+ * destination goes out as one message: say() gathers the text per destination, in the order it
+ * was said, and write_said() queues the messages just before the commit, rooms first. A
+ * reader's lines keep their order, but a batch of several commands no longer orders one
+ * reader's private lines between the room's (the room hears the second command before the
+ * first one's private answer). Elsewhere (IRC, the console) each thing said is queued at once,
+ * in the order said. The player a message mentions is the last one mentioned (the one whose
+ * turn it is now). A message never grows past MESSAGE_MAX: the text after that starts another
+ * one. */
 
 /* notice: a private message only for reading (store_msg). */
 static int say(core *c, const char *net, const char *room, const char *user, const char *mention, int notice,
@@ -619,6 +622,14 @@ static int say(core *c, const char *net, const char *room, const char *user, con
 {
     room = room ? room : "";
     user = user ? user : "";
+    const adapter *a = net_of(c, net);
+    if (!a || !a->throttled) {
+        int64_t id;
+        if (store_outbox_add(c->o.db, net, room, user, mention ? mention : "", notice, text, &id) != 0) return -1;
+        c->stats.messages++;
+        backlog_written(c, net, id, room, user, mention, text);
+        return 0;
+    }
     size_t n = strlen(text);
     said *m = NULL;
     for (int i = c->nsaid - 1; i >= 0; i--) { /* the destination's latest message, if it has room */

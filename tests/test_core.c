@@ -936,6 +936,16 @@ static void lines_to(const rows *o, const char *room, const char *user, char *bu
             used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "\n" : "", o->r[i].text);
 }
 
+/* A network that can throttle the bot (its callback, off until block_room) gathers what a
+ * transaction says to one destination; callback 0: a network without one, like IRC. */
+static int throttled_flag(void *ctx) { return ((mem_net *)ctx)->block_room; }
+
+static void rig_throttled(rig *r, int callback)
+{
+    core_free(r->core);
+    rig_core_with(r, (adapter){.throttled = callback ? throttled_flag : NULL});
+}
+
 Test(core, one_message_per_destination_per_transaction)
 {
     adapter_event ev[] = {
@@ -948,6 +958,8 @@ Test(core, one_message_per_destination_per_transaction)
     rig one, many;
     rig_start(&one, 0, 0, 0, NULL);
     rig_start(&many, 0, 0, 0, NULL);
+    rig_throttled(&one, 1);
+    rig_throttled(&many, 1);
     cr_assert_eq(core_batch(one.core, NET, ev, n, NULL), 0);
     for (int i = 0; i < n; i++) cr_assert_eq(core_batch(many.core, NET, &ev[i], 1, NULL), 0);
     static rows a, b;
@@ -994,9 +1006,8 @@ Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
 {
     rig r;
     rig_start(&r, 0, 0, 0, NULL);
-    core_free(r.core);
     r.conf.rate_commands = 0; /* forty questions at once from one person */
-    rig_core(&r);
+    rig_throttled(&r, 1);
     adapter_event ev[40];
     for (int i = 0; i < 40; i++) ev[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .sender = "alice", .text = "!help", .is_private = 1};
     cr_assert_eq(core_batch(r.core, NET, ev, 40, NULL), 0);
@@ -1012,6 +1023,7 @@ Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
     }
     rig_stop(&r);
     rig_start(&r, 0, 0, 0, NULL);
+    rig_throttled(&r, 1);
     cr_assert_eq(core_batch(r.core, NET, ev, 1, NULL), 0);
     rows_of(&r, &o, 0);
     one = strlen(o.r[0].text) + 1;
@@ -1019,13 +1031,6 @@ Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
     rig_stop(&r);
 }
 
-static int throttled_flag(void *ctx) { return ((mem_net *)ctx)->block_room; }
-
-static void rig_throttled(rig *r, int callback)
-{
-    core_free(r->core);
-    rig_core_with(r, (adapter){.throttled = callback ? throttled_flag : NULL});
-}
 
 /* The room's merged rows: every row merged into another is sent, without text, and names it. */
 static int merged_rows(const char *db, int64_t into)
@@ -1123,6 +1128,27 @@ Test(core, no_merging_without_a_throttle_or_a_network_that_merges)
     rows_of(&r, &o, 1);
     cr_assert_eq(o.n, 4);
     rig_stop(&r);
+}
+
+/* Without gathering (IRC, the console) what a batch of commands says is queued in the order
+ * said: the first command's private answer before the second one's words in the room. A
+ * network that gathers queues the room's message first. */
+Test(core, without_gathering_lines_go_in_the_order_said)
+{
+    adapter_event ev[] = {{.kind = ADAPTER_MESSAGE, .sender = "bob", .text = "!help pass", .is_private = 1},
+                          {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "carol", .text = "!new 304"}};
+    for (int gathers = 0; gathers < 2; gathers++) {
+        rig r;
+        rig_start(&r, 0, 0, 0, NULL);
+        rig_throttled(&r, gathers);
+        cr_assert_eq(core_batch(r.core, NET, ev, 2, NULL), 0);
+        static rows o;
+        rows_of(&r, &o, 0);
+        cr_assert_geq(o.n, 2);
+        cr_expect_str_eq(o.r[0].user, gathers ? "" : "bob", "gathering %d: the first message", gathers);
+        cr_expect_str_eq(o.r[o.n - 1].user, gathers ? "bob" : "", "gathering %d: the last message", gathers);
+        rig_stop(&r);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -109,16 +109,10 @@ static void lines_free(lines *l)
     memset(l, 0, sizeof *l);
 }
 
-/* Each line of a message, after its destination: how lines are gathered into messages
- * follows the transactions, which differ when a move waits for the judge; the lines do not. */
 static int collect_msg(void *ctx, const store_msg *m)
 {
-    for (const char *p = m->text;;) {
-        size_t n = strcspn(p, "\n");
-        add_line(ctx, "%s|%s\t%.*s", m->room, m->user, (int)n, p);
-        if (!p[n]) return 0;
-        p += n + 1;
-    }
+    add_line(ctx, "%s|%s\t%s\t%s", m->room, m->user, m->mention, m->text);
+    return 0;
 }
 
 static int cmp_dest(const void *a, const void *b)
@@ -136,7 +130,7 @@ static int collect_standing(void *ctx, const store_standing *s)
     return 0;
 }
 
-/* Journals and seeds of tables 1..ntables, every line said per destination in the order queued,
+/* Journals and seeds of tables 1..ntables, every message per destination in the order queued,
  * the standings of every room, the tables still open. */
 static void results(rig *r, int ntables, lines *out)
 {
