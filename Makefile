@@ -49,8 +49,9 @@ check-san: build-san
 
 fuzz: $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) tests/fuzz_card tests/fuzz_replay tests/fuzz_command tests/fuzz_config tests/fuzz_console \
-	  tests/fuzz_sync tests/fuzz_olm tests/fuzz_megolm tests/fuzz_e2ee tests/fuzz_irc_line tests/fuzz_irc_proto
-	@for t in card replay command config console sync olm megolm e2ee irc_line irc_proto; do \
+	  tests/fuzz_sync tests/fuzz_olm tests/fuzz_megolm tests/fuzz_e2ee tests/fuzz_irc_line tests/fuzz_irc_proto \
+	  tests/fuzz_solve tests/fuzz_aiexec
+	@for t in card replay command config console sync olm megolm e2ee irc_line irc_proto solve aiexec; do \
 	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
 	  ./$(FUZZ_BUILD)/tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \

@@ -52,18 +52,20 @@ typedef struct {
 } cmd_spec;
 
 static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
-    [CMD_NEW] = {"new", NULL, CMD_ARGS_GAME, " [304|grid]", "open a new table in this room",
-                 "Opens a table for 304 (the default) or ContractGrid (~new grid). Players then take "
-                 "seats with ~join and someone says ~start."},
+    [CMD_NEW] = {"new", NULL, CMD_ARGS_GAME, " [304 [6]|grid]", "open a new table in this room",
+                 "Opens a table for 304 (the default) or ContractGrid (~new grid); ~new 304 6 opens 304 for "
+                 "six players in two teams of three. Players then take seats with ~join and someone says "
+                 "~start."},
     [CMD_JOIN] = {"join", NULL, CMD_ARGS_SEAT, " [SEAT]", "take a seat at the table",
                   "Seats are 1-4 or south, east, north, west (s, e, n, w), in playing order; South "
-                  "and North play against East and West. At a ContractGrid table the seats are 1-3. "
+                  "and North play against East and West. At a six-player 304 table the seats are 1-6, "
+                  "and the odd seats play against the even ones; at a ContractGrid table they are 1-3. "
                   "Without a seat you get the first free one."},
     [CMD_LEAVE] = {"leave", NULL, CMD_ARGS_NONE, "", "give up your seat",
                    "Leaves your seat at this table; you can ~join again later."},
     [CMD_BOT] = {"bot", NULL, CMD_ARGS_SEAT, " [SEAT]", "put a computer player in a seat",
-                 "Seats are 1-4 or south, east, north, west (1-3 at ContractGrid); without a seat "
-                 "the first free one is taken. Example: ~bot west."},
+                 "Seats are 1-4 or south, east, north, west (1-6 at a six-player 304 table, 1-3 at "
+                 "ContractGrid); without a seat the first free one is taken. Example: ~bot west."},
     [CMD_START] = {"start", NULL, CMD_ARGS_NONE, "", "deal the first hand",
                    "Starts the game once every seat is taken (by people or by ~bot). At a ContractGrid "
                    "table every player must also have arranged a grid (~grid); computer players arrange "
@@ -74,7 +76,7 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                   "When a computer player has been playing your seat, this gives you your cards back."},
     [CMD_CUT] = {"cut", NULL, CMD_ARGS_CUT, " N", "cut the pack at N (0-31, 0 = no cut)",
                  "Only the player on the dealer's left cuts, and only when the table's cut option is "
-                 "on. Example: ~cut 12."},
+                 "on; the six-player pack of 36 cards is cut at 0-35. Example: ~cut 12."},
     [CMD_BID] = {"bid", NULL, CMD_ARGS_BID, " N|pcc",
                  "bid N points (60 means 160) or Partner Close Caps",
                  "Bids go from 160 to 300; 60-90 are short for 160-190 and 100-150 for 200-250. "
@@ -85,7 +87,7 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                   "Passes your turn in the bidding."},
     [CMD_PARTNER] = {"partner", "ask", CMD_ARGS_NONE, "", "ask your partner to bid for you",
                      "Only in the four-card round, instead of bidding or passing (also ~ask). "
-                     "Afterwards neither of you may bid less than 200."},
+                     "Afterwards neither of you may bid less than 200. Not with six players."},
     [CMD_REDEAL] = {"redeal", NULL, CMD_ARGS_NONE, "", "ask for a new deal (first four cards under 15 points)",
                     "Only the first to speak, before bidding or passing, and only when those four "
                     "cards are worth less than 15 points."},
@@ -129,6 +131,8 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                     "privately. Without on or off it tells you which you have; it is kept for every table."},
     [CMD_SET] = {"set", NULL, CMD_ARGS_SET, " OPTION VALUE", "change a table option",
                  "The options and their values are listed by ~rules. Examples: ~set caps strict (304), "
+                 "~set players 6 (304 for six; ~set players 4 again while seats 5 and 6 are empty), "
+                 "~set level expert (304: how well the computer players play), "
                  "~set cap 300 or ~set small true (ContractGrid)."},
     [CMD_HELP] = {"help", NULL, CMD_ARGS_TOPIC, " [COMMAND]", "this list, or more about one command",
                   "Example: ~help bid. In a private message to the bot the ~ may be left out."},
@@ -165,6 +169,7 @@ static const struct {
 } cmd_admin_words[] = {{"list", 0}, {"close", 1}, {"leave", 1}, {"ignore", 1}, {"unignore", 1}};
 
 static const char *const cmd_seat_names[4] = {"South", "East", "North", "West"};
+static const char *const cmd_seat_numbers[6] = {"seat 1", "seat 2", "seat 3", "seat 4", "seat 5", "seat 6"};
 
 /* ---- text helpers ---- */
 
@@ -326,9 +331,11 @@ __attribute__((format(printf, 2, 3))) static void cmd_bad(cmd *out, const char *
     va_start(ap, fmt);
     if (vsnprintf(err, sizeof err, fmt, ap) < 0) err[0] = 0;
     va_end(ap);
+    uint8_t pack = out->pack;
     memcpy(word, out->word, sizeof word);
     cmd_reset(out);
     memcpy(out->word, word, sizeof word);
+    out->pack = pack;
     out->kind = CMD_BAD;
     /* The pieces are text; only a cut-off tail can leave half a character: drop it. */
     size_t n = strlen(err), i = 0, k;
@@ -350,21 +357,35 @@ static void cmd_read_none(cmd *out, size_t n, const char *prefix)
     if (n) cmd_bad(out, "%s takes no argument: just %s%s", out->word, prefix, out->word);
 }
 
+/* "304", "grid", and for 304 the players: "304 6" (R-SIX-…) or "304 4". */
 static void cmd_read_game(cmd *out, const char *s, size_t n, const char *prefix)
 {
-    if (n == 0 || cmd_equals(s, n, "304")) {
+    const char *game = s;
+    size_t gn = 0;
+    cmd_next_word(&s, &n, &game, &gn);
+    long players = n ? cmd_number(s, n, 1) : 0;
+    if ((gn == 0 || cmd_equals(game, gn, "304")) && players >= 0) {
         strcpy(out->arg, "304");
-    } else if (cmd_equals(s, n, "grid") || cmd_equals(s, n, "contractgrid")) {
+    } else if ((cmd_equals(game, gn, "grid") || cmd_equals(game, gn, "contractgrid")) && players >= 0) {
         strcpy(out->arg, "grid");
     } else {
         cmd_bad(out, "the games are 304 and grid (ContractGrid): %snew 304 or %snew grid", prefix, prefix);
+        return;
     }
+    if (n == 0) return;
+    if (strcmp(out->arg, "grid") == 0)
+        cmd_bad(out, "ContractGrid is for three players: %snew grid", prefix);
+    else if (players != 4 && players != 6)
+        cmd_bad(out, "304 is for four or six players: %snew 304, or %snew 304 6 for two teams of three", prefix,
+                prefix);
+    else
+        out->amount = (uint16_t)players;
 }
 
 static int cmd_seat_word(const char *s, size_t n)
 {
     static const char *const words[4] = {"south", "east", "north", "west"};
-    if (n == 1 && s[0] >= '1' && s[0] <= '4') return s[0] - '1';
+    if (n == 1 && s[0] >= '1' && s[0] <= '6') return s[0] - '1';
     for (int i = 0; i < 4; i++)
         if (cmd_equals(s, n, words[i]) || (n == 1 && cmd_lower(s[0]) == words[i][0])) return i;
     return -1;
@@ -376,7 +397,8 @@ static void cmd_read_seat(cmd *out, const char *s, size_t n, const char *prefix)
     if (n == 0) return;
     int seat = cmd_seat_word(s, n);
     if (seat < 0)
-        cmd_bad(out, "seats are 1-4 or south, east, north, west (like %s%s north)", prefix, out->word);
+        cmd_bad(out, "seats are 1-4 or south, east, north, west (like %s%s north), and 1-6 at a six-player table",
+                prefix, out->word);
     else
         out->seat = seat;
 }
@@ -384,8 +406,8 @@ static void cmd_read_seat(cmd *out, const char *s, size_t n, const char *prefix)
 static void cmd_read_cut(cmd *out, const char *s, size_t n, const char *prefix)
 {
     long v = cmd_number(s, n, 2);
-    if (v < 0 || v > 31)
-        cmd_bad(out, "the cut is a number from 0 to 31 (0 = no cut), like %scut 12", prefix);
+    if (v < 0 || v > out->pack - 1)
+        cmd_bad(out, "the cut is a number from 0 to %d (0 = no cut), like %scut 12", out->pack - 1, prefix);
     else
         out->amount = (uint16_t)v;
 }
@@ -438,7 +460,7 @@ static void cmd_read_card(cmd *out, const char *s, size_t n, const char *prefix)
         out->card = 0;
         return;
     }
-    if (card_parse(s, n, &out->card, err, sizeof err) < 0) cmd_bad(out, "%s", err);
+    if (card_parse_pack(s, n, out->pack, &out->card, err, sizeof err) < 0) cmd_bad(out, "%s", err);
 }
 
 /* Bytes of the next `words` words at s that are not split by a comma; 0 if there are fewer. */
@@ -463,10 +485,10 @@ static size_t cmd_caps_card(cmd *out, const char *s, size_t n, card_t *c)
     for (int w = 1; w <= CMD_CARD_WORDS; w++) {
         size_t span = cmd_caps_span(s, n, w);
         if (span == 0) break;
-        if (card_parse(s, span, c, NULL, 0) == 0) return span;
+        if (card_parse_pack(s, span, out->pack, c, NULL, 0) == 0) return span;
     }
     char err[CMD_ERR_MAX];
-    card_parse(s, cmd_caps_span(s, n, 1), c, err, sizeof err);
+    card_parse_pack(s, cmd_caps_span(s, n, 1), out->pack, c, err, sizeof err);
     cmd_bad(out, "%s", err);
     return 0;
 }
@@ -634,7 +656,7 @@ static int cmd_try_card(cmd *out, const char *s, size_t n, int bare)
         out->bare = (uint8_t)bare;
         return 1;
     }
-    if (card_parse(s, n, &c, NULL, 0) < 0) return 0;
+    if (card_parse_pack(s, n, out->pack, &c, NULL, 0) < 0) return 0;
     out->kind = CMD_PLAY;
     out->card = c;
     out->bare = (uint8_t)bare;
@@ -668,7 +690,13 @@ static void cmd_parse_chat(const char *text, size_t len, cmd *out)
 
 void cmd_parse(const char *text, size_t len, const char *prefix, int prefix_optional, cmd *out)
 {
+    cmd_parse_pack(text, len, prefix, prefix_optional, CARD_COUNT, out);
+}
+
+void cmd_parse_pack(const char *text, size_t len, const char *prefix, int prefix_optional, int pack, cmd *out)
+{
     cmd_reset(out);
+    out->pack = (uint8_t)(pack == CARD_IDS ? CARD_IDS : CARD_COUNT);
     if (!text) text = "", len = 0;
     if (!prefix || !*prefix) prefix = "!";
     size_t at = 0;
@@ -707,7 +735,11 @@ int cmd_is_move(cmd_kind kind)
     return (kind >= CMD_CUT && kind <= CMD_SPOILT) || kind == CMD_EXCLUDE || kind == CMD_MARK;
 }
 
-const char *cmd_seat_name(int seat) { return seat >= 0 && seat < 4 ? cmd_seat_names[seat] : "?"; }
+const char *cmd_seat_name(int seat, int seats)
+{
+    if (seats == 6) return seat >= 0 && seat < 6 ? cmd_seat_numbers[seat] : "?";
+    return seat >= 0 && seat < 4 ? cmd_seat_names[seat] : "?";
+}
 
 /* A bounded writer: what does not fit is dropped, never half a character. */
 typedef struct {

@@ -22,14 +22,15 @@
 typedef enum {
     CMD_NONE = 0,  /* not addressed to the bot (no prefix and not a bare card): ignore quietly */
     CMD_BAD,       /* addressed to the bot but unusable: err says why and what is allowed */
-    CMD_NEW,       /* game: "304" or "grid" */
-    CMD_JOIN,      /* seat: 0..3, or -1 for any free seat */
+    CMD_NEW,       /* arg: the game, "304" or "grid"; amount: the players asked for (304: 4 or
+                      6), 0 when not said */
+    CMD_JOIN,      /* seat: 0..5, or -1 for any free seat */
     CMD_LEAVE,
-    CMD_BOT,       /* seat: 0..3, or -1 for the first free seat */
+    CMD_BOT,       /* seat: 0..5, or -1 for the first free seat */
     CMD_START,
     CMD_ABORT,
     CMD_BACK,      /* take one's seat back from the computer player */
-    CMD_CUT,       /* amount: cut point 0..31 */
+    CMD_CUT,       /* amount: cut point 0..31 (0..35 in the 36-card pack) */
     CMD_BID,       /* amount: full points (160..300) or G304_PCC */
     CMD_PASS,
     CMD_PARTNER,
@@ -60,8 +61,10 @@ typedef struct {
     cmd_kind kind;
     int seat;                  /* JOIN, BOT */
     int suit;                  /* EXCLUDE */
-    uint16_t amount;           /* BID, CUT */
+    uint16_t amount;           /* BID, CUT; NEW: players */
     card_t card;               /* TRUMP, PLAY */
+    uint8_t pack;              /* the pack cards are read from: CARD_COUNT, or CARD_IDS (with the
+                                  sixes, at a six-player 304 table) */
     uint8_t bare;              /* PLAY without prefix */
     uint8_t joker;             /* PLAY: the card named is the joker of ContractGrid ("JK", "joker",
                                   U+1F0CF); card is then 0 and means nothing (304 has no joker) */
@@ -77,9 +80,15 @@ typedef struct {
  * prefix_optional: the message was sent privately to the bot, so "bid 160" works as well as
  * "!bid 160". A message that is only a card ("JH", "j♥", "10 of hearts") without prefix is
  * CMD_PLAY with bare = 1 (the table decides whether to take it or stay quiet); the joker
- * ("JK", "joker", U+1F0CF) is such a card too, with joker = 1. Seats are
- * given as 1..4 or south/east/north/west (s/e/n/w), and come out as 0..3. */
+ * ("JK", "joker", U+1F0CF) is such a card too, with joker = 1. Seats are given as 1..6 or
+ * south/east/north/west (s/e/n/w), and come out as 0..5 (whether the table has that seat is
+ * the table's business). Cards are those of the 32-card pack. */
 void cmd_parse(const char *text, size_t len, const char *prefix, int prefix_optional, cmd *out);
+
+/* The same for the pack of the table the message goes to (card_parse_pack): CARD_COUNT, or
+ * CARD_IDS at a six-player 304 table, where the sixes are cards ("6S", "six of spades") and
+ * the cut goes to 35. With CARD_COUNT it is cmd_parse(). */
+void cmd_parse_pack(const char *text, size_t len, const char *prefix, int prefix_optional, int pack, cmd *out);
 
 /* The command word for a kind ("bid"), as used in help. */
 const char *cmd_name(cmd_kind kind);
@@ -98,7 +107,8 @@ const char *cmd_help(const char *topic, const char *prefix, char *buf, size_t le
  * list went privately. Written into buf, which is returned. */
 const char *cmd_help_line(const char *prefix, char *buf, size_t len);
 
-/* Seat names in playing order (R-SEATS): South, East, North, West. */
-const char *cmd_seat_name(int seat);
+/* Seat names in playing order: South, East, North, West for four (R-SEATS); "seat 1" to
+ * "seat 6" for six (R-SIX-SEATS: there are no compass points for six). seats: 4 or 6. */
+const char *cmd_seat_name(int seat, int seats);
 
 #endif

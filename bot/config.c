@@ -74,6 +74,7 @@ static const char *const cfg_log_levels[] = {"error", "warn", "info", "debug", N
 static const char *const cfg_bools[] = {"true", "false", NULL};
 static const char *const cfg_irc_logins[] = {"auto", "sasl", "nickserv", "none", NULL};
 static const char *const cfg_irc_replies[] = {"notice", "privmsg", NULL};
+static const char *const cfg_levels[] = {"easy", "normal", "expert", NULL};
 
 static const cfg_key cfg_keys[] = {
     CFG_TEXT(CFG_SEC_BOT, "prefix", prefix, 1, 8, CFG_CHARS_NO_BLANKS, "1 to 8 characters without blanks"),
@@ -89,6 +90,7 @@ static const cfg_key cfg_keys[] = {
     CFG_INT(CFG_SEC_BOT, "rate_seconds", rate_seconds, 1, 86400, "a number of seconds from 1 to 86400"),
     CFG_INT(CFG_SEC_BOT, "rate_pause", rate_pause, 1, 86400, "a number of seconds from 1 to 86400"),
     CFG_INT(CFG_SEC_BOT, "tables_per_user", tables_per_user, 0, 1000, "a whole number from 0 to 1000 (0: no cap)"),
+    CFG_WORD(CFG_SEC_BOT, "level", level, cfg_levels, "one of easy, normal, expert"),
     CFG_INT(CFG_SEC_TIMERS, "remind_after", remind_after, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "idle_takeover", idle_takeover, 0, 2592000, CFG_SECONDS),
     CFG_INT(CFG_SEC_TIMERS, "leave_grace", leave_grace, 0, 2592000, CFG_SECONDS),
@@ -172,6 +174,7 @@ void cfg_defaults(cfg *c)
     c->rate_seconds = 60;
     c->rate_pause = 120;
     c->tables_per_user = 3;
+    strcpy(c->level, "easy");
     c->remind_after = 120;
     c->idle_takeover = 600;
     c->leave_grace = 120;

@@ -29,6 +29,8 @@ typedef struct {
     int rate_seconds;         /* default 60 */
     int rate_pause;           /* seconds a person over the limit is ignored, default 120 */
     int tables_per_user;      /* open tables one person may have opened at once; 0: no cap; default 3 */
+    char level[8];            /* how well new 304 tables' computer players play: "easy" (default),
+                                 "normal", "expert" (aiplay.h's levels; the table option level) */
     /* [timers] — seconds; 0 turns that timer off */
     int remind_after;         /* remind the player to act, default 120 */
     int idle_takeover;        /* a computer player takes the seat, default 600 */

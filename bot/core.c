@@ -806,7 +806,13 @@ static int do_new(core *c, const asker *q, const cmd *m)
     table_set_game(&s->t, m->arg, c->o.config);
     s->t.touched = now_ms(c);
     const char *p = c->o.config->prefix;
-    char line[768];
+    char line[768], err[256];
+    table_out o = {0};
+    int six = m->amount == 6; /* !new 304 6: the table's first entry sets the players */
+    if (six && table_exec(&s->t, env_for(c, q->net), "set players 6", &o, err, sizeof err) != 0) {
+        table_out_clear(&o);
+        return answer(q, "%s", err);
+    }
     if (grid)
         snprintf(line, sizeof line, "Table %" PRId64 " is open for ContractGrid, three players. %sjoin [1-3] to sit "
                  "down, %sbot [1-3] to add a computer player, %sgrid CONTRACTS...|random to arrange your grid, %sset "
@@ -814,9 +820,13 @@ static int do_new(core *c, const asker *q, const cmd *m)
                  id, p, p, p, p, p, p);
     else
         snprintf(line, sizeof line, "Table %" PRId64 " is open for 304. %sjoin [seat] to sit down, %sbot [seat] to "
-                 "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when four are seated.",
-                 id, p, p, p, p, p);
-    return say(c, q->net, q->room, "", NULL, 0, line);
+                 "add a computer player, %sset OPTION VALUE to change the rules (%srules), %sstart when %s are seated.",
+                 id, p, p, p, p, p, six ? "six" : "four");
+    if (say(c, q->net, q->room, "", NULL, 0, line) != 0) {
+        table_out_clear(&o);
+        return -1;
+    }
+    return write_and_clear(c, s, &o);
 }
 
 /* help: about one command, where asked; the list, privately (for reading only: an IRC NOTICE),
@@ -838,10 +848,11 @@ static int do_help(core *c, const asker *q, const cmd *m)
  * then how to check a deal. */
 static int do_rules(core *c, const asker *q, slot *s)
 {
-    char text[RENDER_MAX];
+    char text[RENDER_MAX], level[32];
     const char *p = c->o.config->prefix, *url = c->o.config->rules_url;
+    snprintf(level, sizeof level, "level=%s", c->o.config->level);
     size_t n = s ? table_rules_text(&s->t, p, url, text, sizeof text)
-                 : render_rules(&c->o.config->rules, p, url, text, sizeof text);
+                 : render_rules(&c->o.config->rules, level, p, url, text, sizeof text);
     snprintf(text + n, sizeof text - n, ". Fair dealing: each hand's seed is committed when it is dealt and shown "
              "when it ends; cardroom verify SEED COMMITMENT checks it.");
     return tell(q, text);
@@ -979,6 +990,12 @@ static int charge(core *c, const asker *q)
                      "next %s.", span) == 0 ? 1 : -1;
 }
 
+/* Message e's command, its cards read from the pack of s, the table it goes to (or none). */
+static void parse_for(core *c, const slot *s, const adapter_event *e, int is_private, cmd *m)
+{
+    cmd_parse_pack(e->text, strlen(e->text), c->o.config->prefix, is_private, s ? table_card_pack(&s->t) : CARD_COUNT, m);
+}
+
 /* Returns 1 when the message is dropped, 0 when it goes on, -1 when the store failed. Moves are
  * counted later, and only when their table refuses them (handle_message). */
 static int screen(core *c, const char *net, const adapter_event *e)
@@ -986,7 +1003,7 @@ static int screen(core *c, const char *net, const adapter_event *e)
     if (is_ignored(c, net, e->sender)) return 1;
     cmd m;
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
-    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
+    parse_for(c, slot_for_event(c, net, e), e, q.is_private, &m);
     if (m.kind == CMD_NONE || cmd_is_move(m.kind)) return 0; /* talk; a move, paced by its game */
     return charge(c, &q);
 }
@@ -1156,9 +1173,9 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
 {
     cmd m;
     asker q = {c, net, e->room, e->sender, e->is_private || !e->room};
-    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, q.is_private, &m);
-    if (m.kind == CMD_NONE) return 0;
     slot *s = slot_for_event(c, net, e);
+    parse_for(c, s, e, q.is_private, &m);
+    if (m.kind == CMD_NONE) return 0;
     switch (m.kind) {
     case CMD_BAD: return answer(&q, "%s", m.err);
     case CMD_NEW: return do_new(c, &q, &m);
@@ -1202,14 +1219,24 @@ static int handle_leave(core *c, const char *net, const adapter_event *e)
 }
 
 /* Somebody joined a room or spoke (in a room, or privately: then at all his tables): he has not
- * left, whatever left event came before. */
+ * left, whatever left event came before — at table t, if the event concerns it. */
+static void seen_at(table *t, const char *net, const adapter_event *e)
+{
+    if ((e->kind == ADAPTER_MESSAGE || e->kind == ADAPTER_JOIN) && strcmp(t->net, net) == 0 &&
+        (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
+        table_player_seen(t, e->sender, e->origin);
+}
+
+static slot *holder(core *c, const char *net, const adapter_event *e, const slot *except);
+
+/* The event at every table it concerns, except the waiting one that will hold it: there it
+ * counts in its turn, after the events held before it (a leave among them), when the table
+ * does it (attempt()). */
 static void handle_seen(core *c, const char *net, const adapter_event *e)
 {
-    for (int i = 0; i < c->nslots; i++) {
-        table *t = &c->slots[i]->t;
-        if (strcmp(t->net, net) == 0 && (e->is_private || !e->room || strcmp(t->room, e->room) == 0))
-            table_player_seen(t, e->sender, e->origin);
-    }
+    const slot *h = holder(c, net, e, NULL);
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i] != h) seen_at(&c->slots[i]->t, net, e);
 }
 
 /* A player seen changing his nick (one event per room the bot shares with him): his seats on
@@ -1341,6 +1368,7 @@ static int attempt(core *c, slot *s, const char *net, const task *w)
     c->unit = s;
     c->asked = 0;
     c->missed = 0;
+    if (w->kind == TASK_EVENT) seen_at(&s->t, net, &w->ev);
     int rc = w->kind == TASK_EVENT ? handle_event(c, s, net, &w->ev)
              : w->kind == TASK_SETTLE ? settle(c, s)
                                       : computer_move(c, s, w->job);

@@ -16,6 +16,8 @@
  *   seat_entries          the game's journal words followed by a seat ("move", "grid")
  *   init                  a new table's state, its options from the configuration
  *   seats, seat_name      how many seats the table has now (from its options), and their names
+ *   card_pack             the pack a player's cards are read from (cmd_parse_pack): CARD_COUNT,
+ *                         or CARD_IDS with the sixes of 304 for six (NULL: CARD_COUNT)
  *   option                a `set NAME VALUE`: the value as the journal writes it, or a refusal
  *   rules_text            the options in force and where the rules are in full, for !rules
  *   entry                 applies one journal entry of the game's own (set, start, deal, move,
@@ -112,6 +114,7 @@ struct table_game {
     void (*init)(void *gs, const cfg *config);
     int (*seats)(const void *gs);
     const char *(*seat_name)(const void *gs, int seat); /* "?" for no seat */
+    int (*card_pack)(const void *gs);
     /* Returns 0 with the value in canon, or -1 with a sentence for the player in msg. */
     int (*option)(const void *gs, const char *name, const char *value, char *canon, size_t canon_len, char *msg,
                   size_t msg_len);

@@ -9,7 +9,12 @@
  * privately; the indicator, and a play that would go face down, are refused in the room, and
  * the player is told privately on his turn that such a move must be sent privately. The room
  * hears each move as one line that ends with whose turn it is (say_events); turn_said keeps
- * the prompt from saying that turn again. */
+ * the prompt from saying that turn again.
+ *
+ * Four or six players (R-SIX-…): the option `players` (journaled as "set players 6", by
+ * `!new 304 6` or `!set players 6` before the start) decides the seats, their names (South…,
+ * or "seat 1"… for six), the pack cards are read from and the deals; everything else asks the
+ * engine for its numbers (g304_seats(), g304_deck_size()). */
 #include "game304.h"
 
 #include <inttypes.h>
@@ -17,7 +22,7 @@
 #include <string.h>
 
 #include "ai304.h"
-#include "deal.h"
+#include "aiplay.h"
 #include "judge.h"
 #include "render.h"
 #include "seed.h"
@@ -29,7 +34,8 @@ _Static_assert(RENDER_MAX <= TABLE_TEXT_MAX, "304's texts must fit a table's lin
 #define DASH " \xE2\x80\x94 " /* " — " between the pieces of a line */
 
 typedef struct {
-    ai304_input in;
+    int level;          /* the table's level, easy where the searching players do not play */
+    aiworld_input in;   /* at easy only in.base is filled */
     g304_action action;
 } question304;
 
@@ -50,13 +56,22 @@ _Static_assert(sizeof(judging) <= TABLE_QUESTION_MAX, "a judged move must fit th
 /* ---- names ---- */
 
 typedef struct {
-    char buf[G304_SEATS][NAME_MAX_LEN];
-    const char *names[G304_SEATS];
+    char buf[G304_MAX_SEATS][NAME_MAX_LEN];
+    const char *names[G304_MAX_SEATS];
 } seat_names;
 
-static void names_of(const game_host *h, seat_names *n)
+static int nseats(const game304_state *g) { return g304_seats(&g->rules); }
+
+/* The first hand's dealer comes from its seed: its last byte, taken modulo the seats. */
+static int first_dealer(const game304_state *g, const uint8_t seed[STORE_SEED_BYTES])
 {
-    for (int s = 0; s < G304_SEATS; s++) n->names[s] = h->seat_label(h, s, n->buf[s], sizeof n->buf[s]);
+    return seed[SEED_BYTES - 1] % nseats(g);
+}
+
+static void names_of(const game304_state *g, const game_host *h, seat_names *n)
+{
+    memset(n->names, 0, sizeof n->names);
+    for (int s = 0; s < nseats(g); s++) n->names[s] = h->seat_label(h, s, n->buf[s], sizeof n->buf[s]);
 }
 
 /* ---- moves as journal text ---- */
@@ -82,9 +97,10 @@ static size_t action_text(const g304_action *a, char *buf, size_t len)
     }
 }
 
-/* Reads it back. Returns 0, or -1. */
-static int action_parse(const char *text, g304_action *a)
+/* Reads it back, with the cards of the table's pack. Returns 0, or -1. */
+static int action_parse(const g304_rules *r, const char *text, g304_action *a)
 {
+    int pack = g304_deck_size(r);
     char word[16];
     int off = 0;
     memset(a, 0, sizeof *a);
@@ -104,15 +120,15 @@ static int action_parse(const char *text, g304_action *a)
         if (sscanf(rest, " %u", &v) != 1 || v > G304_MAX_BID) return -1;
         return a->amount = (uint16_t)v, 0;
     case G304_DO_CUT:
-        if (sscanf(rest, " %u", &v) != 1 || v >= CARD_COUNT) return -1;
+        if (sscanf(rest, " %u", &v) != 1 || v >= (unsigned)pack) return -1;
         return a->amount = (uint16_t)v, 0;
     case G304_DO_TRUMP:
     case G304_DO_PLAY:
-        if (sscanf(rest, " %7s", c) != 1 || card_parse(c, strlen(c), &a->card, NULL, 0) != 0) return -1;
+        if (sscanf(rest, " %7s", c) != 1 || card_parse_pack(c, strlen(c), pack, &a->card, NULL, 0) != 0) return -1;
         return 0;
     case G304_DO_CAPS:
         while (sscanf(rest, " %7s%n", c, &off) == 1) {
-            if (a->n >= G304_TRICKS || card_parse(c, strlen(c), &a->order[a->n], NULL, 0) != 0) return -1;
+            if (a->n >= G304_TRICKS || card_parse_pack(c, strlen(c), pack, &a->order[a->n], NULL, 0) != 0) return -1;
             a->n++;
             rest += off;
         }
@@ -127,20 +143,34 @@ static void init(void *gs, const cfg *config)
 {
     game304_state *g = gs;
     g->rules = config->rules;
+    int level = aiplay_level_parse(config->level);
+    g->level = (uint8_t)(level < 0 ? AIPLAY_EASY : level);
     g->st.phase = G304_PHASE_DONE;
     g->st.to_act = G304_NO_SEAT;
 }
 
-static int seats(const void *gs)
+static int seats(const void *gs) { return nseats(gs); }
+
+static const char *seat_name(const void *gs, int seat) { return cmd_seat_name(seat, nseats(gs)); }
+
+static int card_pack(const void *gs) { return g304_deck_size(&((const game304_state *)gs)->rules); }
+
+/* The option `players` (apart from the rules' options: it sets the seats): "4" or "6". */
+static int set_players(g304_rules *r, const char *value, g304_error *e)
 {
-    (void)gs;
-    return G304_SEATS;
+    int players = strcmp(value, "4") == 0 ? 4 : strcmp(value, "6") == 0 ? 6 : 0;
+    if (players) return g304_rules_set_players(r, players, e);
+    e->code = G304_E_PHASE;
+    snprintf(e->msg, sizeof e->msg, "option players is 4 or 6, not %.40s", value);
+    return -1;
 }
 
-static const char *seat_name(const void *gs, int seat)
+/* Option level, the table's own beside the rules: the level, or -1 with the refusal in msg. */
+static int level_option(const char *value, char *msg, size_t msg_len)
 {
-    (void)gs;
-    return cmd_seat_name(seat);
+    int level = aiplay_level_parse(value);
+    if (level < 0) snprintf(msg, msg_len, "option level is one of easy, normal, expert, not '%.40s'", value);
+    return level;
 }
 
 static int option(const void *gs, const char *name, const char *value, char *canon, size_t canon_len, char *msg,
@@ -148,6 +178,20 @@ static int option(const void *gs, const char *name, const char *value, char *can
 {
     g304_rules r = ((const game304_state *)gs)->rules;
     g304_error e;
+    if (strcmp(name, "players") == 0) {
+        if (set_players(&r, value, &e) != 0) {
+            snprintf(msg, msg_len, "%s", e.msg);
+            return -1;
+        }
+        snprintf(canon, canon_len, "%d", g304_seats(&r));
+        return 0;
+    }
+    if (strcmp(name, "level") == 0) {
+        int level = level_option(value, msg, msg_len);
+        if (level < 0) return -1;
+        snprintf(canon, canon_len, "%s", aiplay_level_name(level));
+        return 0;
+    }
     if (g304_rules_set(&r, name, value, &e) != 0) {
         snprintf(msg, msg_len, "%s", e.msg);
         return -1;
@@ -158,7 +202,10 @@ static int option(const void *gs, const char *name, const char *value, char *can
 
 static size_t rules_text(const void *gs, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
-    return render_rules(&((const game304_state *)gs)->rules, prefix, rules_url, buf, len);
+    const game304_state *g = gs;
+    char level[32];
+    snprintf(level, sizeof level, "level=%s", aiplay_level_name(g->level));
+    return render_rules(&g->rules, level, prefix, rules_url, buf, len);
 }
 
 /* ---- entries ---- */
@@ -172,16 +219,16 @@ static int say_events(const game304_state *g, const game_host *h, const char *he
     seat_names n;
     char text[RENDER_MAX * 2], turn[RENDER_MAX];
     if (!h->talk) return 0;
-    names_of(h, &n);
+    names_of(g, h, &n);
     render_move(&g->st, ev, n.names, text, sizeof text);
-    int turned = g->st.phase != G304_PHASE_DONE && g->st.to_act < G304_SEATS &&
+    int turned = g->st.phase != G304_PHASE_DONE && g->st.to_act != G304_NO_SEAT &&
                  render_turn(&g->st, n.names, turn, sizeof turn) > 0;
     const char *pieces[] = {head, text, turned ? turn : NULL};
     h->say_line(h, turned ? g->st.to_act : -1, pieces, 3);
     for (int i = 0; i < ev->n; i++) {
         const g304_event *e = &ev->ev[i];
         if (e->vis == G304_VIS_ALL) continue;
-        for (int k = 0; k < G304_SEATS; k++) {
+        for (int k = 0; k < nseats(g); k++) {
             const char *user = h->t->seat[k].user;
             if (!user[0] || !g304_event_visible(e, k)) continue;
             if (render_event(&g->st, e, k, n.names, text, sizeof text)) h->tell(h, user, text);
@@ -197,9 +244,9 @@ static void hand_over(game304_state *g, const game_host *h)
     char hex[SEED_HEX], chex[SEED_HEX];
     uint8_t commit[SEED_BYTES];
     seed_commitment(g->seed, commit);
-    h->say(h, NULL, "Seed of hand %d" DASH "check the deal: cardroom verify %s %s %d", g->hand_no,
-           seed_hex(g->seed, hex), seed_hex(commit, chex), g->dealer);
-    for (int s = 0; s < G304_SEATS && h->talk; s++) {
+    h->say(h, NULL, "Seed of hand %d" DASH "check the deal: cardroom verify %s %s %d%s", g->hand_no,
+           seed_hex(g->seed, hex), seed_hex(commit, chex), g->dealer, nseats(g) == 6 ? " --players 6" : "");
+    for (int s = 0; s < nseats(g) && h->talk; s++) {
         const table_seat *p = &h->t->seat[s];
         if (!p->user[0]) continue;
         store_standing d;
@@ -239,8 +286,9 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
     g304_action a;
     g304_events ev;
     g304_error e;
+    g304_state before = g->st;
     ev.n = 0;
-    if (!h->t->started || g->hand_no == 0 || action_parse(text, &a) != 0) {
+    if (!h->t->started || g->hand_no == 0 || action_parse(&g->rules, text, &a) != 0) {
         snprintf(err, errlen, "move \"%s\" does not apply here", text);
         return -1;
     }
@@ -266,6 +314,7 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
         snprintf(err, errlen, "move \"%s\" by seat %d refused: %s", text, seat, e.msg);
         return -1;
     }
+    aiworld_history_note(&g->bidding, &before, seat, &a);
     if (say_events(g, h, NULL, &ev)) g->turn_said = h->t->seq + 1; /* the entry about to be counted */
     if (g->st.phase == G304_PHASE_DONE) hand_over(g, h);
     return 0;
@@ -276,12 +325,12 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
 static int entry_deal(game304_state *g, const game_host *h, const char *args, int rebuilding, char *err,
                       size_t errlen)
 {
-    card_t deck[CARD_COUNT];
+    card_t deck[CARD_IDS];
     g304_events ev;
     char hex[SEED_HEX], label[NAME_MAX_LEN], head[NAME_MAX_LEN + 2 * SEED_HEX];
     uint8_t commit[SEED_BYTES];
     int dealer, t0, t1;
-    if (sscanf(args, "%d %d %d", &dealer, &t0, &t1) != 3 || dealer < 0 || dealer >= G304_SEATS) {
+    if (sscanf(args, "%d %d %d", &dealer, &t0, &t1) != 3 || dealer < 0 || dealer >= nseats(g)) {
         snprintf(err, errlen, "deal \"%.40s\" names no dealer and tokens", args);
         return -1;
     }
@@ -293,7 +342,7 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
         snprintf(err, errlen, "no seed for hand %d", g->hand_no + 1);
         return -1;
     }
-    if (g->hand_no == 0) g->dealer = g->seed[SEED_BYTES - 1] & 3; /* the first dealer is dealt too */
+    if (g->hand_no == 0) g->dealer = first_dealer(g, g->seed); /* the first dealer is dealt too */
     if (rebuilding) g->dealer = (uint8_t)dealer, g->tokens[0] = (int16_t)t0, g->tokens[1] = (int16_t)t1;
     if (g->dealer != dealer || g->tokens[0] != t0 || g->tokens[1] != t1) {
         snprintf(err, errlen, "deal %d %d %d does not follow from the hands before (%d %d %d)", dealer, t0, t1,
@@ -301,7 +350,8 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
         return -1;
     }
     g->hand_no++;
-    deal_shuffle(g->seed, deck, CARD_COUNT);
+    g->bidding.n = 0;
+    g304_shuffle(g->seed, &g->rules, deck);
     ev.n = 0;
     g304_start(&g->st, &g->rules, g->dealer, g->tokens, deck, &ev);
     judge_update(h->judge, &g->st);
@@ -314,27 +364,46 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
 
 static int entry_set(game304_state *g, const game_host *h, const char *rest, char *err, size_t errlen)
 {
-    char name[64], value[64];
+    char name[64], value[64], msg[G304_MSG_MAX];
     g304_error e;
-    if (sscanf(rest, "%63s %63s", name, value) != 2 || g304_rules_set(&g->rules, name, value, &e) != 0) {
+    int ok = sscanf(rest, "%63s %63s", name, value) == 2, players = ok && strcmp(name, "players") == 0;
+    if (ok && strcmp(name, "level") == 0) {
+        int level = level_option(value, msg, sizeof msg);
+        if ((ok = level >= 0)) g->level = (uint8_t)level;
+    } else if (ok) {
+        ok = (players ? set_players(&g->rules, value, &e) : g304_rules_set(&g->rules, name, value, &e)) == 0;
+    }
+    if (!ok) {
         snprintf(err, errlen, "entry \"set %.56s\" sets no option", rest);
         return -1;
     }
-    h->say(h, NULL, "Option %s is now %s.", name, value);
+    if (players && h->talk) {
+        char teams[RENDER_MAX];
+        render_teams(&g->rules, NULL, teams, sizeof teams);
+        h->say(h, NULL, "This table has %s seats now: %s.", nseats(g) == 6 ? "six" : "four", teams);
+    } else if (!players) {
+        h->say(h, NULL, "Option %s is now %s.", name, value);
+    }
     return 0;
 }
 
 static int entry_start(game304_state *g, const game_host *h, char *err, size_t errlen)
 {
-    for (int s = 0; s < G304_SEATS; s++)
+    char teams[RENDER_MAX] = "";
+    for (int s = 0; s < nseats(g); s++)
         if (!table_seat_taken(&h->t->seat[s])) {
             snprintf(err, errlen, "start with seat %d empty", s);
             return -1;
         }
     h->begin(h);
     g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
-    h->say(h, NULL, "The match begins: each team has %d token%s, and a team that has none left loses.",
-           g->rules.start_tokens, g->rules.start_tokens == 1 ? "" : "s");
+    if (nseats(g) == 6 && h->talk) { /* no compass points: the room hears who plays with whom */
+        seat_names n;
+        names_of(g, h, &n);
+        render_teams(&g->rules, n.names, teams, sizeof teams);
+    }
+    h->say(h, NULL, "The match begins: %s%seach team has %d token%s, and a team that has none left loses.", teams,
+           teams[0] ? "; " : "", g->rules.start_tokens, g->rules.start_tokens == 1 ? "" : "s");
     return 0;
 }
 
@@ -528,14 +597,14 @@ static int follow_up(const void *gs, const game_host *h)
             int dealer = g->dealer;
             if (g->hand_no == 0) { /* the first dealer comes from the first seed */
                 if (h->seed(h, 1, seed) != 0) break;
-                dealer = seed[SEED_BYTES - 1] & 3;
+                dealer = first_dealer(g, seed);
             }
             if (!h->exec(h, "deal %d %d %d", dealer, g->tokens[0], g->tokens[1])) break;
             added++;
             continue;
         }
         int called = 0;
-        for (int s = 0; s < G304_SEATS && !called; s++) {
+        for (int s = 0; s < nseats(g) && !called; s++) {
             card_t order[G304_TRICKS];
             int n;
             if (!table_seat_computer(&h->t->seat[s]) || g->st.phase != G304_PHASE_PLAY ||
@@ -583,11 +652,16 @@ static size_t view(const void *gs, const game_host *h, game_view what, int seat,
         size_t used = (size_t)snprintf(buf, len, "Your hand: ");
         return used + render_hand(&g->st, seat, buf + used, len - used);
     }
-    names_of(h, &n);
+    names_of(g, h, &n);
     if (!h->t->started || g->hand_no == 0) {
         size_t used = (size_t)snprintf(buf, len, "Table %" PRId64 " (not started):", h->t->id);
-        for (int s = 0; s < G304_SEATS && used < len; s++)
-            used += (size_t)snprintf(buf + used, len - used, " %s%s", n.names[s], s < G304_SEATS - 1 ? "," : ".");
+        for (int s = 0; s < nseats(g) && used < len; s++)
+            used += (size_t)snprintf(buf + used, len - used, " %s%s", n.names[s], s < nseats(g) - 1 ? "," : ".");
+        if (nseats(g) == 6 && used < len) { /* six seats have no compass points to tell the teams by */
+            used += (size_t)snprintf(buf + used, len - used, " Teams: ");
+            if (used < len) used += render_teams(&g->rules, NULL, buf + used, len - used);
+            if (used < len) used += (size_t)snprintf(buf + used, len - used, ".");
+        }
         return used < len ? used : len - 1;
     }
     if (what == GAME_VIEW_TABLE) return render_table(&g->st, seat, n.names, buf, len);
@@ -617,7 +691,7 @@ static void prompt(const void *gs, const game_host *h, int s)
     const char *user = h->t->seat[s].user;
     seat_names n;
     if (g->turn_said != h->t->seq) {
-        names_of(h, &n);
+        names_of(g, h, &n);
         if (render_turn(&g->st, n.names, text, sizeof text)) h->say(h, user, "%s", text);
     }
     int suit = facedown_suit(g, s);
@@ -645,7 +719,7 @@ static void prompt(const void *gs, const game_host *h, int s)
 static size_t turn_text(const void *gs, const game_host *h, char *buf, size_t len)
 {
     seat_names n;
-    names_of(h, &n);
+    names_of(gs, h, &n);
     return render_turn(&((const game304_state *)gs)->st, n.names, buf, len);
 }
 
@@ -653,31 +727,41 @@ static size_t match_text(const void *gs, const game_host *h, char *buf, size_t l
 {
     const game304_state *g = gs;
     seat_names n;
-    names_of(h, &n);
+    char team[2][RENDER_MAX];
+    names_of(g, h, &n);
     if (!h->t->started || g->hand_no == 0)
         return (size_t)snprintf(buf, len, "Table %" PRId64 " has not started.", h->t->id);
     int16_t tok[2] = {g->tokens[0], g->tokens[1]};
     if (g->st.phase == G304_PHASE_DONE) tok[0] = g->st.tokens[0], tok[1] = g->st.tokens[1];
-    return (size_t)snprintf(buf, len, "Match at table %" PRId64 ", hand %d: %s & %s %d token%s, %s & %s %d token%s.",
-                            h->t->id, g->hand_no, n.names[0], n.names[2], tok[0], tok[0] == 1 ? "" : "s", n.names[1],
-                            n.names[3], tok[1], tok[1] == 1 ? "" : "s");
+    for (int k = 0; k < 2; k++) render_team_names(&g->rules, n.names, k, team[k], sizeof team[k]);
+    return (size_t)snprintf(buf, len, "Match at table %" PRId64 ", hand %d: %s %d token%s, %s %d token%s.", h->t->id,
+                            g->hand_no, team[0], tok[0], tok[0] == 1 ? "" : "s", team[1], tok[1], tok[1] == 1 ? "" : "s");
 }
 
-/* ---- the computer player (ai304) ---- */
+/* ---- the computer player (aiplay: ai304 at easy) ---- */
 
+/* The seat's knowledge at the table's level (aiplay.h). The searching levels play the
+ * four-player game; a six-player table's computer players play at easy. */
 static void ask(const void *gs, int seat, table_question *q)
 {
+    const game304_state *g = gs;
     question304 x;
     memset(&x, 0, sizeof x);
-    ai304_input_of(&((const game304_state *)gs)->st, seat, &x.in);
+    x.level = g304_seats(&g->st.rules) == G304_SEATS ? g->level : AIPLAY_EASY;
+    if (x.level == AIPLAY_EASY) ai304_input_of(&g->st, seat, &x.in.base);
+    else aiworld_input_of(&g->st, seat, &g->bidding, &x.in);
     memcpy(q->bytes, &x, sizeof x);
 }
 
+/* On a worker thread. The searching levels' work space (the solver's table, a few MiB) is made
+ * for each decision, which clears it anyway; without it the easy player answers. */
 static int think(table_question *q, uint64_t seed)
 {
     question304 x;
     memcpy(&x, q->bytes, sizeof x);
-    int ok = ai304_choose(&x.in, seed, &x.action) == 0;
+    aiplay *p = x.level == AIPLAY_EASY ? NULL : aiplay_new();
+    int ok = aiplay_choose(p, x.level, &x.in, seed, &x.action) == 0;
+    aiplay_free(p);
     memcpy(q->bytes, &x, sizeof x);
     return ok;
 }
@@ -711,6 +795,7 @@ const table_game game304 = {
     .init = init,
     .seats = seats,
     .seat_name = seat_name,
+    .card_pack = card_pack,
     .option = option,
     .rules_text = rules_text,
     .entry = entry,

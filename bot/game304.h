@@ -1,7 +1,8 @@
 /* game304.h — 304 at a table: the game behind the table interface (game.h).
  *
  * Journal entries of a 304 table, besides the core's seat entries (table.c):
- *   set OPTION VALUE     an option (g304_rules_set names), before the start
+ *   set OPTION VALUE     an option (g304_rules_set names, or the table's own: level), before the
+ *                        start
  *   start                the match begins (every seat taken)
  *   deal DEALER T0 T1    the next hand, with the dealer and tokens it starts from (they follow
  *                        from the hands before; stated so that a rebuild may skip the moves of
@@ -14,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "aiworld.h"
 #include "g304.h"
 #include "game.h"
 
@@ -26,6 +28,8 @@ typedef struct {
     uint8_t seed[STORE_SEED_BYTES];   /* the current hand's seed */
     int64_t turn_said;                /* the journal position whose turn the room heard at the end
                                          of a move's line (live only: not rebuilt) */
+    uint8_t level;                    /* option level: how the computer players play (aiplay_level) */
+    aiworld_history bidding;          /* the current hand's bidding, which the searching levels read */
 } game304_state;
 
 extern const table_game game304;

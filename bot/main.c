@@ -2,7 +2,8 @@
  *
  * Subcommands: `console` (adapters/console; also what runs with no arguments), `run` (the chat
  * network of the configuration: adapters/matrix or adapters/irc), `replay FILE|-`
- * (bot/replay.c), `verify SEED COMMITMENT [DEALER]` (bot/seed.c), `help` and `--version`.
+ * (bot/replay.c), `solve FILE|-` (bot/solve.c), `arena ...` (bot/arena.c), `verify SEED COMMITMENT
+ * [DEALER] [--players 6]` (bot/seed.c), `help` and `--version`.
  * Exit status: 0 done, 1 an I/O or setup failure, 2 bad usage or malformed input. */
 #include <errno.h>
 #include <sodium.h>
@@ -15,7 +16,9 @@
 #include "irc.h"
 #include "matrix.h"
 #include "replay.h"
+#include "arena.h"
 #include "seed.h"
+#include "solve.h"
 
 #ifndef CARDROOM_VERSION
 #define CARDROOM_VERSION "0.1.0" /* keep in step with project() in meson.build */
@@ -29,9 +32,10 @@ static const char usage_text[] =
     "usage: cardroom COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
-    "  console [--seed N] [--script] [--db PATH] [--config FILE]\n"
+    "  console [--seed N] [--script] [--db PATH] [--config FILE] [--players 6]\n"
     "                  play at a 304 table in the terminal (the default command):\n"
-    "                  you against three computer players; --script reads\n"
+    "                  you against three computer players, or with --players 6 in a\n"
+    "                  team of three against three; --script reads\n"
     "                  \"USER> TEXT\" lines (\"USER>> TEXT\" = privately to the bot)\n"
     "  run [--config FILE] [--db PATH] [--seed N] [--net matrix|irc]\n"
     "                  run the bot on the chat network of the configuration until\n"
@@ -42,9 +46,18 @@ static const char usage_text[] =
     "  replay FILE|-   replay one hand of 304 or ContractGrid given as JSON (- reads\n"
     "                  standard input)\n"
     "                  and print the resulting state as one line of JSON\n"
-    "  verify SEED COMMITMENT [DEALER]\n"
+    "  solve FILE|-    read a hand of 304 in the replay format, every card known, and\n"
+    "                  print for the seat to act each legal move with the card points\n"
+    "                  each team secures after it under best play (JSON)\n"
+    "  arena --a PLAYER --b PLAYER --deals N [--seed S] [--options NAME=VALUE,...]\n"
+    "        [--a-partner PLAYER] [--time-limit MS] [--json] [--quiet]\n"
+    "                  duplicate matches between computer players (easy, normal,\n"
+    "                  expert, random, exec:COMMAND): every deal played both ways,\n"
+    "                  A's tokens minus B's per deal with a 95% interval\n"
+    "  verify SEED COMMITMENT [DEALER] [--players 6]\n"
     "                  check a hand's revealed seed against the commitment shown when\n"
-    "                  it was dealt, and print the deal (DEALER: seat 0-3, default 0)\n"
+    "                  it was dealt, and print the deal (DEALER: seat 0-3, default 0;\n"
+    "                  --players 6: the six-player deal, DEALER 0-5)\n"
     "  help            show this help (also --help, -h)\n"
     "  --version       print the version\n";
 
@@ -100,47 +113,70 @@ static int read_input_file(const char *path, char **data, size_t *len, char *err
     return rc;
 }
 
-static int cmd_replay(int argc, char **argv)
+/* A command that reads one JSON document (FILE or - for standard input) and prints one line of JSON:
+ * replay and solve. */
+typedef int (*json_command)(const char *in, size_t len, char **out, char *err, size_t errlen);
+
+static int cmd_json(const char *name, json_command run, int argc, char **argv)
 {
     if (argc != 3) {
-        fputs("usage: cardroom replay FILE|-\n", stderr);
+        fprintf(stderr, "usage: cardroom %s FILE|-\n", name);
         return 2;
     }
     char err[ERR_MAX], *in = NULL, *out = NULL;
     size_t len = 0;
     if (read_input_file(argv[2], &in, &len, err, sizeof err) < 0) {
-        fprintf(stderr, "cardroom replay: %s\n", err);
+        fprintf(stderr, "cardroom %s: %s\n", name, err);
         return 2;
     }
-    int rc = replay_run(in, len, &out, err, sizeof err);
+    int rc = run(in, len, &out, err, sizeof err);
     free(in);
     if (rc != 0) {
-        fprintf(stderr, "cardroom replay: %s\n", err);
+        fprintf(stderr, "cardroom %s: %s\n", name, err);
         return 2;
     }
     int bad = puts(out) == EOF || fflush(stdout) != 0;
     free(out);
     if (bad) {
-        fprintf(stderr, "cardroom replay: cannot write the output: %s\n", strerror(errno));
+        fprintf(stderr, "cardroom %s: cannot write the output: %s\n", name, strerror(errno));
         return 1;
     }
     return 0;
 }
 
+/* A small whole number given on the command line, or -1. */
+static int small_number(const char *text)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    return *end || end == text || v < 0 || v > 99 ? -1 : (int)v;
+}
+
+/* `--players N` at argv[i]: reads N into *players and returns the arguments it took (2), or 0
+ * when argv[i] is not that option. */
+static int players_option(int argc, char **argv, int i, int *players)
+{
+    if (strcmp(argv[i], "--players") != 0 || i + 1 >= argc) return 0;
+    *players = small_number(argv[i + 1]);
+    return 2;
+}
+
 static int cmd_verify(int argc, char **argv)
 {
     char text[4096];
-    if (argc < 4 || argc > 5) {
-        fputs("usage: cardroom verify SEED COMMITMENT [DEALER]\n", stderr);
+    const char *pos[3] = {NULL, NULL, "0"};
+    int npos = 0, players = 4;
+    for (int i = 2; i < argc; i++) {
+        int took = players_option(argc, argv, i, &players);
+        if (took) i += took - 1;
+        else if (npos < 3) pos[npos++] = argv[i];
+        else npos = 4;
+    }
+    if (npos < 2 || npos > 3) {
+        fputs("usage: cardroom verify SEED COMMITMENT [DEALER] [--players 6]\n", stderr);
         return 2;
     }
-    int dealer = 0;
-    if (argc == 5) {
-        char *end;
-        long v = strtol(argv[4], &end, 10);
-        dealer = *end || end == argv[4] ? -1 : (int)v;
-    }
-    int rc = seed_verify(argv[2], argv[3], dealer, text, sizeof text);
+    int rc = seed_verify(pos[0], pos[1], small_number(pos[2]), players, text, sizeof text);
     if (rc < 0) {
         fprintf(stderr, "cardroom verify: %s\n", text);
         return 2;
@@ -163,7 +199,7 @@ static int load_config(cfg *c, const char *path)
 
 /* The options console and run share. Returns 0, or 2 after a message. */
 typedef struct {
-    int script, fixed_seed;
+    int script, fixed_seed, players;
     uint64_t seed;
     const char *db, *config;
     const char *net;  /* run: --net matrix|irc */
@@ -188,6 +224,12 @@ static int parse_args(const char *cmd, int allow_script, int argc, char **argv, 
             r->db = argv[++i];
         } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
             r->config = argv[++i];
+        } else if (allow_script && players_option(argc, argv, i, &r->players)) {
+            if (r->players != 4 && r->players != 6) {
+                fprintf(stderr, "cardroom %s: --players takes 4 or 6, not \"%s\"\n", cmd, argv[i + 1]);
+                return 2;
+            }
+            i++;
         } else if (!allow_script && strcmp(a, "--net") == 0 && i + 1 < argc) {
             r->net = argv[++i];
             if (strcmp(r->net, "matrix") != 0 && strcmp(r->net, "irc") != 0) {
@@ -206,8 +248,13 @@ static int cmd_console(int argc, char **argv, int first)
 {
     run_args r = {0};
     if (parse_args("console", 1, argc, argv, first, &r) != 0) return 2;
-    console_options o = {.script = r.script, .fixed_seed = r.fixed_seed, .seed = r.seed, .db = r.db,
-                         .in = stdin, .out = stdout, .err = stderr};
+    if (r.script && r.players) {
+        fputs("cardroom console: --players is for the table the console opens for you; a script opens its own "
+              "(alice> !new 304 6)\n", stderr);
+        return 2;
+    }
+    console_options o = {.script = r.script, .fixed_seed = r.fixed_seed, .seed = r.seed, .players = r.players,
+                         .db = r.db, .in = stdin, .out = stdout, .err = stderr};
     cfg c;
     if (load_config(&c, r.config) != 0) return 2;
     return console_run(&c, &o);
@@ -259,7 +306,9 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "console") == 0) return cmd_console(argc, argv, 2);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc, argv);
-    if (strcmp(cmd, "replay") == 0) return cmd_replay(argc, argv);
+    if (strcmp(cmd, "replay") == 0) return cmd_json("replay", replay_run, argc, argv);
+    if (strcmp(cmd, "solve") == 0) return cmd_json("solve", solve_run, argc, argv);
+    if (strcmp(cmd, "arena") == 0) return arena_main(argc, argv, stdout, stderr);
     if (strcmp(cmd, "verify") == 0) return cmd_verify(argc, argv);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);

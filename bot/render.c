@@ -7,7 +7,10 @@
  * move (possibly several tricks later, with a Caps autoplay), so it is read only for what
  * everybody knows (names of the dealer and maker, the bid, the rules) and, in a seat's own
  * copy, for that seat's hand. Cards for people are card_pretty() text ("J♠", "10♥"); a card
- * the viewer may not see is 🂠. Seat 0..3 are South, East, North, West (R-SEATS).
+ * the viewer may not see is 🂠. Seat 0..3 are South, East, North, West (R-SEATS); with six
+ * players seats 0..5 have no compass points, and the teams are the odd and the even seats as
+ * people count them, 1 3 5 and 2 4 6 (R-SIX-SEATS). The numbers of the game (cards in a hand,
+ * seats, the pack) come from the state's rules, so the same words serve four and six.
  *
  * Chat is slow and shared (an IRC channel takes a line a second), so the room gets one line per
  * move: a public event is a piece of a line, and render_move() joins a move's pieces; only the
@@ -26,19 +29,35 @@
 #define RENDER_DASH "\xE2\x80\x94"     /* — */
 #define RENDER_MINUS "\xE2\x88\x92"    /* − */
 
-static const char *const render_team_label[2] = {"South\xE2\x80\x93North", "East\xE2\x80\x93West"};
-
-/* Ranks from the strongest down (R-CARDS: J 9 A 10 K Q 8 7), and their short text. */
-static const int render_rank_order[RANK_COUNT] = {RANK_J, RANK_9, RANK_A, RANK_T,
-                                                  RANK_K, RANK_Q, RANK_8, RANK_7};
-static const char *const render_rank_text[RANK_COUNT] = {"7", "8", "9", "10", "J", "Q", "K", "A"};
+/* Ranks from the strongest down (R-CARDS: J 9 A 10 K Q 8 7; R-SIX-CARDS: the 6 last), and their
+ * short text. */
+static const int render_rank_order[RANK_IDS] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K,
+                                                RANK_Q, RANK_8, RANK_7, RANK_6};
+static const char *const render_rank_text[RANK_IDS] = {"7", "8", "9", "10", "J", "Q", "K", "A", "6"};
 
 
 /* ---- small words ---- */
 
-static const char *render_who(const char *const names[G304_SEATS], int seat)
+static const char *render_who(const char *const names[], int seat)
 {
-    return seat >= 0 && seat < G304_SEATS && names[seat] ? names[seat] : "nobody";
+    return seat >= 0 && seat < G304_MAX_SEATS && names[seat] ? names[seat] : "nobody";
+}
+
+static int render_six(const g304_state *st) { return g304_seats(&st->rules) == 6; }
+
+/* A count in words, as the sentences say it: "two", "four", "six", "eight". */
+static const char *render_count(int n)
+{
+    static const char *const words[] = {"no", "one", "two", "three", "four", "five", "six", "seven", "eight"};
+    return n >= 0 && n <= 8 ? words[n] : "many";
+}
+
+/* A team in the results and the table: "South–North", "East–West"; "odd seats", "even seats". */
+static const char *render_team_label(const g304_rules *r, int team)
+{
+    static const char *const four[2] = {"South\xE2\x80\x93North", "East\xE2\x80\x93West"};
+    static const char *const six[2] = {"odd seats", "even seats"};
+    return g304_seats(r) == 6 ? six[team & 1] : four[team & 1];
 }
 
 /* card_pretty(), or 🂠 for a card the viewer may not see. */
@@ -50,10 +69,29 @@ static const char *render_card(card_t c, char buf[CARD_TEXT_MAX])
 
 static int render_team(int seat) { return seat & 1; }
 
-/* "alice (South) & carol (North)" */
-static void out_team(textbuf *o, const char *const names[G304_SEATS], int team)
+/* "alice (South) & carol (North)"; "alice (seat 1), carol (seat 3) & erin (seat 5)". */
+static void out_team(textbuf *o, const g304_rules *r, const char *const names[], int team)
 {
-    tb_add(o, "%s & %s", render_who(names, team), render_who(names, team + 2));
+    int n = g304_seats(r);
+    for (int s = team & 1; s < n; s += 2)
+        tb_add(o, "%s%s", s < 2 ? "" : s + 2 < n ? ", " : " & ", render_who(names, s));
+}
+
+/* "alice (South) & carol (North) play against bob (East) & dave (West)". */
+static void out_teams(textbuf *o, const g304_rules *r, const char *const names[])
+{
+    out_team(o, r, names, 0);
+    tb_add(o, " play against ");
+    out_team(o, r, names, 1);
+}
+
+/* The teammates of the seat, who sit out a Partner Close Caps (R-PCC, R-SIX-PCC): "bob (East)",
+ * or "bob (seat 2) and dave (seat 4)". */
+static void out_mates(textbuf *o, const g304_state *st, const char *const names[], int seat)
+{
+    int n = g304_seats(&st->rules);
+    tb_add(o, "%s", render_who(names, (seat + 2) % n));
+    if (n == 6) tb_add(o, " and %s", render_who(names, (seat + 4) % n));
 }
 
 static void out_bid(textbuf *o, int amount)
@@ -91,7 +129,7 @@ static void out_set(textbuf *o, cardset_t set, int trump, int compact)
         tb_add(o, "%s", groups++ ? RENDER_DOT : "");
         if (compact) tb_add(o, "%s", suit_symbol(suit));
         int k = 0;
-        for (int r = 0; r < RANK_COUNT; r++) {
+        for (int r = 0; r < RANK_IDS; r++) {
             card_t c = CARD_MAKE(suit, render_rank_order[r]);
             if (!(set & CARDSET_BIT(c))) continue;
             char one[CARD_TEXT_MAX];
@@ -108,7 +146,7 @@ static cardset_t render_set_of(const card_t *cards, int n)
 {
     cardset_t s = 0;
     for (int i = 0; i < n; i++)
-        if (cards[i] < CARD_COUNT) s |= CARDSET_BIT(cards[i]);
+        if (cards[i] < CARD_IDS) s |= CARDSET_BIT(cards[i]);
     return s;
 }
 
@@ -130,13 +168,13 @@ static void out_trump(textbuf *o, int suit)
 static int render_for(const g304_event *e, int viewer)
 {
     if (e->vis == G304_VIS_ALL) return 1;
-    return viewer >= 0 && viewer < G304_SEATS && g304_event_visible(e, viewer);
+    return viewer >= 0 && viewer < G304_MAX_SEATS && g304_event_visible(e, viewer);
 }
 
 /* A private copy addressed to viewer and carrying a real card. */
 static int render_own_card(const g304_event *e, int viewer)
 {
-    return e->vis == G304_VIS_SEAT && viewer >= 0 && e->to == viewer && e->n > 0 && e->cards[0] < CARD_COUNT;
+    return e->vis == G304_VIS_SEAT && viewer >= 0 && e->to == viewer && e->n > 0 && e->cards[0] < CARD_IDS;
 }
 
 /* ---- events ----
@@ -148,7 +186,10 @@ static int render_own_card(const g304_event *e, int viewer)
 static void ev_dealt(textbuf *o, const g304_state *st, const g304_event *e, int viewer)
 {
     int trump = render_known_trump(st, viewer);
-    tb_add(o, "%s", e->amount == 0 ? "Your first four cards: " : "Your next four cards: ");
+    if (e->amount == 0)
+        tb_add(o, "Your first four cards: ");
+    else
+        tb_add(o, "Your next %s cards: ", render_count(g304_tricks(&st->rules) - 4));
     out_set(o, render_set_of(e->cards, e->n), trump, 1);
     if (e->amount == 0) return;
     char hand[RENDER_MAX];
@@ -156,7 +197,7 @@ static void ev_dealt(textbuf *o, const g304_state *st, const g304_event *e, int 
     tb_add(o, " " RENDER_DASH " your hand: %s", hand);
 }
 
-static void ev_bidding(textbuf *o, const g304_event *e, const char *const names[])
+static void ev_bidding(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
     switch (e->kind) {
@@ -173,17 +214,19 @@ static void ev_bidding(textbuf *o, const g304_event *e, const char *const names[
     case G304_EV_PASS: tb_add(o, "%s passes", who); break;
     case G304_EV_ASK: tb_add(o, "%s asks partner %s to bid", who, render_who(names, e->other)); break;
     case G304_EV_REDEAL: tb_add(o, "%s asks for a redeal: the first four cards are worth less than 15 points", who); break;
-    case G304_EV_ALL_PASS: tb_add(o, "all four passed"); break;
+    case G304_EV_ALL_PASS: tb_add(o, "all %s passed", render_count(g304_seats(&st->rules))); break;
     }
 }
 
-static void ev_maker(textbuf *o, const g304_event *e, const char *const names[])
+static void ev_maker(textbuf *o, const g304_state *st, const g304_event *e, const char *const names[])
 {
     const char *who = render_who(names, e->seat);
-    if (e->amount == G304_PCC)
-        tb_add(o, "%s plays Partner Close Caps: %s sits out, and %s must win all eight tricks", who,
-               render_who(names, (e->seat + 2) & 3), who);
-    else
+    if (e->amount == G304_PCC) {
+        tb_add(o, "%s plays Partner Close Caps: ", who);
+        out_mates(o, st, names, e->seat);
+        tb_add(o, " %s out, and %s must win all %s tricks", render_six(st) ? "sit" : "sits", who,
+               render_count(g304_tricks(&st->rules)));
+    } else
         tb_add(o, "%s is trump maker at %d", who, e->amount);
 }
 
@@ -250,7 +293,7 @@ static void ev_reveal(textbuf *o, const g304_state *st, const g304_event *e, con
     for (int t = 0; t < G304_TRICKS; t++) /* in playing order, with who played each */
         for (int i = 0; i < st->tricks[t].n; i++) {
             card_t c = st->tricks[t].card[i];
-            if (c >= CARD_COUNT || !(up & CARDSET_BIT(c))) continue;
+            if (c >= CARD_IDS || !(up & CARDSET_BIT(c))) continue;
             tb_add(o, "%s %s (%s)", k++ ? "," : "", card_pretty(c, one), render_who(names, st->tricks[t].seat[i]));
         }
     tb_add(o, up & CARDSET_BIT(e->other) ? "; the indicator %s is among them: " : "; the indicator was %s: ",
@@ -300,12 +343,12 @@ static void ev_end(textbuf *o, const g304_state *st, const g304_event *e, const 
     switch (e->kind) {
     case G304_EV_CAPS:
         tb_add(o, "%s calls %sCaps: ", who,
-               st->maker < G304_SEATS && render_team(e->seat) != render_team(st->maker) ? "External " : "");
+               st->maker < G304_MAX_SEATS && render_team(e->seat) != render_team(st->maker) ? "External " : "");
         out_cards(o, e->cards, e->n);
         tb_add(o, ", shown and played in that order");
         break;
     case G304_EV_SPOILT:
-        if (e->seat >= G304_SEATS)
+        if (e->seat >= G304_MAX_SEATS)
             tb_add(o, "spoilt trumps: the trump maker's opponents hold no trump");
         else if (e->flag)
             tb_add(o, "%s declares spoilt trumps, rightly: the trump maker's opponents hold no trump", who);
@@ -322,7 +365,7 @@ static void ev_end(textbuf *o, const g304_state *st, const g304_event *e, const 
     }
 }
 
-size_t render_event(const g304_state *st, const g304_event *e, int viewer, const char *const names[G304_SEATS],
+size_t render_event(const g304_state *st, const g304_event *e, int viewer, const char *const names[],
                     char *buf, size_t len)
 {
     textbuf o;
@@ -334,9 +377,9 @@ size_t render_event(const g304_state *st, const g304_event *e, int viewer, const
         break;
     case G304_EV_CUT: case G304_EV_BID: case G304_EV_PASS: case G304_EV_ASK: case G304_EV_REDEAL:
     case G304_EV_ALL_PASS:
-        ev_bidding(&o, e, names);
+        ev_bidding(&o, st, e, names);
         break;
-    case G304_EV_MAKER: ev_maker(&o, e, names); break;
+    case G304_EV_MAKER: ev_maker(&o, st, e, names); break;
     case G304_EV_INDICATOR: case G304_EV_PLACED: case G304_EV_RETURNED: case G304_EV_OPEN: case G304_EV_SHOWN:
         ev_indicator(&o, st, e, viewer, names);
         break;
@@ -359,7 +402,7 @@ static int render_result_own_line(const g304_state *st)
     return st->result.end == G304_END_PLAYED || st->result.end == G304_END_VIOLATION;
 }
 
-size_t render_move(const g304_state *st, const g304_events *ev, const char *const names[G304_SEATS], char *buf,
+size_t render_move(const g304_state *st, const g304_events *ev, const char *const names[], char *buf,
                    size_t len)
 {
     textbuf o;
@@ -393,7 +436,7 @@ size_t render_hand(const g304_state *st, int seat, char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
-    if (seat < 0 || seat >= G304_SEATS) return tb_end(&o);
+    if (seat < 0 || seat >= G304_MAX_SEATS) return tb_end(&o);
     int ind_down = st->ind_down && seat == st->maker && st->indicator != CARD_NONE;
     cardset_t hand = g304_cards_of(st, seat);
     if (ind_down) hand &= ~CARDSET_BIT(st->indicator);
@@ -439,7 +482,10 @@ static void turn_bidding(textbuf *o, const g304_state *st, const char *const nam
     }
     tb_add(o, "%s", render_who(names, st->to_act));
     if (st->asked == st->to_act) tb_add(o, " (asked by partner)");
-    tb_add(o, " to bid%s: ", st->phase == G304_PHASE_BID8 ? " on eight cards" : "");
+    if (st->phase == G304_PHASE_BID8)
+        tb_add(o, " to bid on %s cards: ", render_count(g304_tricks(&st->rules)));
+    else
+        tb_add(o, " to bid: ");
     out_choices(o, words, nw);
 }
 
@@ -447,7 +493,7 @@ static void turn_bidding(textbuf *o, const g304_state *st, const char *const nam
 static int render_may_open(const g304_state *st)
 {
     g304_action acts[G304_MAX_LEGAL];
-    if (st->maker >= G304_SEATS) return 0;
+    if (st->maker >= G304_MAX_SEATS) return 0;
     int n = g304_legal(st, st->maker, acts);
     for (int i = 0; i < n; i++)
         if (acts[i].kind == G304_DO_OPEN) return 1;
@@ -469,21 +515,24 @@ static void turn_play(textbuf *o, const g304_state *st, const char *const names[
         tb_add(o, "; %s may first declare an open game", render_who(names, st->maker));
 }
 
-size_t render_turn(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len)
+size_t render_turn(const g304_state *st, const char *const names[], char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
-    if (st->phase == G304_PHASE_DONE || st->to_act >= G304_SEATS) return tb_end(&o);
+    if (st->phase == G304_PHASE_DONE || st->to_act >= G304_MAX_SEATS) return tb_end(&o);
     const char *who = render_who(names, st->to_act);
     switch (st->phase) {
     case G304_PHASE_CUT:
-        tb_add(&o, "%s to cut the pack: 1 to 31, or 0 for no cut", who);
+        tb_add(&o, "%s to cut the pack: 1 to %d, or 0 for no cut", who, g304_deck_size(&st->rules) - 1);
         break;
     case G304_PHASE_BID4:
     case G304_PHASE_BID8: turn_bidding(&o, st, names); break;
     case G304_PHASE_TRUMP:
-        tb_add(&o, "%s to choose the indicator from %s, privately", who,
-               st->bid_round == 8 ? "eight cards" : "the first four cards");
+        if (st->bid_round == 8)
+            tb_add(&o, "%s to choose the indicator from %s cards, privately", who,
+                   render_count(g304_tricks(&st->rules)));
+        else
+            tb_add(&o, "%s to choose the indicator from the first four cards, privately", who);
         break;
     case G304_PHASE_PLAY: turn_play(&o, st, names); break;
     }
@@ -495,24 +544,30 @@ size_t render_turn(const g304_state *st, const char *const names[G304_SEATS], ch
 static void table_head(textbuf *o, const g304_state *st, const char *const names[])
 {
     static const char *const phase_words[] = {"waiting for the cut", "four-card bidding", "choosing the indicator",
-                                              "eight-card bidding", "", "the hand is over"};
+                                              "", "", "the hand is over"};
     tb_add(o, "Dealer: %s" RENDER_DOT, render_who(names, st->dealer));
     if (st->phase == G304_PHASE_PLAY)
-        tb_add(o, "trick %d of 8", st->trick_no + 1);
+        tb_add(o, "trick %d of %d", st->trick_no + 1, g304_tricks(&st->rules));
+    else if (st->phase == G304_PHASE_BID8)
+        tb_add(o, "%s-card bidding", render_count(g304_tricks(&st->rules)));
     else if (st->phase < sizeof phase_words / sizeof phase_words[0])
         tb_add(o, "%s", phase_words[st->phase]);
 }
 
 static void table_bid(textbuf *o, const g304_state *st, const char *const names[])
 {
-    if (st->maker < G304_SEATS) {
+    if (st->maker < G304_MAX_SEATS) {
         tb_add(o, "\nTrump maker: %s at ", render_who(names, st->maker));
         out_bid(o, st->bidder == st->maker ? st->bid : st->bid4);
-        if (st->pcc) tb_add(o, " (%s sits out)", render_who(names, (st->maker + 2) & 3));
+        if (st->pcc) {
+            tb_add(o, " (");
+            out_mates(o, st, names, st->maker);
+            tb_add(o, " %s out)", render_six(st) ? "sit" : "sits");
+        }
         if (st->bidder == st->maker) return;
     }
     if (st->bid) {
-        tb_add(o, "%s", st->maker < G304_SEATS ? RENDER_DOT "highest bid " : "\nHighest bid: ");
+        tb_add(o, "%s", st->maker < G304_MAX_SEATS ? RENDER_DOT "highest bid " : "\nHighest bid: ");
         out_bid(o, st->bid);
         tb_add(o, " by %s", render_who(names, st->bidder));
     } else if (st->phase == G304_PHASE_BID4) {
@@ -544,7 +599,7 @@ static int render_public_points(const g304_state *st, int team, int *hidden)
     *hidden = 0;
     for (int t = 0; t < G304_TRICKS; t++) {
         const g304_trick *k = &st->tricks[t];
-        if (k->winner >= G304_SEATS || render_team(k->winner) != team) continue;
+        if (k->winner >= G304_MAX_SEATS || render_team(k->winner) != team) continue;
         for (int i = 0; i < k->n; i++) {
             card_t c = g304_trick_card_for(st, k, i, -1);
             if (c == CARD_HIDDEN)
@@ -569,39 +624,45 @@ static void out_trick(textbuf *o, const g304_state *st, const g304_trick *t, int
 
 static void table_play(textbuf *o, const g304_state *st, int viewer, const char *const names[])
 {
-    if (st->phase != G304_PHASE_PLAY && !(st->phase == G304_PHASE_DONE && st->maker < G304_SEATS)) return;
-    tb_add(o, "\nTricks: %s %d, %s %d" RENDER_DOT "points: ", render_team_label[0], st->team_tricks[0],
-            render_team_label[1], st->team_tricks[1]);
+    if (st->phase != G304_PHASE_PLAY && !(st->phase == G304_PHASE_DONE && st->maker < G304_MAX_SEATS)) return;
+    tb_add(o, "\nTricks: %s %d, %s %d" RENDER_DOT "points: ", render_team_label(&st->rules, 0), st->team_tricks[0],
+            render_team_label(&st->rules, 1), st->team_tricks[1]);
     for (int team = 0; team < 2; team++) {
         int hidden, pts = render_public_points(st, team, &hidden);
-        tb_add(o, "%s%s %d%s", team ? ", " : "", render_team_label[team], pts, hidden ? " + " RENDER_BACK : "");
+        tb_add(o, "%s%s %d%s", team ? ", " : "", render_team_label(&st->rules, team), pts,
+               hidden ? " + " RENDER_BACK : "");
     }
-    if (st->caps_seat < G304_SEATS) tb_add(o, "\n%s called Caps.", render_who(names, st->caps_seat));
+    if (st->caps_seat < G304_MAX_SEATS) tb_add(o, "\n%s called Caps.", render_who(names, st->caps_seat));
     if (st->phase != G304_PHASE_PLAY || st->tricks[st->trick_no].n == 0) return;
     tb_add(o, "\nTrick %d: ", st->trick_no + 1);
     out_trick(o, st, &st->tricks[st->trick_no], viewer, names);
 }
 
-size_t render_table(const g304_state *st, int viewer, const char *const names[G304_SEATS], char *buf, size_t len)
+size_t render_table(const g304_state *st, int viewer, const char *const names[], char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
     table_head(&o, st, names);
+    if (render_six(st)) { /* seat numbers alone do not tell the teams as compass points do */
+        tb_add(&o, "\nTeams: ");
+        out_teams(&o, &st->rules, names);
+    }
     table_bid(&o, st, names);
     table_trump(&o, st, viewer);
     table_play(&o, st, viewer, names);
-    tb_add(&o, "\nTokens: %s %d, %s %d", render_team_label[0], st->tokens[0], render_team_label[1], st->tokens[1]);
+    tb_add(&o, "\nTokens: %s %d, %s %d", render_team_label(&st->rules, 0), st->tokens[0],
+           render_team_label(&st->rules, 1), st->tokens[1]);
     char turn[RENDER_MAX];
     if (render_turn(st, names, turn, sizeof turn)) tb_add(&o, "\n%s", turn);
     return tb_end(&o);
 }
 
-size_t render_last(const g304_state *st, int viewer, const char *const names[G304_SEATS], char *buf, size_t len)
+size_t render_last(const g304_state *st, int viewer, const char *const names[], char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
     int last = (st->phase == G304_PHASE_PLAY || st->phase == G304_PHASE_DONE) ? st->trick_no - 1 : -1;
-    if (last < 0 || last >= G304_TRICKS || st->tricks[last].winner >= G304_SEATS) {
+    if (last < 0 || last >= G304_TRICKS || st->tricks[last].winner >= G304_MAX_SEATS) {
         tb_add(&o, "No trick has been completed yet.");
         return tb_end(&o);
     }
@@ -620,7 +681,7 @@ size_t render_last(const g304_state *st, int viewer, const char *const names[G30
 /* Whether a Caps call (or a missing one) overrides the bid: lost after the call, or Wrong Caps. */
 static int render_caps_overrides(const g304_result *r)
 {
-    return (r->caps_seat < G304_SEATS && !r->caps_won) || r->wrong_seat < G304_SEATS;
+    return (r->caps_seat < G304_MAX_SEATS && !r->caps_won) || r->wrong_seat < G304_MAX_SEATS;
 }
 
 static void result_bid(textbuf *o, const g304_state *st, const char *const names[])
@@ -628,14 +689,15 @@ static void result_bid(textbuf *o, const g304_state *st, const char *const names
     const g304_result *r = &st->result;
     int mt = render_team(st->maker);
     if (st->pcc) {
+        const char *tricks = render_count(g304_tricks(&st->rules));
         tb_add(o, "%s %s Partner Close Caps", render_who(names, st->maker), r->made ? "made" : "failed");
         if (r->made)
-            tb_add(o, ", winning all eight tricks");
+            tb_add(o, ", winning all %s tricks", tricks);
         else
-            tb_add(o, ": %d of eight tricks won", st->team_tricks[mt]);
+            tb_add(o, ": %d of %s tricks won", st->team_tricks[mt], tricks);
         return;
     }
-    out_team(o, names, mt);
+    out_team(o, &st->rules, names, mt);
     tb_add(o, " %s ", render_caps_overrides(r) ? "bid" : r->made ? "made" : "failed");
     out_bid(o, st->bid);
     tb_add(o, render_caps_overrides(r) ? " and took %d points" : " with %d points", st->points[mt]);
@@ -650,23 +712,24 @@ static void result_caps(textbuf *o, const g304_state *st, const char *const name
 {
     const g304_result *r = &st->result;
     const char *dash = " " RENDER_DASH " ";
-    if (r->caps_seat < G304_SEATS) {
+    if (r->caps_seat < G304_MAX_SEATS) {
         const char *who = render_who(names, r->caps_seat);
         int external = render_team(r->caps_seat) != render_team(st->maker);
         const char *bid = external ? "" : "nothing for the bid, ";
         if (!r->caps_won)
             tb_add(o, "%s%s called Caps and then lost a trick: %s5 tokens to pay", dash, who, bid);
-        else if (r->wrong_seat < G304_SEATS)
+        else if (r->wrong_seat < G304_MAX_SEATS)
             tb_add(o, "%sWrong Caps: %s called %s: %s2 tokens to pay", dash, who, render_wrong_word(r->wrong_reason),
                    bid);
         else if (external)
             tb_add(o, "%s%s called External Caps and won every trick: the trump maker's team pays 1 token more", dash,
                    who);
         else
-            tb_add(o, "%s%s called Caps and won every trick%s", dash, who,
-                   r->caps_bonus ? ": +1 token for calling before the seventh trick" : "");
+            tb_add(o, "%s%s called Caps and won every trick%s%s", dash, who,
+                   r->caps_bonus ? ": +1 token for calling before the " : "",
+                   r->caps_bonus ? (render_six(st) ? "fifth trick" : "seventh trick") : "");
         if (r->caps_broken) tb_add(o, " (a card of the stated order could not be played in turn)");
-    } else if (r->wrong_seat < G304_SEATS) {
+    } else if (r->wrong_seat < G304_MAX_SEATS) {
         tb_add(o, "%sWrong Caps: Caps was certain for %s but not called: nothing for the bid, 2 tokens to pay", dash,
                render_who(names, r->wrong_seat));
     }
@@ -679,13 +742,13 @@ static void result_tokens(textbuf *o, const g304_state *st)
     tb_add(o, " " RENDER_DASH " tokens:");
     for (int t = 0; t < 2; t++) {
         int d = r->delta[t];
-        tb_add(o, "%s %s %d", t ? "," : "", render_team_label[t], st->tokens[t]);
+        tb_add(o, "%s %s %d", t ? "," : "", render_team_label(&st->rules, t), st->tokens[t]);
         if (d) tb_add(o, " (%s%d%s)", d < 0 ? RENDER_MINUS : "+", d < 0 ? -d : d,
                       d < 0 && st->rules.scoring == G304_SCORING_BANK ? " to the bank" : "");
     }
 }
 
-size_t render_result(const g304_state *st, const char *const names[G304_SEATS], char *buf, size_t len)
+size_t render_result(const g304_state *st, const char *const names[], char *buf, size_t len)
 {
     textbuf o;
     const g304_result *r = &st->result;
@@ -697,7 +760,7 @@ size_t render_result(const g304_state *st, const char *const names[G304_SEATS], 
     case G304_END_SPOILT: tb_add(&o, "the hand is void, no score"); return tb_end(&o);
     case G304_END_VIOLATION: {
         int winners = !render_team(r->spoilt_seat);
-        out_team(&o, names, winners);
+        out_team(&o, &st->rules, names, winners);
         tb_add(&o, " win the hand and 2 tokens for the violation");
         break;
     }
@@ -708,8 +771,8 @@ size_t render_result(const g304_state *st, const char *const names[G304_SEATS], 
     }
     result_tokens(&o, st);
     if (r->match_over && r->match_winner < 2) {
-        tb_add(&o, "\nMatch over: %s (", render_team_label[r->match_winner]);
-        out_team(&o, names, r->match_winner);
+        tb_add(&o, "\nMatch over: %s (", render_team_label(&st->rules, r->match_winner));
+        out_team(&o, &st->rules, names, r->match_winner);
         tb_add(&o, ") win the match!");
     }
     return tb_end(&o);
@@ -717,16 +780,43 @@ size_t render_result(const g304_state *st, const char *const names[G304_SEATS], 
 
 /* ---- the rules ---- */
 
-size_t render_rules(const g304_rules *r, const char *prefix, const char *rules_url, char *buf, size_t len)
+size_t render_rules(const g304_rules *r, const char *table_options, const char *prefix, const char *rules_url,
+                    char *buf, size_t len)
 {
     textbuf o;
     tb_start(&o, buf, len);
-    tb_add(&o, "304 for four players in two teams; this table's options:");
+    int six = g304_seats(r) == 6;
+    tb_add(&o, "304 for %s; this table's options:%s", six ? "six players in two teams of three" : "four players in two teams",
+           six ? " players=6" : "");
     for (int i = 0; g304_option_names[i]; i++) {
         char value[32];
         const char *v = g304_rules_get(r, g304_option_names[i], value, sizeof value);
-        tb_add(&o, "%s %s=%s", i ? "," : "", g304_option_names[i], v ? v : "?");
+        tb_add(&o, "%s %s=%s", i || six ? "," : "", g304_option_names[i], v ? v : "?");
     }
+    if (table_options && *table_options) tb_add(&o, ", %s", table_options);
     tb_add(&o, " (%sset OPTION VALUE changes one before the start).\nThe rules in full: %s304.md", prefix, rules_url);
+    return tb_end(&o);
+}
+
+/* ---- the teams ---- */
+
+size_t render_team_names(const g304_rules *r, const char *const names[], int team, char *buf,
+                         size_t len)
+{
+    textbuf o;
+    tb_start(&o, buf, len);
+    out_team(&o, r, names, team);
+    return tb_end(&o);
+}
+
+size_t render_teams(const g304_rules *r, const char *const names[], char *buf, size_t len)
+{
+    textbuf o;
+    tb_start(&o, buf, len);
+    if (!names)
+        tb_add(&o, "%s", g304_seats(r) == 6 ? "odd seats 1, 3, 5 play against even seats 2, 4, 6"
+                                            : "South and North play against East and West");
+    else
+        out_teams(&o, r, names);
     return tb_end(&o);
 }

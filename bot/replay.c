@@ -442,8 +442,7 @@ static json_t *cardset_json(cardset_t s)
     return a;
 }
 
-/* A move in the action format without "seat". */
-static json_t *move_json(const g304_action *m)
+json_t *replay_move_json(const g304_action *m)
 {
     json_t *o = json_pack("{s:s}", "do", g304_do_name((g304_do)m->kind));
     json_t *extra = NULL;
@@ -468,7 +467,7 @@ static json_t *legal_json(const g304_state *st)
     if (st->to_act >= g304_seats(&st->rules)) return a;
     g304_action moves[G304_MAX_LEGAL];
     int n = g304_legal(st, st->to_act, moves);
-    for (int k = 0; k < n && k < G304_MAX_LEGAL && a; k++) a = append(a, move_json(&moves[k]));
+    for (int k = 0; k < n && k < G304_MAX_LEGAL && a; k++) a = append(a, replay_move_json(&moves[k]));
     return a;
 }
 
@@ -1121,4 +1120,59 @@ int replay_run(const char *in, size_t len, char **out, char *err, size_t errlen)
     if (out) *out = doc;
     else free(doc);
     return doc ? 0 : 2;
+}
+
+int replay_304_position(const char *in, size_t len, g304_state *st, char *err, size_t errlen)
+{
+    problem p = {err, errlen};
+    if (err && errlen) err[0] = 0;
+    if (!in) in = "", len = 0;
+    json_error_t je;
+    json_t *root = json_loadb(in, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return fail(&p, "not valid JSON (line %d, column %d): %s", je.line, je.column, je.text), 2;
+    replay_input input;
+    caps_solver *w = NULL;
+    json_t *results = NULL;
+    int rc = 2;
+    if (is_contractgrid(root)) {
+        fail(&p, "this reads hands of 304 only, not ContractGrid");
+        goto done;
+    }
+    if (read_input(root, &input, &p) < 0) goto done;
+    g304_events last;
+    g304_start(st, &input.rules, input.dealer, input.tokens, input.deck, NULL);
+    w = caps_solver_new(0);
+    results = json_array();
+    if (!w || !results) {
+        fail(&p, "out of memory");
+        goto done;
+    }
+    if (input.actions && run_actions(input.actions, w, st, &last, results, &p) < 0) goto done;
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        if (json_is_true(json_object_get(r, "ok"))) continue;
+        fail(&p, "action %zu was refused (%s): %s", i, json_string_value(json_object_get(r, "error")),
+             json_string_value(json_object_get(r, "message")));
+        goto done;
+    }
+    rc = 0;
+done:
+    json_decref(results);
+    caps_solver_free(w);
+    json_decref(root);
+    return rc;
+}
+
+int replay_304_action(const g304_rules *r, const char *text, size_t len, int *seat, g304_action *a, char *err,
+                      size_t errlen)
+{
+    problem p = {err, errlen};
+    if (err && errlen) err[0] = 0;
+    json_error_t je;
+    json_t *obj = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &je);
+    if (!obj) return fail(&p, "not valid JSON (column %d): %s", je.column, je.text), 2;
+    int rc = read_action(obj, r, 0, seat, a, &p) < 0 ? 2 : 0;
+    json_decref(obj);
+    return rc;
 }

@@ -1,11 +1,13 @@
-/* seed.c — seed commitments, reproducible seeds and `cardroom verify` (see seed.h). */
+/* seed.c — seed commitments, reproducible seeds and `cardroom verify` (see seed.h). The deal is
+ * printed as the engine deals it (g304_shuffle, the batches of R-DEAL or R-SIX-DEAL), with the
+ * seats named as the table names them. */
 #include "seed.h"
 
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "deal.h"
+#include "command.h"
 #include "g304.h"
 
 void seed_commitment(const uint8_t seed[SEED_BYTES], uint8_t out[SEED_BYTES])
@@ -48,10 +50,12 @@ static size_t put(char *buf, size_t len, size_t used, const char *text)
     return k < 0 ? used : used + (size_t)k;
 }
 
-int seed_verify(const char *seed_text, const char *commitment_text, int dealer, char *buf, size_t len)
+int seed_verify(const char *seed_text, const char *commitment_text, int dealer, int players, char *buf, size_t len)
 {
     uint8_t seed[SEED_BYTES], claimed[SEED_BYTES], actual[SEED_BYTES];
     char hex[SEED_HEX], line[256], one[CARD_TEXT_MAX];
+    g304_rules rules;
+    g304_rules_default(&rules);
     if (seed_parse_hex(seed_text, seed) != 0) {
         snprintf(buf, len, "the seed must be 64 hexadecimal digits");
         return -1;
@@ -60,8 +64,13 @@ int seed_verify(const char *seed_text, const char *commitment_text, int dealer, 
         snprintf(buf, len, "the commitment must be 64 hexadecimal digits");
         return -1;
     }
-    if (dealer < 0 || dealer >= G304_SEATS) {
-        snprintf(buf, len, "the dealer is a seat from 0 to 3");
+    if (g304_rules_set_players(&rules, players, NULL) != 0) {
+        snprintf(buf, len, "the players are 4 or 6");
+        return -1;
+    }
+    int seats = g304_seats(&rules), pack = g304_deck_size(&rules), hand = g304_tricks(&rules);
+    if (dealer < 0 || dealer >= seats) {
+        snprintf(buf, len, "the dealer is a seat from 0 to %d", seats - 1);
         return -1;
     }
     seed_commitment(seed, actual);
@@ -69,25 +78,27 @@ int seed_verify(const char *seed_text, const char *commitment_text, int dealer, 
     snprintf(line, sizeof line, "%s: BLAKE2b-256 of the seed is %s\n",
              match ? "commitment matches" : "COMMITMENT DOES NOT MATCH", seed_hex(actual, hex));
     size_t used = put(buf, len, 0, line);
-    card_t deck[CARD_COUNT];
-    deal_shuffle(seed, deck, CARD_COUNT);
+    card_t deck[CARD_IDS];
+    g304_shuffle(seed, &rules, deck);
     used = put(buf, len, used, "deck order (ChaCha20 keyed by the seed, Fisher-Yates):");
-    for (int i = 0; i < CARD_COUNT; i++) {
+    for (int i = 0; i < pack; i++) {
         used = put(buf, len, used, " ");
         used = put(buf, len, used, card_str(deck[i]));
     }
     used = put(buf, len, used, "\n");
-    /* Dealt in batches of four from the dealer's right (R-DEAL), without a cut. */
-    static const char *const seat_names[G304_SEATS] = {"South", "East", "North", "West"};
-    for (int k = 0; k < G304_SEATS; k++) {
-        int s = (dealer + 1 + k) % G304_SEATS;
-        snprintf(line, sizeof line, "seat %d (%s):", s, seat_names[s]);
+    /* Dealt from the dealer's right without a cut: a batch of four to each seat, then the rest of
+     * the hands, four each (R-DEAL) or two each with six players (R-SIX-DEAL). */
+    for (int k = 0; k < seats; k++) {
+        int s = (dealer + 1 + k) % seats;
+        snprintf(line, sizeof line, "seat %d (%s):", s, cmd_seat_name(s, seats));
         used = put(buf, len, used, line);
-        for (int batch = 0; batch < 2; batch++)
-            for (int i = 0; i < 4; i++) {
+        for (int batch = 0; batch < 2; batch++) {
+            int per = batch ? hand - 4 : 4;
+            for (int i = 0; i < per; i++) {
                 used = put(buf, len, used, " ");
-                used = put(buf, len, used, card_pretty(deck[batch * 16 + k * 4 + i], one));
+                used = put(buf, len, used, card_pretty(deck[batch * 4 * seats + k * per + i], one));
             }
+        }
         used = put(buf, len, used, "\n");
     }
     put(buf, len, used, "(a table with the cut option cuts this deck first; the room shows the cut point)\n");

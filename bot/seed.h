@@ -3,7 +3,7 @@
  * Every hand is shuffled from a 32-byte seed (engine/deal.h). When the hand is dealt the room
  * sees the seed's commitment, BLAKE2b-256 of the seed (libsodium's crypto_generichash, no key);
  * when the hand ends the seed itself is shown. Anyone can then check that the seed matches the
- * commitment and recompute the deal: `cardroom verify SEED COMMITMENT`. */
+ * commitment and recompute the deal: `cardroom verify SEED COMMITMENT [DEALER] [--players 6]`. */
 #ifndef CARDROOM_SEED_H
 #define CARDROOM_SEED_H
 
@@ -30,8 +30,11 @@ const char *seed_hex(const uint8_t bytes[SEED_BYTES], char buf[SEED_HEX]);
 int seed_parse_hex(const char *text, uint8_t out[SEED_BYTES]);
 
 /* `cardroom verify`: checks seed against commitment and writes the deal — the shuffled deck
- * and the four hands for the given dealer — as text into buf. Returns 0 if the commitment
- * matches, 1 if it does not (buf says so), -1 if the arguments are malformed (buf says why). */
-int seed_verify(const char *seed_hex_text, const char *commitment_hex, int dealer, char *buf, size_t len);
+ * and each seat's hand for the given dealer — as text into buf. players: 4 (the 32-card pack,
+ * four hands of eight) or 6 (R-SIX-DEAL: the 36-card pack, six hands of six). Returns 0 if the
+ * commitment matches, 1 if it does not (buf says so), -1 if the arguments are malformed (buf
+ * says why). */
+int seed_verify(const char *seed_hex_text, const char *commitment_hex, int dealer, int players, char *buf,
+                size_t len);
 
 #endif

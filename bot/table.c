@@ -169,6 +169,11 @@ int table_seat_of(const table *t, const char *user, const char *origin)
     return -1;
 }
 
+int table_card_pack(const table *t)
+{
+    return t->game && t->game->card_pack ? t->game->card_pack(t->game_state.bytes) : CARD_COUNT;
+}
+
 /* A hand is being played: someone may be to act. */
 static int hand_in_play(const table *t)
 {
@@ -610,6 +615,19 @@ static int may_change(table *t, const table_env *env, const char *user, int mode
     return 1;
 }
 
+/* The seats the table would have after `set NAME VALUE` (an option may change how many: 304's
+ * players): the entry applied, silently, to a copy of the table. */
+static int seats_after_set(const table *t, const table_env *env, const char *name, const char *value)
+{
+    table copy = *t;
+    host x;
+    char rest[2 * 64 + 2], err[128];
+    snprintf(rest, sizeof rest, "%s %s", name, value);
+    host_of(&x, &copy, env, NULL);
+    if (copy.game->entry(copy.game_state.bytes, &x.h, "set", -1, rest, 0, err, sizeof err) != 0) return nseats(t);
+    return nseats(&copy);
+}
+
 static int cmd_set(table *t, const table_env *env, const char *user, int moderator, int is_private, const cmd *c,
                    table_out *out)
 {
@@ -622,6 +640,15 @@ static int cmd_set(table *t, const table_env *env, const char *user, int moderat
         reply(out, t, env, user, is_private, "%s", msg);
         return 0;
     }
+    int keep = seats_after_set(t, env, c->arg, value);
+    for (int s = keep; s < nseats(t); s++)
+        if (table_seat_taken(&t->seat[s])) {
+            char label[NAME_MAX_LEN];
+            reply(out, t, env, user, is_private, "%s sits at a seat the table would no longer have: with %s %s it has "
+                  "seats 1 to %d, so seats %d %s %d must be empty first.", seat_label(t, env, s, label, sizeof label),
+                  c->arg, value, keep, keep + 1, keep + 2 == nseats(t) ? "and" : "to", nseats(t));
+            return 0;
+        }
     return exec_live(t, env, out, "set %s %s", c->arg, value);
 }
 

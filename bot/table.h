@@ -252,6 +252,10 @@ int64_t table_next_timer(const table *t, int64_t remind_ms, int64_t idle_ms, int
  * is not the seat of the same name from another one. */
 int table_seat_of(const table *t, const char *user, const char *origin);
 
+/* The pack a command to this table reads its cards from (cmd_parse_pack): CARD_COUNT, or
+ * CARD_IDS at a table whose game has the sixes (304 for six). */
+int table_card_pack(const table *t);
+
 /* The running match in words for `standings` (304: tokens per team and hand number;
  * ContractGrid: the scores, marks and who risks the cap). */
 size_t table_match_text(const table *t, const table_env *env, char *buf, size_t len);

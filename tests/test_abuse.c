@@ -2,8 +2,8 @@
  *
  * Covers: the rate limit (one person flooding !table in ten rooms gets one notice and then
  * nothing until the pause is over; other people are not held up; moves count only when their
- * table refuses them; admins are not limited), the cap on open tables per person, the !admin commands and
- * their refusals (not an admin, in a room, a wrong subcommand), closing a table (its results
+ * table refuses them, a six at a six-seat table too; admins are not limited), the cap on open
+ * tables per person, the !admin commands and their refusals (not an admin, in a room, a wrong subcommand), closing a table (its results
  * stay in the standings), leaving a room through the adapter, ignoring and unignoring someone
  * (kept across a restart; an ignored person starts nothing), and a table closing at once when
  * the bot is no longer in its room. Every admin action is logged. */
@@ -84,15 +84,18 @@ static int open_tables(rig *r)
     return n;
 }
 
-/* alice opens a 304 table in room with three computer players and starts it. */
-static void alice_table(rig *r, const char *room)
+/* alice opens a 304 table of players seats in room, fills the others with computer players
+ * and starts it: 6 commands for four seats, 8 for six. */
+static void alice_table_of(rig *r, const char *room, int players)
 {
-    say(r, "alice", room, "!new 304");
+    say(r, "alice", room, players == 6 ? "!new 304 6" : "!new 304");
     say(r, "alice", room, "!join 1");
-    for (int i = 0; i < 3; i++) say(r, "alice", room, "!bot");
+    for (int i = 1; i < players; i++) say(r, "alice", room, "!bot");
     say(r, "alice", room, "!start");
     rig_idle(r);
 }
+
+static void alice_table(rig *r, const char *room) { alice_table_of(r, room, 4); }
 
 /* ---- the rate limit ---- */
 
@@ -135,8 +138,8 @@ static int stored_seed(void *ctx, int64_t id, int hand_no, uint8_t seed[STORE_SE
 }
 
 /* alice's first legal move at table id as a command (privately: plays and the indicator), or
- * 0 when it is not her turn. */
-static int alice_move(rig *r, int64_t id, char *text, size_t len, int *private)
+ * 0 when it is not her turn; with sixes set, a move with a six when she has one. */
+static int alice_move_of(rig *r, int64_t id, int sixes, char *text, size_t len, int *private)
 {
     caps_solver *judge = caps_solver_new(0);
     table t;
@@ -150,8 +153,14 @@ static int alice_move(rig *r, int64_t id, char *text, size_t len, int *private)
     caps_solver_free(judge);
     const g304_state *s = &game304_of(&t)->st;
     g304_action legal[G304_MAX_LEGAL];
-    if (t.over || s->to_act != 0 || g304_legal(s, 0, legal) == 0) return 0;
+    int n = t.over || s->to_act != 0 ? 0 : g304_legal(s, 0, legal);
+    if (n == 0) return 0;
     g304_action m = legal[0];
+    for (int i = 0; sixes && i < n; i++)
+        if ((legal[i].kind == G304_DO_TRUMP || legal[i].kind == G304_DO_PLAY) && card_str(legal[i].card)[0] == '6') {
+            m = legal[i];
+            break;
+        }
     *private = m.kind == G304_DO_TRUMP || m.kind == G304_DO_PLAY;
     switch (m.kind) {
     case G304_DO_BID: snprintf(text, len, "!bid %d", m.amount); break;
@@ -160,6 +169,11 @@ static int alice_move(rig *r, int64_t id, char *text, size_t len, int *private)
     default: snprintf(text, len, "!%s", g304_do_name(m.kind)); break;
     }
     return 1;
+}
+
+static int alice_move(rig *r, int64_t id, char *text, size_t len, int *private)
+{
+    return alice_move_of(r, id, 0, text, len, private);
 }
 
 Test(abuse, moves_a_table_takes_do_not_count)
@@ -186,6 +200,28 @@ Test(abuse, moves_a_table_takes_do_not_count)
     cr_expect_null(strstr(rig_heard(&r, "#cards", "").last, "faster"));
     say(&r, "alice", "#cards", "!last");
     cr_expect(strstr(rig_heard(&r, "#cards", "").last, "faster than I take them"), "the ninth question is one too many");
+    rig_stop(&r);
+}
+
+Test(abuse, a_six_played_at_a_six_seat_table_does_not_count)
+{
+    rig r;
+    start(&r);
+    alice_table_of(&r, "#cards", 6); /* the whole bucket: one more command counted is over the limit */
+    int moves = 0, sixes = 0;
+    char text[64];
+    int private;
+    while (sixes < 3 && moves < 400) {
+        cr_assert(alice_move_of(&r, 1, 1, text, sizeof text, &private), "no move for alice after %d", moves);
+        int before = rig_heard(&r, "#cards", "").n;
+        if (private) whisper(&r, "alice", text);
+        else say(&r, "alice", "#cards", text);
+        cr_assert_gt(rig_heard(&r, "#cards", "").n, before, "move %d (%s) was not taken", moves + 1, text);
+        sixes += strstr(text, " 6") != NULL;
+        rig_idle(&r);
+        moves++;
+    }
+    cr_expect_eq(sixes, 3, "alice played %d sixes in %d moves", sixes, moves);
     rig_stop(&r);
 }
 

@@ -57,6 +57,7 @@
 #include "cards.h"
 #include "deal.h"
 #include "g304.h"
+#include "test_hands.h"
 
 #define MAX_ACTIONS 160
 #define MAX_SEEN_EVENTS 512
@@ -178,16 +179,6 @@ static int try_apply(g304_state *st, position *p, int seat, const g304_action *a
     p->act[p->nact].a = *a;
     p->nact++;
     return 1;
-}
-
-static g304_action mk(int kind, card_t card, int amount)
-{
-    g304_action a;
-    memset(&a, 0, sizeof a);
-    a.kind = (uint8_t)kind;
-    a.card = card;
-    a.amount = (uint16_t)amount;
-    return a;
 }
 
 /* Plays one random hand of `players` up to a stopping point. Returns 1 with a usable position. */
@@ -313,7 +304,7 @@ static int gen_position(uint64_t seed, int players, position *p)
             if (!open_tried) {
                 open_tried = 1;
                 if (want_open) {
-                    g304_action a = mk(G304_DO_OPEN, 0, 0);
+                    g304_action a = test_action(G304_DO_OPEN, 0, 0);
                     try_apply(st, p, st->maker, &a);
                 }
                 continue;
@@ -326,19 +317,19 @@ static int gen_position(uint64_t seed, int players, position *p)
         case G304_PHASE_BID4:
             if (seat == maker4 && !bid4_done) {
                 bid4_done = 1;
-                a = mk(G304_DO_BID, 0, a4);
+                a = test_action(G304_DO_BID, 0, a4);
                 if (try_apply(st, p, seat, &a)) continue;
             }
-            a = mk(G304_DO_PASS, 0, 0);
+            a = test_action(G304_DO_PASS, 0, 0);
             if (!try_apply(st, p, seat, &a)) return 0;
             break;
         case G304_PHASE_BID8:
             if (seat == bid8_seat && !bid8_done) {
                 bid8_done = 1;
-                a = mk(G304_DO_BID, 0, a8);
+                a = test_action(G304_DO_BID, 0, a8);
                 if (try_apply(st, p, seat, &a)) continue;
             }
-            a = mk(G304_DO_PASS, 0, 0);
+            a = test_action(G304_DO_PASS, 0, 0);
             if (!try_apply(st, p, seat, &a)) return 0;
             break;
         case G304_PHASE_TRUMP: {
@@ -366,7 +357,7 @@ static int gen_position(uint64_t seed, int players, position *p)
                 }
                 pick = cand[best];
             }
-            a = mk(G304_DO_TRUMP, pick, 0);
+            a = test_action(G304_DO_TRUMP, pick, 0);
             if (!try_apply(st, p, seat, &a)) return 0;
             break;
         }
@@ -389,7 +380,7 @@ static int gen_position(uint64_t seed, int players, position *p)
                     if (strong ? v > w : v < w) pick = cand[i];
                 }
             }
-            a = mk(G304_DO_PLAY, pick, 0);
+            a = test_action(G304_DO_PLAY, pick, 0);
             if (!try_apply(st, p, seat, &a)) return 0;
             break;
         }
@@ -595,7 +586,7 @@ static int wins_plain(const g304_state *st, int s, const card_t *pi, int k, int 
     g304_state c;
     if (q == s) {
         if (k >= n || st->caps_seat == s) return 0; /* after a call the game plays for s */
-        g304_action a = mk(G304_DO_PLAY, pi[k], 0);
+        g304_action a = test_action(G304_DO_PLAY, pi[k], 0);
         c = *st;
         if (g304_apply(&c, s, &a, NULL, NULL) != G304_OK) return 0;
         return wins(&c, s, pi, k + 1, n);
@@ -604,7 +595,7 @@ static int wins_plain(const g304_state *st, int s, const card_t *pi, int k, int 
     int any = 0;
     for (int x = 0; x < CARD_IDS; x++) {
         if (!(h & CARDSET_BIT(x))) continue;
-        g304_action a = mk(G304_DO_PLAY, (card_t)x, 0);
+        g304_action a = test_action(G304_DO_PLAY, (card_t)x, 0);
         c = *st;
         if (g304_apply(&c, q, &a, NULL, NULL) != G304_OK) continue;
         any = 1;
@@ -637,7 +628,7 @@ static void world_found(oracle *o)
     for (int i = 0; i < o->npi; i++) {
         if (!o->alive[i] && !sample) continue;
         /* R-CAPS-CALL: s calls Caps with this order; the game then plays it */
-        g304_action call = mk(G304_DO_CAPS, 0, 0);
+        g304_action call = test_action(G304_DO_CAPS, 0, 0);
         call.n = (uint8_t)o->ncards;
         memcpy(call.order, o->pi[i], (size_t)o->ncards);
         static g304_state c;

@@ -10,7 +10,11 @@
  * - A bare number ("10", "160") is never a card: card_parse needs a suit.
  * - "ah", "as", "ad" without the prefix are chat unless written in capitals ("AH").
  * - A message over CMD_TEXT_MAX is refused only when it is addressed to the bot (prefix or a
- *   private message); in a room without the prefix it is chat and stays quiet. */
+ *   private message); in a room without the prefix it is chat and stays quiet.
+ * - The sixes are cards only in the 36-card pack (cmd_parse_pack with CARD_IDS, a six-player
+ *   table); in the 32-card pack they are refused with the words of any other non-card, and a
+ *   bare "6S" in a room is chat. Seats 5 and 6 are read everywhere: the table knows whether it
+ *   has them. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +40,7 @@ typedef struct {
     const char *arg2;    /* checked when not NULL */
     const char *word;    /* checked when not NULL */
     const char *err;     /* BAD: part of the message */
+    int pack;            /* 0: cmd_parse (the 32-card pack); else cmd_parse_pack with this pack */
 } row;
 
 #define NONE_(t) {t, .kind = CMD_NONE}
@@ -47,6 +52,7 @@ typedef struct {
 #define BID(t, a) {t, .kind = CMD_BID, .amount = a}
 #define CUT(t, a) {t, .kind = CMD_CUT, .amount = a}
 #define CAPS(t, c) {t, .kind = CMD_CAPS, .cards = c}
+#define SIX(t, k, ...) {t, .kind = k, .pack = CARD_IDS, __VA_ARGS__}
 #define PLAIN(t, k) {t, .kind = k}
 #define SEATS "seats are 1-4 or south, east, north, west"
 #define BIDMSG "a bid is a number like 160 (or 60), or pcc"
@@ -117,6 +123,15 @@ static const row rows[] = {
     {"!new contractgrid", .kind = CMD_NEW, .arg = "grid"},
     BAD("!new poker", "new", "the games are 304 and grid"),
     BAD("!new 304 now", "new", "!new 304 or !new grid"),
+    {"!new 304 6", .kind = CMD_NEW, .arg = "304", .amount = 6},
+    {"!new  304	4", .kind = CMD_NEW, .arg = "304", .amount = 4},
+    {"!new 304", .kind = CMD_NEW, .arg = "304", .amount = 0},
+    BAD("!new 304 5", "new", "304 is for four or six players: !new 304, or !new 304 6"),
+    BAD("!new 304 8", "new", "four or six players"),
+    BAD("!new 304 66", "new", "the games are 304 and grid"),
+    BAD("!new 304 6 now", "new", "the games are 304 and grid"),
+    BAD("!new grid 6", "new", "ContractGrid is for three players: !new grid"),
+    BAD("!new grid 3", "new", "ContractGrid is for three players"),
 
     /* join and bot, seats in every form */
     JOIN("!join", -1),
@@ -133,8 +148,13 @@ static const row rows[] = {
     JOIN("!join n", 2),
     JOIN("!join W", 3),
     JOIN("!JOIN\t north ", 2),
+    JOIN("!join 5", 4), /* whether the table has seats 5 and 6 is the table's business */
+    JOIN("!join 6", 5),
+    BOT("!bot 6", 5),
     BAD("!join 0", "join", SEATS),
-    BAD("!join 5", "join", SEATS),
+    BAD("!join 7", "join", "and 1-6 at a six-player table"),
+    BAD("!bot 7", "bot", "1-6 at a six-player table"),
+    SIX("!join 7", CMD_BAD, .word = "join", .err = SEATS),
     BAD("!join -1", "join", SEATS),
     BAD("!join southwest", "join", SEATS),
     BAD("!join north east", "join", SEATS),
@@ -183,6 +203,9 @@ static const row rows[] = {
     BAD("!cut", "cut", "from 0 to 31"),
     BAD("!cut x", "cut", "from 0 to 31"),
     BAD("!cut 1 2", "cut", "from 0 to 31"),
+    SIX("!cut 35", CMD_CUT, .amount = 35),
+    SIX("!cut 31", CMD_CUT, .amount = 31),
+    SIX("!cut 36", CMD_BAD, .word = "cut", .err = "from 0 to 35"),
 
     /* bid: full values, short forms, pcc */
     BID("!bid 160", 160),
@@ -235,6 +258,22 @@ static const row rows[] = {
     BAD("!play ZZ", "play", NOTCARD),
     BAD("!play JS 9S", "play", NOTCARD),
     BAD("!play 10", "play", NOTCARD),
+
+    /* the sixes: cards of the 36-card pack only (R-SIX-CARDS) */
+    SIX("!play 6S", CMD_PLAY, .card = "6S"),
+    SIX("!play six of hearts", CMD_PLAY, .card = "6H"),
+    SIX("!play \xE2\x99\xA6" "6", CMD_PLAY, .card = "6D"),
+    SIX("!trump 6c", CMD_TRUMP, .card = "6C"),
+    SIX("6S", CMD_PLAY, .card = "6S", .bare = 1),
+    SIX("!play JH", CMD_PLAY, .card = "JH"),
+    SIX("!caps 6s JH six of clubs", CMD_CAPS, .cards = "6S JH 6C"),
+    SIX("!play 5S", CMD_BAD, .word = "play", .err = "'5S' " NOTCARD),
+    BAD("!play 6S", "play", "'6S' " NOTCARD),
+    BAD("!play six of hearts", "play", NOTCARD),
+    BAD("!trump 6c", "trump", "'6c' " NOTCARD),
+    BAD("!caps JH 6S", "caps", "'6S' " NOTCARD),
+    NONE_("6S"),
+    {"6S", .opt = 1, .kind = CMD_BAD, .err = "unknown command \"6S\""},
 
     /* caps lists */
     CAPS("!caps", ""),
@@ -363,6 +402,7 @@ static void cards_text(const cmd *c, char *buf, size_t len)
 static void check_invariants(const row *r, size_t i, const cmd *c)
 {
     cr_expect(memchr(c->err, 0, sizeof c->err) && memchr(c->word, 0, sizeof c->word), "row %zu: unterminated", i);
+    cr_expect_eq(c->pack, r->pack ? r->pack : CARD_COUNT, "row %zu: read from the pack of %d", i, c->pack);
     for (const char *p = c->word; *p; p++) cr_expect(!(*p >= 'A' && *p <= 'Z'), "row %zu: word %s", i, c->word);
     if (c->kind != CMD_BAD) {
         cr_expect_str_empty(c->err, "row %zu \"%s\": err set: %s", i, r->text, c->err);
@@ -380,6 +420,7 @@ static void check_fields(const row *r, size_t i, const cmd *c)
     switch (r->kind) {
     case CMD_JOIN:
     case CMD_BOT: cr_expect_eq(c->seat, r->seat, "row %zu \"%s\": seat %d, want %d", i, r->text, c->seat, r->seat); break;
+    case CMD_NEW:
     case CMD_BID:
     case CMD_CUT: cr_expect_eq(c->amount, r->amount, "row %zu \"%s\": amount %d, want %d", i, r->text, c->amount, r->amount); break;
     case CMD_PLAY:
@@ -406,7 +447,11 @@ Test(command, table)
         const row *r = &rows[i];
         cmd c;
         memset(&c, 0xA5, sizeof c); /* whatever was there before must not show through */
-        cmd_parse(r->text, r->len ? r->len : strlen(r->text), r->prefix ? r->prefix : "!", r->opt, &c);
+        size_t len = r->len ? r->len : strlen(r->text);
+        if (r->pack)
+            cmd_parse_pack(r->text, len, r->prefix ? r->prefix : "!", r->opt, r->pack, &c);
+        else
+            cmd_parse(r->text, len, r->prefix ? r->prefix : "!", r->opt, &c);
         cr_expect_eq(c.kind, r->kind, "row %zu \"%s\": %s (%s), want %s", i, r->text, kind_name(c.kind), c.err,
                      kind_name(r->kind));
         check_invariants(r, i, &c);
@@ -631,10 +676,16 @@ Test(command, help_small_buffers)
 
 Test(command, seat_names)
 {
-    cr_expect_str_eq(cmd_seat_name(0), "South");
-    cr_expect_str_eq(cmd_seat_name(1), "East");
-    cr_expect_str_eq(cmd_seat_name(2), "North");
-    cr_expect_str_eq(cmd_seat_name(3), "West");
-    cr_expect_str_eq(cmd_seat_name(-1), "?");
-    cr_expect_str_eq(cmd_seat_name(4), "?");
+    cr_expect_str_eq(cmd_seat_name(0, 4), "South");
+    cr_expect_str_eq(cmd_seat_name(1, 4), "East");
+    cr_expect_str_eq(cmd_seat_name(2, 4), "North");
+    cr_expect_str_eq(cmd_seat_name(3, 4), "West");
+    cr_expect_str_eq(cmd_seat_name(-1, 4), "?");
+    cr_expect_str_eq(cmd_seat_name(4, 4), "?");
+    /* six seats have numbers, no compass points (R-SIX-SEATS) */
+    cr_expect_str_eq(cmd_seat_name(0, 6), "seat 1");
+    cr_expect_str_eq(cmd_seat_name(3, 6), "seat 4");
+    cr_expect_str_eq(cmd_seat_name(5, 6), "seat 6");
+    cr_expect_str_eq(cmd_seat_name(6, 6), "?");
+    cr_expect_str_eq(cmd_seat_name(-1, 6), "?");
 }

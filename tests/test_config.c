@@ -117,6 +117,7 @@ Test(config, defaults)
     cr_expect_eq(c.rate_seconds, 60);
     cr_expect_eq(c.rate_pause, 120);
     cr_expect_eq(c.tables_per_user, 3);
+    cr_expect_str_eq(c.level, "easy");
     cr_expect_eq(c.remind_after, 120);
     cr_expect_eq(c.idle_takeover, 600);
     cr_expect_eq(c.leave_grace, 120);
@@ -160,7 +161,7 @@ Test(config, example_file_names_every_key)
     text[n] = '\0';
     static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "rules_url = ",
                                        "\nadmins =\n", "rate_commands = ", "rate_seconds = ", "rate_pause = ",
-                                       "tables_per_user = ", "[timers]", "remind_after = ", "idle_takeover = ", "leave_grace = ",
+                                       "tables_per_user = ", "level = ", "[timers]", "remind_after = ", "idle_takeover = ", "leave_grace = ",
                                        "table_idle_close = ",
                                        "bot_delay_ms = ", "[rules]", "[console]", "user = ", "room = "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -187,6 +188,7 @@ Test(config, every_key)
                                   "rate_seconds = 86400\n"
                                   "rate_pause = 1\n"
                                   "tables_per_user = 1000\n"
+                                  "level = expert\n"
                                   "[timers]\n"
                                   "remind_after = 0\n"
                                   "idle_takeover = 2592000\n"
@@ -217,6 +219,7 @@ Test(config, every_key)
     cr_expect_eq(c.rate_seconds, 86400);
     cr_expect_eq(c.rate_pause, 1);
     cr_expect_eq(c.tables_per_user, 1000);
+    cr_expect_str_eq(c.level, "expert");
     cr_expect_eq(c.remind_after, 0);
     cr_expect_eq(c.idle_takeover, 2592000);
     cr_expect_eq(c.leave_grace, 30);
@@ -318,6 +321,7 @@ Test(config, bad_texts)
     load_fails("[bot]\nlog_level = verbose\n",
                "2: [bot] log_level: must be one of error, warn, info, debug, not 'verbose'");
     load_fails("[bot]\nlog_level = INFO\n", "2: [bot] log_level: must be one of error, warn, info, debug, not 'INFO'");
+    load_fails("[bot]\nlevel = strong\n", "2: [bot] level: must be one of easy, normal, expert, not 'strong'");
     load_fails("[console]\nuser = al ice\n",
                "2: [console] user: must be 1 to 32 characters of A-Z a-z 0-9 _ . -, not 'al ice'");
     load_fails("[console]\nroom = #room\n",
@@ -362,7 +366,7 @@ Test(config, unknown_key)
                "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, leave_grace, table_idle_close, "
                "bot_delay_ms)");
     load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url, "
-               "admins, rate_commands, rate_seconds, rate_pause, tables_per_user)");
+               "admins, rate_commands, rate_seconds, rate_pause, tables_per_user, level)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "

@@ -7,8 +7,11 @@
  * `cardroom verify`, tokens, the end of the match; computer players (one person with three,
  * and computers alone); refusals and help, table-driven; standings after several matches;
  * that no room line ever names a card that is still secret (over hundreds of matches, with a
- * check that the checker itself catches a leak); and that a script stopped half-way resumes
- * on the same database and ends exactly like one uninterrupted run.
+ * check that the checker itself catches a leak); that a script stopped half-way resumes
+ * on the same database and ends exactly like one uninterrupted run; and six-player 304: a whole
+ * match for six people from tests/console/six-match.txt checked the same way, with its
+ * standings, the refusals of six-seat tables (and of sixes at four-seat ones), Partner Close
+ * Caps with both teammates out, a Caps call of six cards, spoilt trumps, and `--players 6`.
  *
  * Each bug these tests once found stays covered by the test that found it. */
 #include <criterion/criterion.h>
@@ -19,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ai304.h"
+#include "aiplay.h"
 #include "cards.h"
 #include "command.h"
 #include "config.h"
@@ -44,7 +49,15 @@
  * when tests with different timeouts run in parallel jobs. */
 TestSuite(console, .timeout = 300);
 
-static const char *const seat_word[G304_SEATS] = {"South", "East", "North", "West"};
+/* The seats' names as the room reads them: South, East, North, West; seat 1 … seat 6 with six. */
+static const char *seat_word(int s, int seats)
+{
+    static const char *const four[4] = {"South", "East", "North", "West"};
+    static const char *const six[6] = {"seat 1", "seat 2", "seat 3", "seat 4", "seat 5", "seat 6"};
+    return seats == 6 ? six[s] : four[s];
+}
+
+#define ALL_CARDS (CARDSET_ALL | CARDSET_SIXES) /* both packs' cards */
 
 /* ---------------------------------------------------------------------------------------- */
 /* Small buffers                                                                            */
@@ -166,6 +179,7 @@ static int rank_token(const char *p, int *rank, int *len)
 {
     static const char ranks[] = "789?JQKA";
     if (p[0] == '1' && p[1] == '0') return *rank = RANK_T, *len = 2, 1;
+    if (p[0] == '6') return *rank = RANK_6, *len = 1, 1;
     for (int r = 0; r < RANK_COUNT; r++)
         if (ranks[r] != '?' && p[0] == ranks[r]) return *rank = r, *len = 1, 1;
     return 0;
@@ -175,7 +189,7 @@ static cardset_t cards_named(const char *text)
 {
     cardset_t set = 0;
     char one[CARD_TEXT_MAX];
-    for (card_t c = 0; c < CARD_COUNT; c++)
+    for (card_t c = 0; c < CARD_IDS; c++)
         if (strstr(text, card_pretty(c, one))) set |= CARDSET_BIT(c);
     for (int suit = 0; suit < SUIT_COUNT; suit++) {
         const char *sym = suit_symbol(suit);
@@ -198,7 +212,7 @@ static const char *set_text(cardset_t s, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = 0;
-    for (card_t c = 0; c < CARD_COUNT && used < len; c++)
+    for (card_t c = 0; c < CARD_IDS && used < len; c++)
         if (s & CARDSET_BIT(c)) used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "", card_str(c));
     return buf;
 }
@@ -378,16 +392,17 @@ typedef struct {
     uint8_t seed[SEED_BYTES];
     int dealer, cut, done, maker;
     int16_t tokens_before[2];
-    cardset_t dealt[G304_SEATS], first4[G304_SEATS];
+    cardset_t dealt[G304_MAX_SEATS], first4[G304_MAX_SEATS];
     g304_result result;
 } hand_rec;
 
 typedef struct {
     uint64_t nseed;
     int64_t table_id;
-    char user[G304_SEATS][32];
-    char label[G304_SEATS][64];
-    const char *names[G304_SEATS];
+    int seats;                      /* 4, or 6 (R-SIX-…) */
+    char user[G304_MAX_SEATS][32];
+    char label[G304_MAX_SEATS][64];
+    const char *names[G304_MAX_SEATS];
     g304_rules rules;
     g304_state st;
     int16_t tokens[2];
@@ -397,8 +412,8 @@ typedef struct {
     sbuf *script;
     hand_rec hands[MAX_HANDS + 1];
     lines room_exp;                 /* public event lines, in order */
-    lines priv_exp[G304_SEATS];     /* each player's private event lines, in order */
-    uint8_t caps_decided[G304_SEATS];
+    lines priv_exp[G304_MAX_SEATS]; /* each player's private event lines, in order */
+    uint8_t caps_decided[G304_MAX_SEATS];
     int views;                      /* sprinkle !table, !last and !hand among the moves */
     int kinds[G304_DO_COUNT];       /* moves made, by kind */
     int private_plays;
@@ -406,12 +421,11 @@ typedef struct {
 
 /* The room's lines for a move (render_move), the last ending with whose turn it is when the
  * hand goes on, as the bot says them. */
-static void move_room_lines(const g304_state *st, const g304_events *ev, const char *const names[G304_SEATS],
-                            lines *out)
+static void move_room_lines(const g304_state *st, const g304_events *ev, const char *const names[], lines *out)
 {
     char text[RENDER_MAX], turn[RENDER_MAX], line[2 * RENDER_MAX + 8];
     size_t n = render_move(st, ev, names, text, sizeof text);
-    if (st->phase != G304_PHASE_DONE && st->to_act < G304_SEATS && render_turn(st, names, turn, sizeof turn)) {
+    if (st->phase != G304_PHASE_DONE && st->to_act < G304_MAX_SEATS && render_turn(st, names, turn, sizeof turn)) {
         if (!n) return; /* a deal: its line is the hand's header, checked on its own */
         snprintf(line, sizeof line, "%s " EM_DASH " %s", text, turn);
         lines_split(out, line);
@@ -427,7 +441,7 @@ static void sim_expect(sim *g, const g304_events *ev)
     for (int i = 0; i < ev->n; i++) {
         const g304_event *e = &ev->ev[i];
         if (e->vis == G304_VIS_ALL) continue;
-        for (int s = 0; s < G304_SEATS; s++)
+        for (int s = 0; s < g->seats; s++)
             if (g304_event_visible(e, s) && render_event(&g->st, e, s, g->names, text, sizeof text))
                 lines_split(&g->priv_exp[s], text);
     }
@@ -435,13 +449,13 @@ static void sim_expect(sim *g, const g304_events *ev)
 
 static void sim_deal(sim *g)
 {
-    card_t deck[CARD_COUNT];
+    card_t deck[CARD_IDS];
     g304_events ev;
     cr_assert_lt(g->hand_no, MAX_HANDS);
     hand_rec *h = &g->hands[g->hand_no++];
     seed_fixed(g->nseed, g->table_id, g->hand_no, h->seed);
-    if (g->hand_no == 1) g->dealer = h->seed[SEED_BYTES - 1] & 3;
-    deal_shuffle(h->seed, deck, CARD_COUNT);
+    if (g->hand_no == 1) g->dealer = h->seed[SEED_BYTES - 1] % g->seats;
+    g304_shuffle(h->seed, &g->rules, deck);
     ev.n = 0;
     g304_start(&g->st, &g->rules, g->dealer, g->tokens, deck, &ev);
     judge_update(g->judge, &g->st);
@@ -454,33 +468,46 @@ static void sim_deal(sim *g)
     sim_expect(g, &ev);
 }
 
-/* Starts a match at table table_id: the creator opens it, the four join in seat order, the
- * options are set ("caps strict", …) and the match starts. */
-static void sim_init(sim *g, const cfg *c, sbuf *script, uint64_t nseed, int64_t table_id,
-                     const char *const users[G304_SEATS], const char *const *sets, int max_hands, uint64_t policy)
+/* The players of a four- or six-player sim's seats, in seat order. */
+static void sim_seat(sim *g, int s, const char *user)
 {
+    snprintf(g->user[s], sizeof g->user[s], "%s", user);
+    snprintf(g->label[s], sizeof g->label[s], "%s (%s)", user, seat_word(s, g->seats));
+    g->names[s] = g->label[s];
+}
+
+static void sim_blank(sim *g, const cfg *c, uint64_t nseed, int64_t table_id, int players)
+{
+    g304_error e;
     memset(g, 0, sizeof *g);
     g->nseed = nseed;
     g->table_id = table_id;
-    g->script = script;
     g->rules = c->rules;
-    g->max_hands = max_hands;
-    g->rng = policy;
+    cr_assert_eq(g304_rules_set_players(&g->rules, players, &e), 0, "%s", e.msg);
+    g->seats = players;
     g->judge = caps_solver_new(0);
     cr_assert_not_null(g->judge);
-    for (int s = 0; s < G304_SEATS; s++) {
-        snprintf(g->user[s], sizeof g->user[s], "%s", users[s]);
-        snprintf(g->label[s], sizeof g->label[s], "%s (%s)", users[s], seat_word[s]);
-        g->names[s] = g->label[s];
-    }
-    sb_add(script, "%s> !new 304\n", users[0]);
-    for (int s = 0; s < G304_SEATS; s++) sb_add(script, "%s> !join\n", users[s]);
+}
+
+/* Starts a match of `players` (4, or 6: "!new 304 6") at table table_id: the creator opens it,
+ * the players join in seat order, the options are set ("caps strict", …) and the match
+ * starts. */
+static void sim_init(sim *g, const cfg *c, sbuf *script, uint64_t nseed, int64_t table_id, int players,
+                     const char *const users[], const char *const *sets, int max_hands, uint64_t policy)
+{
+    sim_blank(g, c, nseed, table_id, players);
+    g->script = script;
+    g->max_hands = max_hands;
+    g->rng = policy;
+    for (int s = 0; s < g->seats; s++) sim_seat(g, s, users[s]);
+    sb_add(script, "%s> !new 304%s\n", users[0], players == 6 ? " 6" : "");
+    for (int s = 0; s < g->seats; s++) sb_add(script, "%s> !join\n", users[s]);
     for (int i = 0; sets && sets[i]; i++) {
         char name[64], value[64];
         g304_error e;
         cr_assert_eq(sscanf(sets[i], "%63s %63s", name, value), 2);
         cr_assert_eq(g304_rules_set(&g->rules, name, value, &e), 0, "%s", e.msg);
-        sb_add(script, "%s> !set %s\n", users[i % G304_SEATS], sets[i]);
+        sb_add(script, "%s> !set %s\n", users[i % g->seats], sets[i]);
     }
     sb_add(script, "%s> !start\n", users[1]);
     g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
@@ -491,7 +518,7 @@ static void sim_free(sim *g)
 {
     caps_solver_free(g->judge);
     lines_free(&g->room_exp);
-    for (int s = 0; s < G304_SEATS; s++) lines_free(&g->priv_exp[s]);
+    for (int s = 0; s < G304_MAX_SEATS; s++) lines_free(&g->priv_exp[s]);
 }
 
 /* Applies a move the script has just said; deals the next hand as the bot does. */
@@ -521,7 +548,7 @@ static void sim_apply(sim *g, int seat, const g304_action *a)
 
 static void sim_view(sim *g)
 {
-    const char *u = g->user[rng_next(&g->rng) % G304_SEATS];
+    const char *u = g->user[rng_next(&g->rng) % (uint64_t)g->seats];
     static const char *const views[] = {"> !table", "> !last", ">> !table", ">> !hand", "> !hand", ">> !last"};
     sb_add(g->script, "%s%s\n", u, views[rng_next(&g->rng) % 6]);
 }
@@ -531,7 +558,7 @@ static int sim_step(sim *g)
 {
     if (g->over || g->hand_no > g->max_hands) return 0;
     if (g->views && rng_next(&g->rng) % 20 == 0) sim_view(g);
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < g->seats; s++) {
         if (g->caps_decided[s] || !g304_caps_open_for(&g->st, s) || g->st.certain_at[s] == G304_NEVER) continue;
         g->caps_decided[s] = 1;
         g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE};
@@ -543,7 +570,7 @@ static int sim_step(sim *g)
         return 1;
     }
     int seat = g->st.to_act;
-    cr_assert_lt(seat, G304_SEATS, "nobody to act in phase %d", g->st.phase);
+    cr_assert_lt(seat, g->seats, "nobody to act in phase %d", g->st.phase);
     g304_action a;
     choose_move(&g->st, seat, &g->rng, &a);
     if (a.kind == G304_DO_PLAY && is_facedown(&g->st, seat, &a)) g->private_plays++;
@@ -567,7 +594,7 @@ typedef struct {
 typedef struct {
     uint8_t deal;
     int first, n;                       /* its room lines */
-    cardset_t known_add[G304_SEATS];    /* cards the step shows one seat privately */
+    cardset_t known_add[G304_MAX_SEATS]; /* cards the step shows one seat privately */
 } exp_step;
 
 typedef struct {
@@ -600,14 +627,14 @@ typedef struct {
     int64_t id;
     uint64_t nseed;
     g304_rules rules;
-    char user[G304_SEATS][64];
-    uint8_t bot[G304_SEATS], away[G304_SEATS];
+    char user[G304_MAX_SEATS][64];
+    uint8_t bot[G304_MAX_SEATS], away[G304_MAX_SEATS];
     int started, over, hand_no, dealer, hands_done;
     int16_t tokens[2];
     g304_state st;
     caps_solver *judge;
     int64_t seq;
-    int moves_of[G304_SEATS];
+    int moves_of[G304_MAX_SEATS];
     int failed;
     char why[300];
     expected *x;
@@ -631,12 +658,13 @@ static void rp_free(rp *r) { caps_solver_free(r->judge); }
 
 static const char *rp_label(const rp *r, int s, char *buf, size_t len)
 {
+    int n = g304_seats(&r->rules);
     if (r->user[s][0])
-        snprintf(buf, len, "%s (%s%s)", r->user[s], seat_word[s], r->away[s] ? ", away" : "");
+        snprintf(buf, len, "%s (%s%s)", r->user[s], seat_word(s, n), r->away[s] ? ", away" : "");
     else if (r->bot[s])
-        snprintf(buf, len, "computer %s", seat_word[s]);
+        snprintf(buf, len, "computer %s", seat_word(s, n));
     else
-        snprintf(buf, len, "%s", seat_word[s]);
+        snprintf(buf, len, "%s", seat_word(s, n));
     return buf;
 }
 
@@ -648,13 +676,13 @@ static cardset_t event_public(const g304_event *e, int *all)
     switch (e->kind) {
     case G304_EV_PLAY:
     case G304_EV_SHOWN:
-    case G304_EV_OPEN: s = e->cards[0] < CARD_COUNT ? CARDSET_BIT(e->cards[0]) : 0; break;
+    case G304_EV_OPEN: s = e->cards[0] < CARD_IDS ? CARDSET_BIT(e->cards[0]) : 0; break;
     case G304_EV_REVEAL:
-        if (e->other < CARD_COUNT) s |= CARDSET_BIT(e->other);
+        if (e->other < CARD_IDS) s |= CARDSET_BIT(e->other);
         /* fall through */
     case G304_EV_CAPS:
         for (int i = 0; i < e->n; i++)
-            if (e->cards[i] < CARD_COUNT) s |= CARDSET_BIT(e->cards[i]);
+            if (e->cards[i] < CARD_IDS) s |= CARDSET_BIT(e->cards[i]);
         break;
     case G304_EV_HAND:
     case G304_EV_RESULT:
@@ -668,9 +696,9 @@ static void rp_record(rp *r, const g304_events *ev, int deal)
 {
     expected *x = r->x;
     if (!x) return;
-    char lab[G304_SEATS][96];
-    const char *names[G304_SEATS];
-    for (int s = 0; s < G304_SEATS; s++) names[s] = rp_label(r, s, lab[s], sizeof lab[s]);
+    char lab[G304_MAX_SEATS][96];
+    const char *names[G304_MAX_SEATS] = {0};
+    for (int s = 0; s < g304_seats(&r->rules); s++) names[s] = rp_label(r, s, lab[s], sizeof lab[s]);
     if (x->ns == x->cs) {
         x->cs = x->cs ? x->cs * 2 : 256;
         x->s = realloc(x->s, (size_t)x->cs * sizeof *x->s);
@@ -685,10 +713,10 @@ static void rp_record(rp *r, const g304_events *ev, int deal)
     for (int i = 0; i < ev->n; i++) {
         const g304_event *e = &ev->ev[i];
         if (e->vis != G304_VIS_ALL) {
-            for (int s = 0; s < G304_SEATS; s++)
+            for (int s = 0; s < g304_seats(&r->rules); s++)
                 if (g304_event_visible(e, s))
                     for (int k = 0; k < e->n; k++)
-                        if (e->cards[k] < CARD_COUNT) st->known_add[s] |= CARDSET_BIT(e->cards[k]);
+                        if (e->cards[k] < CARD_IDS) st->known_add[s] |= CARDSET_BIT(e->cards[k]);
             continue;
         }
         int ends;
@@ -722,8 +750,9 @@ static int rp_fail(rp *r, const char *fmt, ...)
     return 1;
 }
 
-/* Our own reading of a journal move text ("bid 160", "play JH", "caps JH 9H", …). */
-static int parse_move(const char *text, g304_action *a)
+/* Our own reading of a journal move text ("bid 160", "play JH", "caps JH 9H", …), with the
+ * cards of the table's pack. */
+static int parse_move(const char *text, int pack, g304_action *a)
 {
     char word[16];
     int off = 0;
@@ -749,10 +778,10 @@ static int parse_move(const char *text, g304_action *a)
     case G304_DO_TRUMP:
     case G304_DO_PLAY:
         if (sscanf(rest, " %15s", tok) != 1) return -1;
-        return card_parse(tok, strlen(tok), &a->card, NULL, 0);
+        return card_parse_pack(tok, strlen(tok), pack, &a->card, NULL, 0);
     case G304_DO_CAPS:
         while (sscanf(rest, " %15s%n", tok, &off) == 1) {
-            if (a->n >= G304_TRICKS || card_parse(tok, strlen(tok), &a->order[a->n], NULL, 0) != 0) return -1;
+            if (a->n >= G304_TRICKS || card_parse_pack(tok, strlen(tok), pack, &a->order[a->n], NULL, 0) != 0) return -1;
             a->n++;
             rest += off;
         }
@@ -775,7 +804,7 @@ static int rp_entry(void *ctx, int64_t seq, const char *entry)
     int with_seat = strcmp(word, "join") == 0 || strcmp(word, "bot") == 0 || strcmp(word, "leave") == 0 ||
                     strcmp(word, "away") == 0 || strcmp(word, "back") == 0 || strcmp(word, "move") == 0;
     if (with_seat) {
-        if (sscanf(rest, " %d%n", &seat, &off) != 1 || seat < 0 || seat >= G304_SEATS)
+        if (sscanf(rest, " %d%n", &seat, &off) != 1 || seat < 0 || seat >= g304_seats(&r->rules))
             return rp_fail(r, "entry '%s' names no seat", entry);
         rest += off;
         while (*rest == ' ') rest++;
@@ -809,8 +838,15 @@ static int rp_entry(void *ctx, int64_t seq, const char *entry)
         r->away[seat] = 0;
     } else if (strcmp(word, "set") == 0) {
         char name[64], value[64];
-        if (sscanf(rest, "%63s %63s", name, value) != 2 || g304_rules_set(&r->rules, name, value, &err) != 0)
-            return rp_fail(r, "entry '%s' sets nothing", entry);
+        int ok = sscanf(rest, "%63s %63s", name, value) == 2;
+        if (ok && strcmp(name, "players") == 0) /* R-SIX-…: "set players 6" (!new 304 6, !set players) */
+            ok = (strcmp(value, "4") == 0 || strcmp(value, "6") == 0) &&
+                 g304_rules_set_players(&r->rules, atoi(value), &err) == 0;
+        else if (ok && strcmp(name, "level") == 0)
+            ok = aiplay_level_parse(value) >= 0;
+        else if (ok)
+            ok = g304_rules_set(&r->rules, name, value, &err) == 0;
+        if (!ok) return rp_fail(r, "entry '%s' sets nothing", entry);
     } else if (strcmp(word, "start") == 0) {
         r->started = 1;
         r->tokens[0] = r->tokens[1] = r->rules.start_tokens;
@@ -818,7 +854,7 @@ static int rp_entry(void *ctx, int64_t seq, const char *entry)
         r->over = 1;
     } else if (strcmp(word, "deal") == 0) {
         uint8_t seed[SEED_BYTES], want[SEED_BYTES];
-        card_t deck[CARD_COUNT];
+        card_t deck[CARD_IDS];
         r->hand_no++;
         if (store_hand_seed(r->db, r->id, r->hand_no, seed) != 0)
             return rp_fail(r, "no seed stored for hand %d of table %lld", r->hand_no, (long long)r->id);
@@ -826,18 +862,18 @@ static int rp_entry(void *ctx, int64_t seq, const char *entry)
         if (memcmp(seed, want, SEED_BYTES) != 0)
             return rp_fail(r, "hand %d of table %lld is not dealt from seed_fixed(%llu, …)", r->hand_no,
                            (long long)r->id, (unsigned long long)r->nseed);
-        if (r->hand_no == 1) r->dealer = seed[SEED_BYTES - 1] & 3;
+        if (r->hand_no == 1) r->dealer = seed[SEED_BYTES - 1] % g304_seats(&r->rules);
         int d, t0, t1; /* the entry may state the dealer and tokens: they must be ours */
         if (sscanf(rest, " %d %d %d", &d, &t0, &t1) == 3 && (d != r->dealer || t0 != r->tokens[0] || t1 != r->tokens[1]))
             return rp_fail(r, "'%s' but our copy deals %d with tokens %d %d", entry, r->dealer, r->tokens[0],
                            r->tokens[1]);
-        deal_shuffle(seed, deck, CARD_COUNT);
+        g304_shuffle(seed, &r->rules, deck);
         g304_start(&r->st, &r->rules, r->dealer, r->tokens, deck, &ev);
         judge_update(r->judge, &r->st);
         rp_record(r, &ev, 1);
     } else if (strcmp(word, "move") == 0) {
         g304_action a;
-        if (parse_move(rest, &a) != 0) return rp_fail(r, "entry '%s' is no move", entry);
+        if (parse_move(rest, g304_deck_size(&r->rules), &a) != 0) return rp_fail(r, "entry '%s' is no move", entry);
         if (judge_apply(r->judge, &r->st, seat, &a, &ev, &err) != G304_OK)
             return rp_fail(r, "entry '%s' refused by our copy: %s", entry, err.msg);
         r->moves_of[seat]++;
@@ -909,21 +945,18 @@ static int is_deal_header(const char *text)
  * public in this hand. A private line to a seated player may also name the cards that player
  * has seen (own cards, own face-down plays, the indicator and inspected cards for the maker),
  * counting one step ahead because a batch's private messages may precede its room message.
- * Once a hand's cards are shown at its end, nothing of that hand is secret. A batch's messages
- * come out one per destination, the room's first: a player's private lines about the hand
- * that just ended (a face-down trick, his last play) may follow the room's next "Hand" header,
- * and until his new cards come ("Your first four cards") his lines belong to the old hand. */
+ * Once a hand's cards are shown at its end, nothing of that hand is secret. */
 static void leak_check(const expected *x, const lines *out, leak_report *rep)
 {
-    int ptr = 0, cur = -1, all = 0, old_hand[G304_SEATS] = {0};
-    cardset_t pub = 0, known[G304_SEATS] = {0};
+    int ptr = 0, cur = -1, all = 0;
+    cardset_t pub = 0, known[G304_MAX_SEATS] = {0};
     memset(rep, 0, sizeof *rep);
     for (int i = 0; i < x->ns; i++) rep->deal_steps += x->s[i].deal;
     for (int i = 0; i < out->n; i++) {
         const char *line = out->v[i];
         if (starts(line, ROOM_PREFIX)) {
             const char *text = line + strlen(ROOM_PREFIX);
-            cardset_t allowed = all ? CARDSET_ALL : pub;
+            cardset_t allowed = all ? ALL_CARDS : pub;
             rep->room_lines++;
             if (is_deal_header(text)) {
                 int d = cur + 1;
@@ -931,19 +964,18 @@ static void leak_check(const expected *x, const lines *out, leak_report *rep)
                 if (d < x->ns && ptr == x->s[d].first) {
                     rep->deals++;
                     cur = d;
-                    for (int s = 0; s < G304_SEATS; s++) old_hand[s] = all;
                     all = 0;
                     pub = 0;
-                    for (int s = 0; s < G304_SEATS; s++) known[s] = x->s[d].known_add[s];
+                    for (int s = 0; s < G304_MAX_SEATS; s++) known[s] = x->s[d].known_add[s];
                     allowed = 0;
                 }
             } else if (ptr < x->nl && strcmp(text, x->l[ptr].text) == 0) {
                 const exp_line *e = &x->l[ptr++];
                 for (int s = cur + 1; s <= e->step; s++)
-                    for (int k = 0; k < G304_SEATS; k++) known[k] |= x->s[s].known_add[k];
+                    for (int k = 0; k < G304_MAX_SEATS; k++) known[k] |= x->s[s].known_add[k];
                 if (e->step > cur) cur = e->step;
                 allowed |= e->pub;
-                if (e->all) allowed = CARDSET_ALL;
+                if (e->all) allowed = ALL_CARDS;
                 pub |= e->pub;
                 all |= e->all;
                 rep->matched++;
@@ -959,10 +991,8 @@ static void leak_check(const expected *x, const lines *out, leak_report *rep)
         char user[64];
         snprintf(user, sizeof user, "%.*s", (int)(end - line - 2), line + 2);
         int seat = expected_seat_of(x, user);
-        cardset_t allowed = all ? CARDSET_ALL : pub;
+        cardset_t allowed = all ? ALL_CARDS : pub;
         rep->private_lines++;
-        if (seat >= 0 && strstr(end + 1, "Your first four cards")) old_hand[seat] = 0;
-        if (seat >= 0 && old_hand[seat]) allowed = CARDSET_ALL; /* the old hand, shown at its end */
         if (seat >= 0) {
             allowed |= known[seat];
             for (int s = cur + 1; s < x->ns; s++) { /* one step ahead (see above) */
@@ -1018,7 +1048,7 @@ static void assert_no_leak(const expected *x, const lines *out, const char *what
 
 typedef struct {
     lines room;
-    lines priv[G304_SEATS];
+    lines priv[G304_MAX_SEATS];
 } split_out;
 
 static void split_transcript(const lines *all, const sim *g, split_out *o)
@@ -1031,7 +1061,7 @@ static void split_transcript(const lines *all, const sim *g, split_out *o)
             continue;
         }
         int found = 0;
-        for (int s = 0; s < G304_SEATS && !found; s++) {
+        for (int s = 0; s < g->seats && !found; s++) {
             char p[48];
             snprintf(p, sizeof p, "[@%s] ", g->user[s]);
             if (starts(l, p)) lines_add(&o->priv[s], l + strlen(p)), found = 1;
@@ -1043,7 +1073,7 @@ static void split_transcript(const lines *all, const sim *g, split_out *o)
 static void split_free(split_out *o)
 {
     lines_free(&o->room);
-    for (int s = 0; s < G304_SEATS; s++) lines_free(&o->priv[s]);
+    for (int s = 0; s < G304_MAX_SEATS; s++) lines_free(&o->priv[s]);
 }
 
 /* Every expected line of `want` appears in `have`, in order. Returns the number found. */
@@ -1073,7 +1103,7 @@ static void check_match(sim *g, const run_result *r)
     /* nothing refused, nothing broken */
     cr_assert_eq(lines_count(&r->all, "Internal error"), 0);
     for (int i = 0; i < o.room.n; i++)
-        for (int s = 0; s < G304_SEATS; s++) {
+        for (int s = 0; s < g->seats; s++) {
             char p[48];
             snprintf(p, sizeof p, "%s: ", g->user[s]);
             cr_assert(!starts(o.room.v[i], p), "a reply in the room: %s", o.room.v[i]);
@@ -1090,15 +1120,16 @@ static void check_match(sim *g, const run_result *r)
      * its start, so a line may or may not begin with that head */
     char tag[64];
     snprintf(tag, sizeof tag, "[%s \xC2\xB7 table %lld] ", ROOM, (long long)g->table_id);
-    for (int s = 0; s < G304_SEATS; s++) {
+    const char *next_cards = g->seats == 6 ? "Your next two cards: " : "Your next four cards: ";
+    for (int s = 0; s < g->seats; s++) {
         lines mine = {0};
         cr_assert(o.priv[s].n == 0 || starts(o.priv[s].v[0], tag), "%s's first private line has no head",
                   g->user[s]);
         for (int i = 0; i < o.priv[s].n; i++) {
             const char *t = o.priv[s].v[i] + (starts(o.priv[s].v[i], tag) ? strlen(tag) : 0);
             cr_assert(!starts(t, "["), "a second head: %s", o.priv[s].v[i]);
-            /* the indicator and the next four cards are one message: one head */
-            if (i > 0 && starts(t, "Your next four cards: ") && strstr(o.priv[s].v[i - 1], "Your indicator: "))
+            /* the indicator and the next cards are one message: one head */
+            if (i > 0 && starts(t, next_cards) && strstr(o.priv[s].v[i - 1], "Your indicator: "))
                 cr_assert(!starts(o.priv[s].v[i], tag), "a head in the middle of a message: %s", o.priv[s].v[i]);
             if (!starts(t, "Your turn.") && !starts(t, "Your four cards are worth ")) lines_add(&mine, t);
         }
@@ -1110,20 +1141,20 @@ static void check_match(sim *g, const run_result *r)
     }
 
     /* each player was told the cards dealt to them */
-    static cardset_t got[MAX_HANDS + 1][G304_SEATS];
+    static cardset_t got[MAX_HANDS + 1][G304_MAX_SEATS];
     memset(got, 0, sizeof got);
     int hand = 0;
     for (int i = 0; i < r->all.n; i++) {
         const char *l = r->all.v[i];
         int h;
         if (starts(l, ROOM_PREFIX) && sscanf(l + strlen(ROOM_PREFIX), "Hand %d " EM_DASH, &h) == 1) hand = h;
-        for (int s = 0; s < G304_SEATS && hand > 0; s++) {
+        for (int s = 0; s < g->seats && hand > 0; s++) {
             char p[128];
             snprintf(p, sizeof p, "[@%s] ", g->user[s]);
             if (!starts(l, p)) continue;
             const char *t = l + strlen(p);
             if (starts(t, tag)) t += strlen(tag);
-            if (starts(t, "Your first four cards: ") || starts(t, "Your next four cards: ")) {
+            if (starts(t, "Your first four cards: ") || starts(t, next_cards)) {
                 char four[RENDER_MAX]; /* "Your next four cards: … — your hand: …" */
                 const char *end = strstr(t, " " EM_DASH " ");
                 snprintf(four, sizeof four, "%.*s", end ? (int)(end - t) : (int)strlen(t), t);
@@ -1133,10 +1164,11 @@ static void check_match(sim *g, const run_result *r)
     }
     cr_assert_eq(hand, g->hand_no, "hand headers: %d, hands dealt: %d", hand, g->hand_no);
     for (int h = 1; h <= g->hand_no; h++)
-        for (int s = 0; s < G304_SEATS; s++) {
+        for (int s = 0; s < g->seats; s++) {
             cardset_t want = g->hands[h - 1].done ? g->hands[h - 1].dealt[s] : g->st.dealt[s];
-            cr_assert_eq(got[h][s], want, "hand %d: %s was told %08x, dealt %08x", h, g->user[s], got[h][s], want);
-            cr_assert(cardset_count(want) == 4 || cardset_count(want) == 8);
+            cr_assert_eq(got[h][s], want, "hand %d: %s was told %09llx, dealt %09llx", h, g->user[s],
+                         (unsigned long long)got[h][s], (unsigned long long)want);
+            cr_assert(cardset_count(want) == 4 || cardset_count(want) == g304_tricks(&g->rules));
         }
 
     /* seed commitments at the deal, the tokens after each hand that changed them, seeds at the
@@ -1163,14 +1195,17 @@ static void check_match(sim *g, const run_result *r)
         }
         cr_assert_geq(si, 0, "no '%s'", seedl);
         cr_assert(starts(o.room.v[si], seedl), "%s", o.room.v[si]);
-        char v1[SEED_HEX], v2[SEED_HEX], tail;
+        char v1[SEED_HEX], v2[SEED_HEX], tail[32] = "";
         int vd;
-        cr_assert_eq(sscanf(o.room.v[si] + strlen(seedl), "%64s %64s %d%c", v1, v2, &vd, &tail), 3, "%s", o.room.v[si]);
+        cr_assert_geq(sscanf(o.room.v[si] + strlen(seedl), "%64s %64s %d %31[^\n]", v1, v2, &vd, tail), 3, "%s",
+                      o.room.v[si]);
+        /* a six-player room's verify command says so */
+        cr_assert_str_eq(tail, g->seats == 6 ? "--players 6" : "", "%s", o.room.v[si]);
         cr_assert_eq(seed_parse_hex(v1, seed), 0);
         cr_assert_eq(memcmp(seed, hr->seed, SEED_BYTES), 0, "hand %d: revealed seed is not seed_fixed()", h);
         cr_assert_str_eq(v2, commit_hex);
         cr_assert_eq(vd, hr->dealer, "verify names the dealer's seat");
-        cr_assert_eq(seed_verify(v1, v2, vd, verify, sizeof verify), 0, "%s", verify);
+        cr_assert_eq(seed_verify(v1, v2, vd, g->seats, verify, sizeof verify), 0, "%s", verify);
         int16_t after[2] = {h < g->hand_no ? g->hands[h].tokens_before[0] : g->tokens[0],
                             h < g->hand_no ? g->hands[h].tokens_before[1] : g->tokens[1]};
         int ti = -1;
@@ -1180,19 +1215,19 @@ static void check_match(sim *g, const run_result *r)
         cr_assert_eq(ti >= 0, scored, "hand %d: a result with tokens only for a hand that changes them", h);
         if (ti >= 0) {
             const char *now = strstr(o.room.v[ti], EM_DASH " tokens: ");
-            cr_assert_eq(parse_tokens_after(now, "South" EN_DASH "North "), after[0]);
-            cr_assert_eq(parse_tokens_after(now, "East" EN_DASH "West "), after[1]);
+            cr_assert_eq(parse_tokens_after(now, g->seats == 6 ? "odd seats " : "South" EN_DASH "North "), after[0]);
+            cr_assert_eq(parse_tokens_after(now, g->seats == 6 ? "even seats " : "East" EN_DASH "West "), after[1]);
         }
         if (!hr->cut) {
             lines vl = {0};
             lines_split(&vl, verify);
-            for (int s = 0; s < G304_SEATS; s++) {
+            for (int s = 0; s < g->seats; s++) {
                 char vs[32];
-                snprintf(vs, sizeof vs, "seat %d (%s):", s, seat_word[s]);
+                snprintf(vs, sizeof vs, "seat %d (%s):", s, seat_word(s, g->seats));
                 int vi = lines_find(&vl, 0, vs);
                 cr_assert_geq(vi, 0);
                 cardset_t listed = cards_named(vl.v[vi]);
-                cr_assert_eq(cardset_count(listed), 8);
+                cr_assert_eq(cardset_count(listed), g304_tricks(&g->rules));
                 cr_assert_eq(listed & hr->dealt[s], hr->dealt[s], "verify disagrees with the deal to seat %d", s);
             }
             lines_free(&vl);
@@ -1204,9 +1239,13 @@ static void check_match(sim *g, const run_result *r)
         cr_assert_eq(lines_count(&o.room, "Match over: "), 1);
         int w = g->st.result.match_winner;
         cr_assert_lt(w, 2);
-        char want[160];
-        snprintf(want, sizeof want, "Match over: %s (%s & %s) win the match!", w ? "East" EN_DASH "West" : "South" EN_DASH "North",
-                 g->names[w], g->names[w + 2]);
+        char want[320];
+        if (g->seats == 6)
+            snprintf(want, sizeof want, "Match over: %s (%s, %s & %s) win the match!", w ? "even seats" : "odd seats",
+                     g->names[w], g->names[w + 2], g->names[w + 4]);
+        else
+            snprintf(want, sizeof want, "Match over: %s (%s & %s) win the match!",
+                     w ? "East" EN_DASH "West" : "South" EN_DASH "North", g->names[w], g->names[w + 2]);
         cr_assert_geq(lines_find(&o.room, 0, want), 0, "no '%s'", want);
     } else {
         cr_assert_eq(lines_count(&o.room, "Match over"), 0);
@@ -1214,7 +1253,7 @@ static void check_match(sim *g, const run_result *r)
     split_free(&o);
 }
 
-static const char *const people[G304_SEATS] = {"alice", "bob", "carol", "dave"};
+static const char *const people[G304_MAX_SEATS] = {"alice", "bob", "carol", "dave", "erin", "frank"};
 
 /* Generates a whole match for four people and plays it through the console. */
 static void four_people_match(uint64_t nseed, const char *const *sets, int max_hands, uint64_t policy, int expect_over)
@@ -1223,7 +1262,7 @@ static void four_people_match(uint64_t nseed, const char *const *sets, int max_h
     sbuf script = {0};
     sim g;
     test_cfg(&c);
-    sim_init(&g, &c, &script, nseed, 1, people, sets, max_hands, policy);
+    sim_init(&g, &c, &script, nseed, 1, 4, people, sets, max_hands, policy);
     while (sim_step(&g)) {}
     run_result r = run_script(&c, sb_str(&script), nseed, NULL);
     check_match(&g, &r);
@@ -1269,7 +1308,7 @@ Test(console, generated_scripts_cover_the_private_paths)
         sbuf script = {0};
         sim g;
         static const char *const sets[] = {"start_tokens 3", NULL};
-        sim_init(&g, &c, &script, n, 1, people, sets, 20, n * 31);
+        sim_init(&g, &c, &script, n, 1, 4, people, sets, 20, n * 31);
         while (sim_step(&g)) {}
         run_result r = run_script(&c, sb_str(&script), n, NULL);
         check_match(&g, &r);
@@ -1495,6 +1534,66 @@ Test(console, computers_alone_finish_their_matches)
     temp_dir_remove(dir);
 }
 
+/* The lines of a run without those containing skip. */
+static void lines_without(const lines *all, const char *skip, lines *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < all->n; i++)
+        if (!strstr(all->v[i], skip)) lines_add(out, all->v[i]);
+}
+
+/* Computer players at each level (option level, or the configured default): their matches run to
+ * the end, every move legal in the journal, nothing leaked; the level changes the play of the same
+ * deals, and the configured default plays as the option does. */
+Test(console, computer_levels)
+{
+    static const char *const levels[] = {"easy", "normal", "expert"};
+    run_result res[3];
+    cfg c;
+    test_cfg(&c);
+    for (int i = 0; i < 3; i++) {
+        sbuf script = {0};
+        char *dir = temp_dir("console"), *db = path_in(dir, "levels.db");
+        sb_add(&script, "alice> !new 304\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\n"
+                        "alice> !set start_tokens 1\nalice> !set level %s\nalice> !start\n", levels[i]);
+        res[i] = run_script(&c, sb_str(&script), 7, db);
+        cr_assert_eq(res[i].rc, 0, "%s", res[i].err);
+        assert_clean(&res[i].all, NULL);
+        cr_assert_eq(lines_count(&res[i].all, "Match over: "), 1, "level %s", levels[i]);
+        expected x = {0};
+        int16_t tok[2];
+        cr_assert_eq(replay_tables(db, 1, 1, 7, &c, &x, tok), 1, "level %s: the match is not over", levels[i]);
+        cr_assert(tok[0] == 0 || tok[1] == 0);
+        assert_no_leak(&x, &res[i].all, levels[i]);
+        expected_free(&x);
+        sb_free(&script);
+        free(db);
+        temp_dir_remove(dir);
+    }
+    lines a, b;
+    lines_without(&res[0].all, "Option level is now", &a);
+    lines_without(&res[2].all, "Option level is now", &b);
+    int differ = a.n != b.n;
+    for (int i = 0; !differ && i < a.n; i++) differ = strcmp(a.v[i], b.v[i]) != 0;
+    cr_assert(differ, "easy and expert computers played the same deals alike");
+    lines_free(&a);
+    lines_free(&b);
+
+    /* the same journal positions (decisions are seeded by them): an option left as it was */
+    snprintf(c.level, sizeof c.level, "expert");
+    run_result d = run_script(&c, "alice> !new 304\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\n"
+                                  "alice> !set start_tokens 1\nalice> !set cut false\nalice> !start\n", 7, NULL);
+    cr_assert_eq(d.rc, 0, "%s", d.err);
+    lines_without(&res[2].all, "Option level is now", &a);
+    lines_without(&d.all, "Option cut is now", &b);
+    cr_assert_eq(b.n, a.n, "the configured expert level plays otherwise than the option");
+    for (int i = 0; i < a.n; i++) cr_assert_str_eq(b.v[i], a.v[i], "line %d: %s / %s", i + 1, b.v[i], a.v[i]);
+    lines_free(&a);
+    lines_free(&b);
+    run_free(&d);
+    for (int i = 0; i < 3; i++) run_free(&res[i]);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* (c) Refusals, help and rules                                                             */
 /* ---------------------------------------------------------------------------------------- */
@@ -1564,7 +1663,7 @@ Test(console, refusals_and_answers)
     char buf[10][256], lab[64];
     test_cfg(&c);
     int first = (first_dealer(PROBE_SEED) + 1) & 3, second = (first + 1) & 3, third = (first + 2) & 3;
-    snprintf(lab, sizeof lab, "%s (%s)", people[first], seat_word[first]);
+    snprintf(lab, sizeof lab, "%s (%s)", people[first], seat_word(first, 4));
     snprintf(buf[0], sizeof buf[0], "%s> !bid 160", people[second]);
     snprintf(buf[1], sizeof buf[1], "%s: it is not your turn: %s is to act.", people[second], lab);
     snprintf(buf[2], sizeof buf[2], "%s> !bid 50", people[first]);
@@ -1572,7 +1671,7 @@ Test(console, refusals_and_answers)
     snprintf(buf[4], sizeof buf[4], "%s> !bid 170", people[third]);
     snprintf(buf[5], sizeof buf[5], "%s> JS", people[second]);
     snprintf(buf[6], sizeof buf[6], "%s> !leave", people[first]);
-    snprintf(buf[7], sizeof buf[7], "computer %s ", seat_word[first]); /* it bids or passes at once */
+    snprintf(buf[7], sizeof buf[7], "computer %s ", seat_word(first, 4)); /* it bids or passes at once */
     snprintf(buf[8], sizeof buf[8], "%s> JS", people[first]);
     snprintf(buf[9], sizeof buf[9], "%s: cards are played after the bidding", people[first]);
     g304_rules r = c.rules;
@@ -1606,6 +1705,11 @@ Test(console, refusals_and_answers)
         {"set before the start", SETUP4, "alice> !set caps strict", ROOM_PREFIX, "Option caps is now strict."},
         {"set a bad value", SETUP4, "alice> !set caps bogus", ROOM_PREFIX, bogus},
         {"set by a stranger", SETUP4, "erin> !set caps strict", ROOM_PREFIX, "erin: only players at the table"},
+        {"set the level", SETUP4, "alice> !set level expert", ROOM_PREFIX, "Option level is now expert."},
+        {"set a bad level", SETUP4, "alice> !set level strong", ROOM_PREFIX,
+         "alice: option level is one of easy, normal, expert, not 'strong'"},
+        {"set the level after the start", STARTED, "alice> !set level normal", ROOM_PREFIX,
+         "alice: options are set before the match starts."},
         {"unknown command", SETUP4, "alice> !frobnicate", ROOM_PREFIX, "alice: unknown command \"frobnicate\""},
         {"help on nothing", "", "alice> !help nothing", ROOM_PREFIX, "alice: there is no command \"nothing\""},
         {"bot after the start", STARTED, "alice> !bot", ROOM_PREFIX, "computer players are added before !start"},
@@ -1696,9 +1800,23 @@ Test(console, help_and_rules)
         cr_expect(strstr(reply.v[0], kv), "rules do not show %s: %s", kv, reply.v[0]);
     }
     cr_assert(strstr(reply.v[0], "caps=strict") && strstr(reply.v[0], "start_tokens=7"));
+    cr_assert(strstr(reply.v[0], "start_tokens=7, level=easy (!set OPTION VALUE"), "%s", reply.v[0]);
     cr_assert_str_eq(reply.v[1], ROOM_PREFIX "The rules in full: docs/304.md. Fair dealing: each hand's seed is "
                                  "committed when it is dealt and shown when it ends; cardroom verify SEED COMMITMENT "
                                  "checks it.");
+    lines_free(&reply);
+
+    /* the computer players' level: the table's, or the configured default */
+    probe_reply(&c, SETUP4 "alice> !set level normal\n", "dave> !rules", &reply);
+    cr_assert(strstr(reply.v[0], ", level=normal (") != NULL, "%s", reply.v[0]);
+    lines_free(&reply);
+    cfg expert = c;
+    snprintf(expert.level, sizeof expert.level, "expert");
+    probe_reply(&expert, SETUP4, "dave> !rules", &reply);
+    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "%s", reply.v[0]);
+    lines_free(&reply);
+    probe_reply(&expert, "", "dave> !rules", &reply);
+    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "without a table: %s", reply.v[0]);
     lines_free(&reply);
 
     /* the operator's address for them */
@@ -1785,13 +1903,13 @@ typedef struct {
     char line[256];
 } situation;
 
-/* A four-person game of generated moves, stopped where pred first holds. */
-static void situation_find(situation *s, const cfg *c, int (*pred)(const sim *, int *, card_t *))
+/* A game of generated moves for four (or six) people, stopped where pred first holds. */
+static void situation_find(situation *s, const cfg *c, int players, int (*pred)(const sim *, int *, card_t *))
 {
     memset(s, 0, sizeof *s);
     for (uint64_t policy = 1; policy < 40; policy++) {
         sb_free(&s->script);
-        sim_init(&s->g, c, &s->script, PROBE_SEED, 1, people, NULL, 30, policy);
+        sim_init(&s->g, c, &s->script, PROBE_SEED, 1, players, people, NULL, 30, policy);
         if (sim_until(&s->g, pred) && pred(&s->g, &s->seat, &s->card)) return;
         sim_free(&s->g);
     }
@@ -1811,7 +1929,7 @@ Test(console, secrets_sent_in_the_room_are_refused)
     char want[256];
     test_cfg(&c);
 
-    situation_find(&s, &c, pred_trump);
+    situation_find(&s, &c, 4, pred_trump);
     snprintf(s.line, sizeof s.line, "%s> !trump %s", people[s.seat], card_str(s.card));
     snprintf(want, sizeof want, "%s: the indicator is secret: send !trump CARD to me privately", people[s.seat]);
     expect_reply(&c, "trump in the room", sb_str(&s.script), s.line, ROOM_PREFIX, want);
@@ -1821,7 +1939,7 @@ Test(console, secrets_sent_in_the_room_are_refused)
     lines_free(&reply);
     situation_free(&s);
 
-    situation_find(&s, &c, pred_facedown);
+    situation_find(&s, &c, 4, pred_facedown);
     snprintf(s.line, sizeof s.line, "%s> !play %s", people[s.seat], card_str(s.card));
     snprintf(want, sizeof want, "%s: that card would go face down, which is secret: send !play CARD to me privately",
              people[s.seat]);
@@ -1831,11 +1949,11 @@ Test(console, secrets_sent_in_the_room_are_refused)
     lines_free(&reply);
     /* the same card privately is taken */
     snprintf(s.line, sizeof s.line, "%s>> !play %s", people[s.seat], card_str(s.card));
-    snprintf(want, sizeof want, "%s (%s) ", people[s.seat], seat_word[s.seat]);
+    snprintf(want, sizeof want, "%s (%s) ", people[s.seat], seat_word(s.seat, 4));
     expect_reply(&c, "face-down play in private", sb_str(&s.script), s.line, ROOM_PREFIX, want);
     situation_free(&s);
 
-    situation_find(&s, &c, pred_follow);
+    situation_find(&s, &c, 4, pred_follow);
     snprintf(s.line, sizeof s.line, "%s> !play %s", people[s.seat], card_str(s.card));
     /* refused in the room without naming cards; the reason goes to the player privately */
     snprintf(want, sizeof want, "%s: not allowed; I sent you the reason privately.", people[s.seat]);
@@ -1845,7 +1963,7 @@ Test(console, secrets_sent_in_the_room_are_refused)
     expect_reply(&c, "not following suit (privately)", sb_str(&s.script), s.line, mine, "you must follow");
     situation_free(&s);
 
-    situation_find(&s, &c, pred_bid8);
+    situation_find(&s, &c, 4, pred_bid8);
     snprintf(s.line, sizeof s.line, "%s> !bid 200", people[s.seat]);
     expect_reply(&c, "eight-card bid below 250", sb_str(&s.script), s.line, ROOM_PREFIX, "bids go from 250");
     situation_free(&s);
@@ -1856,8 +1974,8 @@ static void expect_no_secret_in_reply(const cfg *c, const situation *s, const ch
 {
     lines reply;
     cardset_t secret = 0;
-    for (int k = 0; k < G304_SEATS; k++) secret |= g304_cards_of(&s->g.st, k);
-    if (s->card < CARD_COUNT) secret &= ~CARDSET_BIT(s->card); /* the player typed that one himself */
+    for (int k = 0; k < s->g.seats; k++) secret |= g304_cards_of(&s->g.st, k);
+    if (s->card < CARD_IDS) secret &= ~CARDSET_BIT(s->card); /* the player typed that one himself */
     probe_reply(c, s->script.s, s->line, &reply);
     cr_assert_gt(reply.n, 0, "%s: no reply", what);
     for (int i = 0; i < reply.n; i++) {
@@ -1879,7 +1997,7 @@ Test(console, follow_refusal_names_no_cards)
     cfg c;
     situation s;
     test_cfg(&c);
-    situation_find(&s, &c, pred_follow);
+    situation_find(&s, &c, 4, pred_follow);
     snprintf(s.line, sizeof s.line, "%s> !play %s", people[s.seat], card_str(s.card));
     expect_no_secret_in_reply(&c, &s, "follow refusal");
     situation_free(&s);
@@ -1893,7 +2011,7 @@ Test(console, caps_without_cards_in_the_room_shows_no_hand)
     cfg c;
     situation s;
     test_cfg(&c);
-    situation_find(&s, &c, pred_maker_leads);
+    situation_find(&s, &c, 4, pred_maker_leads);
     snprintf(s.line, sizeof s.line, "%s> !caps", people[s.seat]);
     s.card = CARD_NONE;
     expect_no_secret_in_reply(&c, &s, "caps without cards");
@@ -1908,7 +2026,7 @@ Test(console, wrong_caps_order_in_the_room_shows_no_hand)
     cfg c;
     situation s;
     test_cfg(&c);
-    situation_find(&s, &c, pred_maker_leads);
+    situation_find(&s, &c, 4, pred_maker_leads);
     snprintf(s.line, sizeof s.line, "%s> !caps %s", people[s.seat], card_str(s.card));
     expect_no_secret_in_reply(&c, &s, "wrong caps order");
     situation_free(&s);
@@ -1994,6 +2112,27 @@ static int standing_cmp(const void *a, const void *b)
     return strcmp(x->user, y->user);
 }
 
+/* Adds the hands g played to the leaderboard's rows all (*nall of them), as the bot counts them. */
+static void standings_add(const sim *g, standing *all, int *nall)
+{
+    for (int h = 0; h < g->hand_no; h++) {
+        const hand_rec *hr = &g->hands[h];
+        for (int s = 0; s < g->seats && hr->done; s++) {
+            standing *p = standing_of(all, nall, g->user[s]);
+            p->hands++;
+            p->tokens += hr->result.delta[s & 1];
+            if (hr->maker == s && hr->result.made >= 0) {
+                p->made += hr->result.made == 1;
+                p->failed += hr->result.made == 0;
+            }
+            if (hr->result.match_over) {
+                p->matches++;
+                p->won += hr->result.match_winner == (s & 1);
+            }
+        }
+    }
+}
+
 Test(console, standings_after_three_matches)
 {
     cfg c;
@@ -2006,26 +2145,11 @@ Test(console, standings_after_three_matches)
     static const char *const sets1[] = {"start_tokens 1", NULL}, *const sets2[] = {"start_tokens 2", NULL};
     for (int m = 0; m < 3; m++) {
         sim g;
-        sim_init(&g, &c, &script, 9, m + 1, orders[m], m == 1 ? sets2 : sets1, 30, 100 + (uint64_t)m);
+        sim_init(&g, &c, &script, 9, m + 1, 4, orders[m], m == 1 ? sets2 : sets1, 30, 100 + (uint64_t)m);
         while (sim_step(&g)) {}
         cr_assert(g.over, "match %d did not end", m + 1);
-        for (int h = 0; h < g.hand_no; h++) {
-            const hand_rec *hr = &g.hands[h];
-            cr_assert(hr->done);
-            for (int s = 0; s < G304_SEATS; s++) {
-                standing *p = standing_of(all, &nall, g.user[s]);
-                p->hands++;
-                p->tokens += hr->result.delta[s & 1];
-                if (hr->maker == s && hr->result.made >= 0) {
-                    p->made += hr->result.made == 1;
-                    p->failed += hr->result.made == 0;
-                }
-                if (hr->result.match_over) {
-                    p->matches++;
-                    p->won += hr->result.match_winner == (s & 1);
-                }
-            }
-        }
+        for (int h = 0; h < g.hand_no; h++) cr_assert(g.hands[h].done);
+        standings_add(&g, all, &nall);
         sim_free(&g);
     }
     sb_add(&script, "erin> !standings\nerin> !standings @bob\nerin> !standings dave\nerin> !standings @zed\n");
@@ -2125,7 +2249,7 @@ static void human_matches(const cfg *c, uint64_t nseed, int nmatches, sbuf *scri
                                           {"start_tokens 4", "caps strict", NULL}};
     for (int m = 0; m < nmatches; m++) {
         sim g;
-        sim_init(&g, c, script, nseed, m + 1, people, sets[m % 4], 30, nseed * 13 + (uint64_t)m);
+        sim_init(&g, c, script, nseed, m + 1, 4, people, sets[m % 4], 30, nseed * 13 + (uint64_t)m);
         g.views = 1;
         while (sim_step(&g)) {}
         cr_assert(g.over);
@@ -2174,7 +2298,7 @@ Test(console, leak_checker_catches_a_leak)
     test_cfg(&c);
     char *dir = temp_dir("console"), *db = path_in(dir, "fake.db");
     static const char *const sets[] = {"start_tokens 2", NULL};
-    sim_init(&g, &c, &script, 50, 1, people, sets, 30, 3);
+    sim_init(&g, &c, &script, 50, 1, 4, people, sets, 30, 3);
     while (sim_step(&g)) {}
     run_result r = run_script(&c, sb_str(&script), 50, db);
     cr_assert_eq(r.rc, 0);
@@ -2299,7 +2423,7 @@ Test(console, restart_resumes_a_four_person_script)
     sim g;
     test_cfg(&c);
     static const char *const sets[] = {"start_tokens 3", NULL};
-    sim_init(&g, &c, &script, 60, 1, people, sets, 30, 60);
+    sim_init(&g, &c, &script, 60, 1, 4, people, sets, 30, 60);
     while (sim_step(&g)) {}
     cr_assert(g.over);
     int n = count_lines(script.s);
@@ -2658,6 +2782,17 @@ static char *read_text_file(const char *path)
     return text;
 }
 
+/* A committed script (it must be there) and the seed its comments name (--seed N). */
+static char *read_script_file(const char *path, uint64_t *nseed)
+{
+    char *file = read_text_file(path);
+    cr_assert_not_null(file, "%s is missing", path);
+    const char *at = strstr(file, "--seed ");
+    cr_assert_not_null(at, "the script names no --seed in its comments");
+    *nseed = strtoull(at + 7, NULL, 10);
+    return file;
+}
+
 Test(console, grid_game_for_three_people)
 {
     cfg c;
@@ -2700,11 +2835,8 @@ Test(console, grid_game_script_file)
     cfg c;
     grid_expected x;
     test_cfg(&c);
-    char *file = read_text_file(GRID_SCRIPT_FILE);
-    cr_assert_not_null(file, "%s is missing", GRID_SCRIPT_FILE);
-    const char *at = strstr(file, "--seed ");
-    cr_assert_not_null(at, "the script names no --seed in its comments");
-    uint64_t nseed = strtoull(at + 7, NULL, 10);
+    uint64_t nseed;
+    char *file = read_script_file(GRID_SCRIPT_FILE, &nseed);
     grid_expect_from_script(file, nseed, &x);
     run_result rr = run_script(&c, file, nseed, NULL);
     cr_assert_eq(rr.rc, 0, "%s", rr.err);
@@ -2751,4 +2883,510 @@ Test(console, grid_game_resumes_after_a_restart)
         temp_dir_remove(dir);
     }
     sb_free(&script);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (h) Six-player 304: a whole match for six people, refusals, the rarer moves              */
+/* ---------------------------------------------------------------------------------------- */
+
+#define SIX_SCRIPT_FILE SOURCE_DIR "/tests/console/six-match.txt"
+
+/* Plays a script's lines on our own copy of the game, as the bot should: the table (new 304
+ * [6], joins, options, start), then every move by the seat of the person who says it, each hand
+ * dealt from the seed --seed gives it. What the room and each player should then read is in g,
+ * as sim_init() and sim_step() leave it, for check_match(). */
+static void sim_from_script(sim *g, const cfg *c, uint64_t nseed, const char *script)
+{
+    sim_blank(g, c, nseed, 1, 4);
+    char *copy = strdup(script), *save = NULL;
+    cr_assert_not_null(copy);
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#') continue;
+        char *gt = strchr(line, '>');
+        cr_assert_not_null(gt, "%s", line);
+        *gt = 0;
+        int priv = gt[1] == '>', seat = -1;
+        const char *text = gt + 1 + priv;
+        while (*text == ' ') text++;
+        for (int s = 0; s < g->seats; s++)
+            if (strcmp(g->user[s], line) == 0) seat = s;
+        cmd m;
+        cmd_parse_pack(text, strlen(text), "!", priv, g304_deck_size(&g->rules), &m);
+        g304_action a = {.card = m.card, .amount = m.amount};
+        g304_error e;
+        switch (m.kind) {
+        case CMD_NEW:
+            g->seats = m.amount == 6 ? 6 : 4;
+            cr_assert_eq(g304_rules_set_players(&g->rules, g->seats, &e), 0);
+            continue;
+        case CMD_JOIN:
+            for (int s = 0; s < g->seats && m.seat < 0; s++)
+                if (!g->user[s][0]) m.seat = s;
+            cr_assert_geq(m.seat, 0, "no free seat for %s", line);
+            sim_seat(g, m.seat, line);
+            continue;
+        case CMD_SET:
+            if (strcmp(m.arg, "players") == 0)
+                cr_assert_eq(g304_rules_set_players(&g->rules, g->seats = atoi(m.arg2), &e), 0);
+            else
+                cr_assert_eq(g304_rules_set(&g->rules, m.arg, m.arg2, &e), 0, "%s", e.msg);
+            continue;
+        case CMD_START:
+            g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
+            sim_deal(g);
+            continue;
+        case CMD_CUT: a.kind = G304_DO_CUT; break;
+        case CMD_BID: a.kind = G304_DO_BID; break;
+        case CMD_PASS: a.kind = G304_DO_PASS; break;
+        case CMD_PARTNER: a.kind = G304_DO_PARTNER; break;
+        case CMD_REDEAL: a.kind = G304_DO_REDEAL; break;
+        case CMD_TRUMP: a.kind = G304_DO_TRUMP; break;
+        case CMD_OPEN: a.kind = G304_DO_OPEN; break;
+        case CMD_SPOILT: a.kind = G304_DO_SPOILT; break;
+        case CMD_PLAY:
+            if (m.bare && g->st.to_act != seat) continue; /* chat, not a move */
+            a.kind = G304_DO_PLAY;
+            break;
+        case CMD_CAPS:
+            a.kind = G304_DO_CAPS;
+            a.n = m.ncards;
+            memcpy(a.order, m.cards, m.ncards);
+            break;
+        default: continue; /* questions: table, last, hand, rules, standings */
+        }
+        cr_assert_geq(seat, 0, "a move by %s, who does not sit at the table", line);
+        if (a.kind == G304_DO_PLAY && is_facedown(&g->st, seat, &a)) g->private_plays++;
+        sim_apply(g, seat, &a);
+    }
+    free(copy);
+}
+
+
+#define SIX_SCRIPT_SEED 1
+#define SIX_SCRIPT_POLICY 32
+
+/* Writes the whole six-person match the committed script holds, with !rules after the start,
+ * !table and !last asked in the room now and then, and !standings after the end. */
+static void six_script(const cfg *c, sbuf *script, sim *g)
+{
+    static const char *const views[] = {"erin> !table\n", "bob> !last\n", "frank> !table\n", "alice> !last\n"};
+    sb_add(script, "# A whole 304 match for six people in two teams of three: alice, carol and erin at the odd seats\n"
+                   "# against bob, dave and frank at the even ones. Made by the match generator of\n"
+                   "# tests/test_console.c (six_people_match_file_is_generated). USER> TEXT is said in the room, USER>> TEXT\n"
+                   "# privately to the bot. The Matrix and IRC tests play it too and compare what the bot says\n"
+                   "# with what the console prints. Run it: cardroom console --script --seed %d < tests/console/six-match.txt\n",
+           SIX_SCRIPT_SEED);
+    sim_init(g, c, script, SIX_SCRIPT_SEED, 1, 6, people, NULL, MAX_HANDS - 1, SIX_SCRIPT_POLICY);
+    sb_add(script, "dave> !rules\n");
+    for (int step = 1; sim_step(g); step++)
+        if (step % 37 == 0) sb_add(script, "%s", views[step / 37 % 4]);
+    sb_add(script, "carol> !standings\n");
+}
+
+/* The leaderboard after one match: each player's row, as the bot ranks them. */
+static void match_standings(const sim *g, standing *all, int *nall)
+{
+    *nall = 0;
+    standings_add(g, all, nall);
+    qsort(all, (size_t)*nall, sizeof *all, standing_cmp);
+}
+
+/* The committed script is the generator's match, and our reading of the script agrees with it. */
+Test(console, six_people_match_file_is_generated)
+{
+    cfg c;
+    sbuf script = {0};
+    sim g, y;
+    test_cfg(&c);
+    six_script(&c, &script, &g);
+    cr_assert(g.over, "the generated match does not end");
+    /* CARDROOM_WRITE_SIX_SCRIPT=1 writes the match to tests/console/six-match.txt */
+    if (getenv("CARDROOM_WRITE_SIX_SCRIPT")) {
+        FILE *f = fopen(SIX_SCRIPT_FILE, "w");
+        cr_assert_not_null(f);
+        fputs(sb_str(&script), f);
+        fclose(f);
+    }
+    char *file = read_text_file(SIX_SCRIPT_FILE);
+    cr_assert_not_null(file, "%s is missing", SIX_SCRIPT_FILE);
+    cr_assert_str_eq(file, sb_str(&script), "%s is not the generated match (CARDROOM_WRITE_SIX_SCRIPT=1 writes it)",
+                     SIX_SCRIPT_FILE);
+    sim_from_script(&y, &c, SIX_SCRIPT_SEED, file);
+    cr_assert(y.over);
+    cr_assert_eq(y.hand_no, g.hand_no);
+    cr_assert_eq(y.room_exp.n, g.room_exp.n);
+    for (int i = 0; i < g.room_exp.n; i++) cr_assert_str_eq(y.room_exp.v[i], g.room_exp.v[i]);
+    cr_assert_eq(memcmp(y.kinds, g.kinds, sizeof g.kinds), 0);
+    free(file);
+    sim_free(&g);
+    sim_free(&y);
+    sb_free(&script);
+}
+
+/* The committed six-person match through the console: every public event in the room, each
+ * player's private lines exactly, the cards dealt to each, seeds and `cardroom verify
+ * --players 6`, tokens after each hand, the end of the match, no card to anyone who may not see
+ * it, the rules, the table and the final standings. */
+Test(console, six_people_match)
+{
+    cfg c;
+    sim g;
+    test_cfg(&c);
+    uint64_t nseed;
+    char *file = read_script_file(SIX_SCRIPT_FILE, &nseed);
+    sim_from_script(&g, &c, nseed, file);
+    char *dir = temp_dir("console"), *db = path_in(dir, "six.db");
+    run_result r = run_script(&c, file, nseed, db);
+    check_match(&g, &r);
+    cr_assert(g.over, "the script does not play the match to its end");
+    cr_assert_gt(g.hand_no, 3);
+
+    /* nobody reads a card he may not see, by the journal the bot kept */
+    expected x = {0};
+    cr_assert_eq(replay_tables(db, 1, 1, nseed, &c, &x, NULL), 1);
+    assert_no_leak(&x, &r.all, "six people");
+
+    /* the match shows what six players have that four do not, and the rarer moves */
+    static const char *const seen[] = {
+        ROOM_PREFIX "Table 1 is open for 304. !join [seat] to sit down, !bot [seat] to add a computer player, !set "
+                    "OPTION VALUE to change the rules (!rules), !start when six are seated.",
+        ROOM_PREFIX "This table has six seats now: odd seats 1, 3, 5 play against even seats 2, 4, 6.",
+        ROOM_PREFIX "frank (seat 6) sits down.",
+        ROOM_PREFIX "The match begins: alice (seat 1), carol (seat 3) & erin (seat 5) play against bob (seat 2), "
+                    "dave (seat 4) & frank (seat 6); each team has 11 tokens, and a team that has none left loses.",
+        ROOM_PREFIX "304 for six players in two teams of three; this table's options: players=6, cut=false, ",
+        "to bid on six cards: 250 or more, pcc or pass", "] Your next two cards: ", "Partner Close Caps: ",
+        " sit out, and ", "calls Caps: ", "a trump was played face down!", "Tokens: odd seats ", "6\xE2\x99",
+        " --players 6"};
+    for (size_t k = 0; k < sizeof seen / sizeof *seen; k++)
+        cr_expect_geq(lines_find(&r.all, 0, seen[k]), 0, "the match never shows '%s'", seen[k]);
+    cr_assert_eq(lines_count(&r.all, " partner"), 0, "partner is offered with six players");
+    cr_assert_eq(lines_count(&r.all, "South"), 0, "compass points at a six-seat table");
+    cr_assert_gt(g.private_plays, 0, "no face-down card was sent privately");
+
+    /* after the end: no match, and the leaderboard of the six */
+    standing all[8];
+    int nall;
+    match_standings(&g, all, &nall);
+    cr_assert_eq(nall, 6);
+    int lb = lines_find(&r.all, 0, ROOM_PREFIX "Leaderboard:");
+    cr_assert_geq(lb, 1);
+    cr_assert_str_eq(r.all.v[lb - 1], ROOM_PREFIX "No match is running here.");
+    int tokens = 0, winners = 0;
+    for (int i = 0; i < nall; i++) {
+        char row[1024], line[1100];
+        standing_row(&all[i], row, sizeof row);
+        snprintf(line, sizeof line, ROOM_PREFIX "%d. %s", i + 1, row);
+        cr_assert_str_eq(r.all.v[lb + 1 + i], line);
+        winners += all[i].won;
+        tokens += all[i].tokens;
+    }
+    cr_assert_eq(winners, 3, "a team of three wins");
+    cr_assert_eq(tokens, 0, "the tokens are a zero-sum game between the teams");
+    cr_assert_eq(lb + 1 + nall, r.all.n, "lines after the leaderboard");
+    expected_free(&x);
+    run_free(&r);
+    sim_free(&g);
+    free(file);
+    free(db);
+    temp_dir_remove(dir);
+}
+
+
+#define SETUP6 "alice> !new 304 6\nalice> !join\nbob> !join\ncarol> !join\ndave> !join\nerin> !join\nfrank> !join\n"
+#define STARTED6 SETUP6 "alice> !start\n"
+
+Test(console, six_player_refusals_and_answers)
+{
+    cfg c;
+    char buf[6][320];
+    test_cfg(&c);
+    uint8_t seed[SEED_BYTES];
+    seed_fixed(PROBE_SEED, 1, 1, seed);
+    int first = (seed[SEED_BYTES - 1] % 6 + 1) % 6; /* the dealer's right bids first */
+    snprintf(buf[0], sizeof buf[0], "%s> !partner", people[first]);
+    snprintf(buf[1], sizeof buf[1], "%s: there is no asking partner with six players: bid or pass", people[first]);
+    snprintf(buf[2], sizeof buf[2], "%s> !play 6S", people[first]);
+    snprintf(buf[3], sizeof buf[3], "%s: cards are played after the bidding", people[first]);
+    snprintf(buf[4], sizeof buf[4], "%s (seat %d) to bid: 160 or more, or pass", people[first], first + 1);
+    g304_rules four = c.rules;
+    g304_error e;
+    cr_assert_neq(g304_rules_set(&four, "caps", "bogus", &e), 0);
+    snprintf(buf[5], sizeof buf[5], "alice: %s", e.msg);
+    const refusal cases[] = {
+        {"a seventh join", SETUP6, "gina> !join", ROOM_PREFIX, "gina: the table is full."},
+        {"seat 7", "alice> !new 304 6\n", "bob> !join 7", ROOM_PREFIX,
+         "bob: seats are 1-4 or south, east, north, west (like !join north), and 1-6 at a six-player table"},
+        {"seat 7 for a computer", "alice> !new 304 6\n", "alice> !bot 7", ROOM_PREFIX, "1-6 at a six-player table"},
+        {"seat 6 taken", SETUP6, "gina> !join 6", ROOM_PREFIX, "gina: seat 6 is taken."},
+        {"seat 5 at a four-seat table", "alice> !new 304\n", "bob> !join 5", ROOM_PREFIX,
+         "bob: a 304 table has seats 1 to 4: !join 1, !join 2, !join 3 or !join 4."},
+        {"seat 5 for a computer at a four-seat table", "alice> !new 304\n", "bob> !bot 5", ROOM_PREFIX,
+         "bob: a 304 table has seats 1 to 4: !bot 1, !bot 2, !bot 3 or !bot 4."},
+        {"start with five", "alice> !new 304 6\nalice> !join\nbob> !join\ncarol> !join\ndave> !join\nerin> !join\n",
+         "erin> !start", ROOM_PREFIX, "erin: 5 of 6 seats are taken"},
+        {"partner at six seats", STARTED6, buf[0], ROOM_PREFIX, buf[1]},
+        {"partner is not offered", SETUP6, "alice> !start", ROOM_PREFIX, buf[4]},
+        {"a six at a six-seat table is a card", STARTED6, buf[2], ROOM_PREFIX, buf[3]},
+        {"a six at a four-seat table", STARTED, "alice> !play 6S", ROOM_PREFIX,
+         "alice: '6S' is not a card: write rank then suit, like JS, 10h, J\xE2\x99\xA0 or jack of spades"},
+        {"a six in a caps list at a four-seat table", STARTED, "alice> !caps JS 6S", ROOM_PREFIX,
+         "alice: '6S' is not a card"},
+        {"a six at a four-seat table, privately", STARTED, "alice>> !trump six of hearts", "[@alice] ",
+         "is not a card"},
+        {"a bare six at a four-seat table is chat", STARTED, "alice> 6S", "", NULL},
+        {"a bare six privately at a four-seat table", STARTED, "alice>> 6S", "[@alice] ",
+         "unknown command \"6S\": try !help"},
+        {"!new 304 5", "", "alice> !new 304 5", ROOM_PREFIX, "alice: 304 is for four or six players"},
+        {"set players after the start", STARTED, "alice> !set players 6", ROOM_PREFIX,
+         "alice: options are set before the match starts."},
+        {"set players after the start at six", STARTED6, "alice> !set players 4", ROOM_PREFIX,
+         "alice: options are set before the match starts."},
+        {"set players to a bad value", SETUP4, "alice> !set players 5", ROOM_PREFIX,
+         "alice: option players is 4 or 6, not 5"},
+        {"set players to a word", SETUP4, "alice> !set players six", ROOM_PREFIX,
+         "alice: option players is 4 or 6, not six"},
+        {"back to four with seats 5 and 6 taken", SETUP6, "alice> !set players 4", ROOM_PREFIX,
+         "alice: erin (seat 5) sits at a seat the table would no longer have: with players 4 it has seats 1 to 4, so "
+         "seats 5 and 6 must be empty first."},
+        {"back to four with seat 6 taken", SETUP6 "erin> !leave\n", "alice> !set players 4", ROOM_PREFIX,
+         "alice: frank (seat 6) sits at a seat"},
+        {"back to four by a stranger", "alice> !new 304 6\n", "gina> !set players 4", ROOM_PREFIX,
+         "gina: only players at the table"},
+        {"other options still checked", "alice> !new 304 6\n", "alice> !set caps bogus", ROOM_PREFIX, buf[5]},
+        /* accepted, for contrast */
+        {"back to four once seats 5 and 6 are empty", SETUP6 "erin> !leave\nfrank> !leave\n", "alice> !set players 4",
+         ROOM_PREFIX, "This table has four seats now: South and North play against East and West."},
+        {"six by set", SETUP4, "alice> !set players 6", ROOM_PREFIX,
+         "This table has six seats now: odd seats 1, 3, 5 play against even seats 2, 4, 6."},
+        {"seat 5 after set players 6", SETUP4 "alice> !set players 6\n", "erin> !join", ROOM_PREFIX,
+         "erin (seat 5) sits down."},
+        {"a computer at seat 6", "alice> !new 304 6\n", "alice> !bot 6", ROOM_PREFIX, "computer seat 6 sits down."},
+        {"the table before the start", "alice> !new 304 6\nalice> !join 3\n", "bob> !table", ROOM_PREFIX,
+         "Table 1 (not started): seat 1, seat 2, alice (seat 3), seat 4, seat 5, seat 6. Teams: odd seats 1, 3, 5 "
+         "play against even seats 2, 4, 6."},
+        {"rules at six", "alice> !new 304 6\n", "bob> !rules", ROOM_PREFIX,
+         "304 for six players in two teams of three; this table's options: players=6, cut=false,"},
+        {"rules back at four", "alice> !new 304 6\nalice> !set players 4\n", "bob> !rules", ROOM_PREFIX,
+         "304 for four players in two teams; this table's options: cut=false,"},
+        {"standings during a six-player match", STARTED6, "bob> !standings", ROOM_PREFIX,
+         "Match at table 1, hand 1: alice (seat 1), carol (seat 3) & erin (seat 5) 11 tokens, bob (seat 2), dave "
+         "(seat 4) & frank (seat 6) 11 tokens."},
+        {"the table during a six-player match", STARTED6, "bob> !table", ROOM_PREFIX,
+         "Tokens: odd seats 11, even seats 11"},
+        {"the teams at the table during a six-player match", STARTED6, "bob> !table", ROOM_PREFIX,
+         "Teams: alice (seat 1), carol (seat 3) & erin (seat 5) play against bob (seat 2), dave (seat 4) & frank "
+         "(seat 6)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_reply(&c, cases[i].what, cases[i].prefix, cases[i].line, cases[i].dest, cases[i].want);
+}
+
+/* The move a by the situation's seat, the rest of that hand (the generator's moves), and the
+ * script of it all run through the console and checked line by line. */
+static run_result situation_run(situation *s, const cfg *c, const g304_action *a)
+{
+    int hand = s->g.hand_no;
+    move_line(&s->script, &s->g.st, s->g.user[s->seat], s->seat, a, &s->g.rng);
+    sim_apply(&s->g, s->seat, a);
+    while (s->g.hand_no == hand && sim_step(&s->g)) {}
+    run_result r = run_script(c, sb_str(&s->script), PROBE_SEED, NULL);
+    check_match(&s->g, &r);
+    return r;
+}
+
+/* A six-player game stopped at the first situation where pred holds. */
+static void six_situation(situation *s, cfg *c, int (*pred)(const sim *, int *, card_t *))
+{
+    test_cfg(c);
+    situation_find(s, c, 6, pred);
+}
+
+/* The first of r's lines at or after from that contains the text fmt makes; there must be one. */
+static int said_at(const run_result *r, int from, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int said_at(const run_result *r, int from, const char *fmt, ...)
+{
+    char want[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(want, sizeof want, fmt, ap);
+    va_end(ap);
+    int at = lines_find(&r->all, from, want);
+    cr_assert_geq(at, 0, "no '%s'", want);
+    return at;
+}
+
+static int pred_pcc(const sim *g, int *seat, card_t *card)
+{
+    g304_action legal[G304_MAX_LEGAL];
+    (void)card;
+    if (g->st.phase != G304_PHASE_BID8) return 0;
+    int n = g304_legal(&g->st, g->st.to_act, legal);
+    for (int i = 0; i < n; i++)
+        if (legal[i].kind == G304_DO_BID && legal[i].amount == G304_PCC) return *seat = g->st.to_act, 1;
+    return 0;
+}
+
+/* R-SIX-PCC: both teammates of the maker sit out; tricks are the maker's and his three
+ * opponents' cards, and the teammates neither play nor are asked to. */
+Test(console, six_player_partner_close_caps)
+{
+    cfg c;
+    situation s;
+    six_situation(&s, &c, pred_pcc);
+    int maker = s.seat, m1 = (maker + 2) % 6, m2 = (maker + 4) % 6, hand = s.g.hand_no;
+    g304_action a = {.kind = G304_DO_BID, .amount = G304_PCC, .card = CARD_NONE};
+    run_result r = situation_run(&s, &c, &a);
+    cr_assert_eq(s.g.hands[hand - 1].result.end, G304_END_PLAYED);
+    char head[64];
+    int from = said_at(&r, 0, "%s bids Partner Close Caps", s.g.names[maker]);
+    said_at(&r, from, "%s plays Partner Close Caps: %s and %s sit out, and %s must win all six tricks",
+            s.g.names[maker], s.g.names[m1], s.g.names[m2], s.g.names[maker]);
+    snprintf(head, sizeof head, ROOM_PREFIX "Hand %d " EM_DASH, hand + 1);
+    int to = lines_find(&r.all, from, head), tricks = 0;
+    if (to < 0) to = r.all.n;
+    for (int i = from; i < to; i++) {
+        const char *l = r.all.v[i];
+        for (int k = 0; k < 2; k++) {
+            char plays[96], turn[96];
+            snprintf(plays, sizeof plays, "%s plays ", s.g.names[k ? m2 : m1]);
+            snprintf(turn, sizeof turn, EM_DASH " %s to ", s.g.names[k ? m2 : m1]);
+            cr_assert(!strstr(l, plays) && !strstr(l, turn), "a teammate of the maker plays in PCC: %s", l);
+        }
+        tricks += starts(l, ROOM_PREFIX) && strstr(l, " plays ") && !strstr(l, "Partner Close Caps");
+    }
+    cr_assert(tricks > 0 && tricks % 4 == 0, "%d cards in tricks of four", tricks);
+    run_free(&r);
+    situation_free(&s);
+}
+
+static int pred_first_lead_with_six(const sim *g, int *seat, card_t *card)
+{
+    const g304_state *st = &g->st;
+    (void)card;
+    if (st->phase != G304_PHASE_PLAY || st->trick_no != 0 || st->tricks[0].n != 0 || st->pcc) return 0;
+    *seat = st->to_act;
+    return (g304_cards_of(st, *seat) & CARDSET_SIXES) != 0 && g304_may_caps(st, *seat);
+}
+
+/* A Caps call lists the caller's six cards (a six among them), before the first card. */
+Test(console, six_player_caps_with_six_cards)
+{
+    cfg c;
+    situation s;
+    six_situation(&s, &c, pred_first_lead_with_six);
+    g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE};
+    cardset_t held = g304_cards_of(&s.g.st, s.seat);
+    for (card_t k = 0; k < CARD_IDS; k++)
+        if (held & CARDSET_BIT(k)) a.order[a.n++] = k;
+    cr_assert_eq(a.n, 6);
+    run_result r = situation_run(&s, &c, &a);
+    char cards[200], one[CARD_TEXT_MAX];
+    int n = 0;
+    for (int i = 0; i < 6; i++) n += snprintf(cards + n, sizeof cards - (size_t)n, " %s", card_pretty(a.order[i], one));
+    said_at(&r, 0, "%s calls %sCaps:%s, shown and played in that order", s.g.names[s.seat],
+            s.g.hands[s.g.hand_no - 2].maker % 2 == s.seat % 2 ? "" : "External ", cards);
+    run_free(&r);
+    situation_free(&s);
+}
+
+static int pred_spoilt(const sim *g, int *seat, card_t *card)
+{
+    (void)card;
+    if (g->st.phase != G304_PHASE_PLAY) return 0;
+    for (int k = 0; k < 6; k++)
+        if (g304_may_spoilt(&g->st, k)) return *seat = k, 1;
+    return 0;
+}
+
+/* Spoilt trumps declared at a six-seat table: the three opponents' cards decide (R-SPOILT). */
+Test(console, six_player_spoilt_trumps)
+{
+    cfg c;
+    situation s;
+    six_situation(&s, &c, pred_spoilt);
+    g304_action a = {.kind = G304_DO_SPOILT, .card = CARD_NONE};
+    cardset_t opponents = 0;
+    for (int k = !(s.g.st.maker & 1); k < 6; k += 2) opponents |= s.g.st.dealt[k];
+    int spoilt = (opponents & CARDSET_SUIT(s.g.st.trump)) == 0;
+    run_result r = situation_run(&s, &c, &a);
+    said_at(&r, 0, "%s declares spoilt trumps, %s", s.g.names[s.seat],
+            spoilt ? "rightly" : "but the trumps are not spoilt: a rule violation");
+    if (!spoilt) {
+        int w = !(s.seat & 1);
+        said_at(&r, 0, "%s, %s & %s win the hand and 2 tokens for the violation", s.g.names[w], s.g.names[w + 2],
+                s.g.names[w + 4]);
+    }
+    run_free(&r);
+    situation_free(&s);
+}
+
+/* `cardroom console --players 6`: the table opened for you has six seats, five computer
+ * players and you at seat 1 (the interactive console, fed through a pipe). */
+Test(console, console_players_six_seats_you_with_five_computers)
+{
+    cfg c;
+    int in[2];
+    char *out = NULL, *err = NULL;
+    size_t olen = 0, elen = 0;
+    test_cfg(&c);
+    char *dir = temp_dir("console"), *db = path_in(dir, "players.db");
+    cr_assert_eq(pipe(in), 0);
+    FILE *w = fdopen(in[1], "w");
+    fputs("table\n", w);
+    fclose(w);
+    console_options o = {.players = 6, .fixed_seed = 1, .seed = 3, .db = db, .in = fdopen(in[0], "r"),
+                         .out = open_memstream(&out, &olen), .err = open_memstream(&err, &elen)};
+    cr_assert_eq(console_run(&c, &o), 0);
+    fclose(o.in);
+    fclose(o.out);
+    fclose(o.err);
+    lines all = {0};
+    lines_split(&all, out);
+    static const char *const want[] = {
+        ROOM_PREFIX "Table 1 is open for 304. !join [seat] to sit down, !bot [seat] to add a computer player, !set "
+                    "OPTION VALUE to change the rules (!rules), !start when six are seated.",
+        ROOM_PREFIX "you (seat 1) sits down.", ROOM_PREFIX "computer seat 2 sits down.",
+        ROOM_PREFIX "computer seat 6 sits down.",
+        ROOM_PREFIX "The match begins: you (seat 1), computer seat 3 & computer seat 5 play against computer seat 2, "
+                    "computer seat 4 & computer seat 6; each team has 11 tokens",
+        "[@you] [room \xC2\xB7 table 1] Your first four cards: ", ROOM_PREFIX "Tokens: odd seats "};
+    int at = 0;
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        at = lines_find(&all, at, want[k]);
+        cr_assert_geq(at, 0, "no '%s' (in order) in:\n%s", want[k], out);
+    }
+    cr_assert_eq(lines_count(&all, " sits down."), 6);
+    lines_free(&all);
+    free(out);
+    free(err);
+    free(db);
+    temp_dir_remove(dir);
+}
+
+/* The program's options: --players is the console's table, not a script's; verify takes it. */
+Test(console, players_option_of_the_program)
+{
+    static const struct {
+        const char *args;
+        int status;
+    } runs[] = {
+        {"console --script --players 6", 2},
+        {"console --players 5", 2},
+        {"verify 53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e "
+         "53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e 6", 2},
+        {"verify 53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e "
+         "53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e 5 --players 6", 1},
+        {"verify 53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e "
+         "53cf89b30c0d3ab53ac2f7d8fe8c24f3e4ec2c6e89fd5fcb1fee29cf7a2a1a0e 0 --players 5", 2},
+        {"verify --players 6", 2},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char command[512];
+        snprintf(command, sizeof command, "%s %s < /dev/null > /dev/null 2>&1", CARDROOM_BIN, runs[i].args);
+        int rc = system(command);
+        cr_assert(WIFEXITED(rc), "%s", command);
+        cr_expect_eq(WEXITSTATUS(rc), runs[i].status, "cardroom %s: status %d, want %d", runs[i].args, WEXITSTATUS(rc),
+                     runs[i].status);
+    }
 }

@@ -24,7 +24,9 @@
  * replays through table_exec() to a table that is over; alice has a standings row; no move or
  * trick line is said twice in a row in the room; one more run with no input changes nothing.
  * Random-seed runs (no --seed) check the same invariants without a reference, plus one stored
- * hand seed per deal.
+ * hand seed per deal. The same script for six-seat tables ("!new 304 6": alice with five
+ * computer players, every card of the 36-card pack; CARDROOM_CRASH_RUNS6 seeds, default 1)
+ * checks that their journals rebuild as well.
  *
  * Kill times come from a fixed PRNG: one in eight within 1 ms (start-up, schema creation,
  * restore), six in eight within a short window (30 ms, widened while kills land before a
@@ -185,28 +187,33 @@ static void work_remove(workdir *w)
     rmdir(w->dir);
 }
 
-static void write_script(const workdir *w)
+/* The script for tables of `players` seats (4, or 6: "!new 304 6", every card of the 36-card
+ * pack, five computer players with alice). */
+static void write_script(const workdir *w, int players)
 {
-    static const char *const ranks[] = {"7", "8", "9", "10", "J", "Q", "K", "A"};
+    static const char *const ranks[] = {"7", "8", "9", "10", "J", "Q", "K", "A", "6"};
     static const char *const suits[] = {"S", "H", "D", "C"};
+    const char *game = players == 6 ? "304 6" : "304";
     FILE *f = fopen(w->script, "w");
     cr_assert_not_null(f, "%s: %s", w->script, strerror(errno));
     fprintf(f, "# crash test: alice plays from the script, then computers finish; then a second table\n"
-               "alice> !new 304\nalice> !join 1\nalice> !bot\nalice> !bot\nalice> !bot\n"
-               "alice> !set start_tokens %d\nbob> hello everyone\nalice> !rules\nalice> !start\n"
+               "alice> !new %s\nalice> !join 1\n", game);
+    for (int k = 1; k < players; k++) fprintf(f, "alice> !bot\n");
+    fprintf(f, "alice> !set start_tokens %d\nbob> hello everyone\nalice> !rules\nalice> !start\n"
                "alice> !table\nalice>> !hand\nbob> !standings\nalice> !help bid\n\n",
             SCRIPT_TOKENS);
     for (int c = 0; c < SCRIPT_CYCLES; c++) {
         fprintf(f, "alice> !pass\n");
         if (c % 10 == 5) fprintf(f, "bob> how is it going?\nalice> !last\n");
         for (int s = 0; s < 4; s++) {
-            for (int r = 0; r < 8; r++) fprintf(f, "alice>> %s%s\n", ranks[r], suits[s]);
+            for (int r = 0; r < (players == 6 ? 9 : 8); r++) fprintf(f, "alice>> %s%s\n", ranks[r], suits[s]);
             fprintf(f, "alice>> !hand\n"); /* says something without moving: no new turn prompt due */
         }
     }
     fprintf(f, "alice> !last\nalice> !standings\nalice> !leave\nalice> !standings alice\nbob> bye\n"
-               "carol> !new 304\ncarol> !bot\ncarol> !bot\ncarol> !bot\ncarol> !bot\n"
-               "carol> !set start_tokens 2\ncarol> !start\ncarol> !standings\ncarol> !table\n");
+               "carol> !new %s\n", game);
+    for (int k = 0; k < players; k++) fprintf(f, "carol> !bot\n");
+    fprintf(f, "carol> !set start_tokens 2\ncarol> !start\ncarol> !standings\ncarol> !table\n");
     cr_assert_eq(fclose(f), 0);
 }
 
@@ -655,15 +662,16 @@ static int quarters_hit(const crash_stats *cs)
 
 TestSuite(crash, .timeout = 600);
 
-Test(crash, seeded_runs_survive_kills_and_match_the_reference)
+/* Seeded runs of the script for tables of `players` seats, each killed and restarted until it
+ * ends, against the reference run of the same seed. */
+static void seeded_runs(int players, int runs)
 {
-    int runs = env_int("CARDROOM_CRASH_RUNS", 3, 1, 100);
     static const uint64_t seeds[] = {7, 1, 2, 3, 5, 11, 13, 17, 19, 23};
     uint64_t rng = 0x304304304ull;
     crash_stats cs = {0};
     workdir w;
     work_make(&w);
-    write_script(&w);
+    write_script(&w, players);
     char ref_db[PATH_MAX + 16], crash_db[PATH_MAX + 16];
     path_in(&w, "ref.db", ref_db, sizeof ref_db);
     path_in(&w, "crash.db", crash_db, sizeof crash_db);
@@ -715,13 +723,25 @@ Test(crash, seeded_runs_survive_kills_and_match_the_reference)
     work_remove(&w);
 }
 
+Test(crash, seeded_runs_survive_kills_and_match_the_reference)
+{
+    seeded_runs(4, env_int("CARDROOM_CRASH_RUNS", 3, 1, 100));
+}
+
+/* The same for six-seat tables ("!new 304 6", the 36-card pack): their journals ("set players
+ * 6" first) rebuild after every kill to the table that was running. */
+Test(crash, six_seat_tables_survive_kills_and_match_the_reference)
+{
+    seeded_runs(6, env_int("CARDROOM_CRASH_RUNS6", 1, 1, 100));
+}
+
 Test(crash, random_seeds_keep_the_invariants)
 {
     uint64_t rng = 0xC0FFEEull;
     crash_stats cs = {0};
     workdir w;
     work_make(&w);
-    write_script(&w);
+    write_script(&w, 4);
     char db[PATH_MAX + 16];
     path_in(&w, "random.db", db, sizeof db);
     /* A first run only for its duration and size (its deals differ: seeds come from the OS). */

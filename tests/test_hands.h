@@ -44,4 +44,15 @@ static inline void start_from(g304_state *st, const g304_rules *r, int dealer, c
     g304_start(st, r, dealer, tokens, deck, ev);
 }
 
+/* A move of that kind with that card and amount (the others zero). */
+static inline g304_action test_action(int kind, card_t card, int amount)
+{
+    g304_action a;
+    memset(&a, 0, sizeof a);
+    a.kind = (uint8_t)kind;
+    a.card = card;
+    a.amount = (uint16_t)amount;
+    return a;
+}
+
 #endif

@@ -10,7 +10,9 @@
  * text may name a card (in card_pretty() form) only if its viewer knows it by then; the room's
  * table may count only the points of cards the room has seen; each seat's hand text must list
  * exactly its cards. Every event kind and every way a hand ends must occur, so the checks
- * cannot pass by having nothing to look at. */
+ * cannot pass by having nothing to look at. Six-player 304 gets the same: exact texts (seats
+ * without compass points, two more cards, the six-card round, both teammates out in Partner
+ * Close Caps, odd and even seats in the tokens) and its own sweep. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +26,11 @@
 #include "test_hands.h"
 
 static const char *const names[4] = {"alice (South)", "bob (East)", "carol (North)", "dave (West)"};
+static const char *const names6[6] = {"alice (seat 1)", "bob (seat 2)", "carol (seat 3)",
+                                      "dave (seat 4)", "erin (seat 5)", "frank (seat 6)"};
+
+/* The seats' names for a hand of four or of six players. */
+static const char *const *names_of(const g304_state *st) { return g304_seats(&st->rules) == 6 ? names6 : names; }
 
 /* ---- setting up hands (as tests/test_engine.c) ---- */
 
@@ -57,7 +64,7 @@ static const char *ev_text(const g304_state *st, const g304_events *ev, int kind
 {
     const g304_event *e = find_ev(ev, kind, vis, 0);
     cr_assert_not_null(e, "no event of kind %d", kind);
-    size_t n = render_event(st, e, viewer, names, text, sizeof text);
+    size_t n = render_event(st, e, viewer, names_of(st), text, sizeof text);
     cr_assert_eq(n, strlen(text));
     return text;
 }
@@ -412,12 +419,14 @@ Test(render, rules_summary)
     g304_error err;
     g304_rules_default(&r);
     cr_assert_eq(g304_rules_set(&r, "caps", "strict", &err), 0);
-    size_t n = render_rules(&r, "!", "https://example.org/rules/", text, sizeof text);
+    size_t n = render_rules(&r, "level=expert", "!", "https://example.org/rules/", text, sizeof text);
     cr_assert_eq(n, strlen(text));
     cr_assert_str_eq(text, "304 for four players in two teams; this table's options: cut=false, step_above_200=10, "
                            "bidding=standard, bid8_opener=maker, spoilt=manual, caps=strict, scoring=transfer, "
-                           "start_tokens=11 (!set OPTION VALUE changes one before the start).\n"
+                           "start_tokens=11, level=expert (!set OPTION VALUE changes one before the start).\n"
                            "The rules in full: https://example.org/rules/304.md");
+    n = render_rules(&r, NULL, "!", "https://example.org/rules/", text, sizeof text);
+    cr_assert(strstr(text, "start_tokens=11 (!set") != NULL, "%s", text);
 }
 
 /* A move is one line for the room: its public pieces joined by " — "; the end of a hand adds
@@ -527,12 +536,12 @@ typedef struct {
 static size_t f_event(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_event(x->st, x->e, x->viewer, names, b, n);
+    return render_event(x->st, x->e, x->viewer, names_of(x->st), b, n);
 }
 static size_t f_move(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_move(x->st, x->ev, names, b, n);
+    return render_move(x->st, x->ev, names_of(x->st), b, n);
 }
 static size_t f_hand(const void *c, char *b, size_t n)
 {
@@ -542,27 +551,27 @@ static size_t f_hand(const void *c, char *b, size_t n)
 static size_t f_turn(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_turn(x->st, names, b, n);
+    return render_turn(x->st, names_of(x->st), b, n);
 }
 static size_t f_table(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_table(x->st, x->viewer, names, b, n);
+    return render_table(x->st, x->viewer, names_of(x->st), b, n);
 }
 static size_t f_last(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_last(x->st, x->viewer, names, b, n);
+    return render_last(x->st, x->viewer, names_of(x->st), b, n);
 }
 static size_t f_result(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_result(x->st, names, b, n);
+    return render_result(x->st, names_of(x->st), b, n);
 }
 static size_t f_rules(const void *c, char *b, size_t n)
 {
     const render_ctx *x = c;
-    return render_rules(&x->st->rules, "!", "docs/", b, n);
+    return render_rules(&x->st->rules, NULL, "!", "docs/", b, n);
 }
 
 static void check_state_cuts(const g304_state *st, int viewer)
@@ -632,10 +641,11 @@ static uint64_t rng_next(sweep_rng *r) /* splitmix64 */
 static int rng_below(sweep_rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
 static int rng_chance(sweep_rng *r, int percent) { return rng_below(r, 100) < percent; }
 
-#define ROOM 4 /* index of the room in what the sweep knows */
+#define ROOM G304_MAX_SEATS /* index of the room in what the sweep knows */
 
 typedef struct {
-    cardset_t known[5];  /* per seat, and the room: cards that viewer may know by now */
+    cardset_t known[ROOM + 1]; /* per seat, and the room: cards that viewer may know by now */
+    cardset_t pack;            /* the cards of this match's pack */
     long texts, cards_named, secrets_kept, leaks;
     long kinds[G304_EV_RESULT + 1]; /* events seen, by kind */
     int cuts;                       /* this hand's texts are also cut short (truncation) */
@@ -645,11 +655,11 @@ typedef struct {
 /* The cards a text names (pretty form), as a set. */
 static cardset_t named_cards(const char *s)
 {
-    static char pretty[CARD_COUNT][CARD_TEXT_MAX];
+    static char pretty[CARD_IDS][CARD_TEXT_MAX];
     cardset_t named = 0;
     if (!pretty[0][0])
-        for (card_t c = 0; c < CARD_COUNT; c++) card_pretty(c, pretty[c]);
-    for (card_t c = 0; c < CARD_COUNT; c++)
+        for (card_t c = 0; c < CARD_IDS; c++) card_pretty(c, pretty[c]);
+    for (card_t c = 0; c < CARD_IDS; c++)
         if (strstr(s, pretty[c])) named |= CARDSET_BIT(c);
     return named;
 }
@@ -661,7 +671,7 @@ static void sweep_check(sweep *S, int viewer, const char *s)
 {
     S->texts++;
     S->cards_named += cardset_count(named_cards(s));
-    S->secrets_kept += S->known[viewer] != CARDSET_ALL;
+    S->secrets_kept += S->known[viewer] != S->pack;
     cr_assert(utf8_ok(s), "%s: bad UTF-8: %s", S->where, s);
     cr_assert_null(strstr(s, "??"), "%s: a non-card in the text: %s", S->where, s);
     cr_assert_null(strstr(s, "nobody"), "%s: a missing seat in the text: %s", S->where, s);
@@ -674,7 +684,7 @@ static void sweep_check(sweep *S, int viewer, const char *s)
 static void publish(sweep *S, int viewer, cardset_t cards)
 {
     if (viewer == ROOM)
-        for (int v = 0; v < 5; v++) S->known[v] |= cards;
+        for (int v = 0; v <= ROOM; v++) S->known[v] |= cards;
     else
         S->known[viewer] |= cards;
 }
@@ -683,7 +693,7 @@ static cardset_t ev_set(const g304_event *e)
 {
     cardset_t s = 0;
     for (int i = 0; i < e->n; i++)
-        if (e->cards[i] < CARD_COUNT) s |= CARDSET_BIT(e->cards[i]);
+        if (e->cards[i] < CARD_IDS) s |= CARDSET_BIT(e->cards[i]);
     return s;
 }
 
@@ -714,20 +724,20 @@ static void sweep_events(sweep *S, const g304_state *st, const g304_events *ev)
         learn(S, e);
         if (e->kind <= G304_EV_RESULT) S->kinds[e->kind]++;
         snprintf(S->where, sizeof S->where, "event %d (kind %d) for the room", i, e->kind);
-        size_t n = render_event(st, e, -1, names, buf, sizeof buf);
+        size_t n = render_event(st, e, -1, names_of(st), buf, sizeof buf);
         cr_assert_eq(n > 0, e->vis == G304_VIS_ALL, "%s: '%s'", S->where, buf);
         sweep_check(S, ROOM, buf);
-        for (int s = 0; s < G304_SEATS; s++) {
+        for (int s = 0; s < g304_seats(&st->rules); s++) {
             if (!g304_event_visible(e, s)) continue;
             snprintf(S->where, sizeof S->where, "event %d (kind %d) for seat %d", i, e->kind, s);
-            cr_assert_gt(render_event(st, e, s, names, buf, sizeof buf), 0, "%s", S->where);
+            cr_assert_gt(render_event(st, e, s, names_of(st), buf, sizeof buf), 0, "%s", S->where);
             sweep_check(S, s, buf);
             /* the private face-down copy names a card the room does not know: the check has teeth */
             if (hidden_before && s == e->to) cr_assert(named_cards(buf) & ~S->known[ROOM], "%s: %s", S->where, buf);
         }
     }
     snprintf(S->where, sizeof S->where, "the room's line for a move of %d events", ev->n);
-    render_move(st, ev, names, buf, sizeof buf);
+    render_move(st, ev, names_of(st), buf, sizeof buf);
     sweep_check(S, ROOM, buf);
 }
 
@@ -735,12 +745,12 @@ static void sweep_events(sweep *S, const g304_state *st, const g304_events *ev)
  * would give away face-down cards), and marks a team whose tricks hold unseen cards. */
 static void sweep_points(const sweep *S, const g304_state *st, const char *table)
 {
-    int pts[2] = {0, 0}, unseen[2] = {0, 0};
+    int pts[2] = {0, 0}, unseen[2] = {0, 0}, six = g304_seats(&st->rules) == 6;
     char want[160];
     if (!strstr(table, "points: ")) return;
     for (int t = 0; t < G304_TRICKS; t++) {
         const g304_trick *k = &st->tricks[t];
-        if (k->winner >= G304_SEATS) continue;
+        if (k->winner >= G304_MAX_SEATS) continue;
         for (int i = 0; i < k->n; i++) {
             if (S->known[ROOM] & CARDSET_BIT(k->card[i]))
                 pts[k->winner & 1] += card_points(k->card[i]);
@@ -748,15 +758,16 @@ static void sweep_points(const sweep *S, const g304_state *st, const char *table
                 unseen[k->winner & 1] = 1;
         }
     }
-    snprintf(want, sizeof want, "points: South\xE2\x80\x93North %d%s, East\xE2\x80\x93West %d%s\n", pts[0],
-             unseen[0] ? " + \xF0\x9F\x82\xA0" : "", pts[1], unseen[1] ? " + \xF0\x9F\x82\xA0" : "");
+    snprintf(want, sizeof want, "points: %s %d%s, %s %d%s\n", six ? "odd seats" : "South\xE2\x80\x93North", pts[0],
+             unseen[0] ? " + \xF0\x9F\x82\xA0" : "", six ? "even seats" : "East\xE2\x80\x93West", pts[1],
+             unseen[1] ? " + \xF0\x9F\x82\xA0" : "");
     cr_assert_not_null(strstr(table, want), "%s: the room's points should read '%s': %s", S->where, want, table);
 }
 
 /* The cards of a compact hand text ("♥ J 9 A · ♠ 10 7  (indicator …)"), read back. */
 static cardset_t compact_cards(const char *s)
 {
-    static const char *const ranks[RANK_COUNT] = {"7", "8", "9", "10", "J", "Q", "K", "A"};
+    static const char *const ranks[RANK_IDS] = {"7", "8", "9", "10", "J", "Q", "K", "A", "6"};
     cardset_t set = 0;
     int suit = -1;
     char word[16];
@@ -767,7 +778,7 @@ static cardset_t compact_cards(const char *s)
             word[n] = 0;
             for (int k = 0; k < SUIT_COUNT; k++)
                 if (strcmp(word, suit_symbol(k)) == 0) suit = k;
-            for (int r = 0; r < RANK_COUNT; r++)
+            for (int r = 0; r < RANK_IDS; r++)
                 if (strcmp(word, ranks[r]) == 0 && suit >= 0) set |= CARDSET_BIT(CARD_MAKE(suit, r));
         }
         p += n;
@@ -791,29 +802,29 @@ static void sweep_hand_text(const sweep *S, const g304_state *st, int seat)
 static void sweep_state(sweep *S, const g304_state *st)
 {
     char buf[RENDER_MAX];
-    for (int v = -1; v < G304_SEATS; v++) {
+    for (int v = -1; v < g304_seats(&st->rules); v++) {
         int k = v < 0 ? ROOM : v;
         snprintf(S->where, sizeof S->where, "table and hand for %d", v);
-        render_table(st, v, names, buf, sizeof buf);
+        render_table(st, v, names_of(st), buf, sizeof buf);
         sweep_check(S, k, buf);
         if (v < 0) sweep_points(S, st, buf);
         if (v >= 0) sweep_hand_text(S, st, v);
         snprintf(S->where, sizeof S->where, "last trick for %d", v);
-        render_last(st, v, names, buf, sizeof buf);
+        render_last(st, v, names_of(st), buf, sizeof buf);
         sweep_check(S, k, buf);
     }
     snprintf(S->where, sizeof S->where, "turn");
-    render_turn(st, names, buf, sizeof buf);
+    render_turn(st, names_of(st), buf, sizeof buf);
     sweep_check(S, ROOM, buf);
     snprintf(S->where, sizeof S->where, "result");
-    cr_assert_eq(render_result(st, names, buf, sizeof buf) > 0, st->phase == G304_PHASE_DONE);
+    cr_assert_eq(render_result(st, names_of(st), buf, sizeof buf) > 0, st->phase == G304_PHASE_DONE);
     sweep_check(S, ROOM, buf);
 }
 
 /* A Caps call: with the judge's order when it is certain, else (rarely) some order. */
 static int sweep_caps(sweep_rng *R, caps_solver *w, const g304_state *st, g304_action *a, int *seat)
 {
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < g304_seats(&st->rules); s++) {
         if (!g304_may_caps(st, s) || !g304_caps_open_for(st, s)) continue;
         card_t order[G304_TRICKS];
         int n = 0;
@@ -858,7 +869,7 @@ static int sweep_move(sweep_rng *R, caps_solver *w, const g304_state *st, g304_a
         if (rng_below(R, 300) == 0) {
             memset(a, 0, sizeof *a);
             a->kind = G304_DO_SPOILT;
-            return rng_below(R, G304_SEATS);
+            return rng_below(R, g304_seats(&st->rules));
         }
         int n = g304_legal(st, st->maker, L);
         for (int i = 0; i < n; i++)
@@ -874,9 +885,10 @@ static int sweep_move(sweep_rng *R, caps_solver *w, const g304_state *st, g304_a
     return seat;
 }
 
-static void sweep_rules(sweep_rng *R, g304_rules *r)
+static void sweep_rules(sweep_rng *R, g304_rules *r, int players)
 {
     g304_rules_default(r);
+    cr_assert_eq(g304_rules_set_players(r, players, NULL), 0);
     r->cut = (uint8_t)rng_below(R, 2);
     r->step_above_200 = rng_below(R, 2) ? 5 : 10;
     r->bidding = (uint8_t)rng_below(R, 2);
@@ -894,10 +906,11 @@ static int sweep_hand(sweep *S, sweep_rng *R, caps_solver *w, const g304_rules *
     g304_state st;
     g304_events ev;
     uint8_t seed[DEAL_SEED_BYTES];
-    card_t deck[CARD_COUNT];
+    card_t deck[CARD_IDS];
     for (int i = 0; i < DEAL_SEED_BYTES; i++) seed[i] = (uint8_t)rng_next(R);
-    deal_shuffle(seed, deck, CARD_COUNT);
+    g304_shuffle(seed, r, deck);
     memset(S->known, 0, sizeof S->known);
+    S->pack = CARDSET_ALL | (g304_deck_size(r) == CARD_IDS ? CARDSET_SIXES : 0);
     ev.n = 0;
     g304_start(&st, r, *dealer, tokens, deck, &ev);
     sweep_events(S, &st, &ev);
@@ -913,7 +926,7 @@ static int sweep_hand(sweep *S, sweep_rng *R, caps_solver *w, const g304_rules *
         cr_assert_eq(c, G304_OK, "seat %d %s refused: %s", seat, g304_do_name(a.kind), err.msg);
         sweep_events(S, &st, &ev);
         if (S->cuts) check_event_cuts(&st, &ev);
-        if (S->cuts) check_state_cuts(&st, rng_below(R, G304_SEATS + 1) - 1);
+        if (S->cuts) check_state_cuts(&st, rng_below(R, g304_seats(r) + 1) - 1);
     }
     sweep_state(S, &st);
     ends[st.result.end]++;
@@ -923,28 +936,36 @@ static int sweep_hand(sweep *S, sweep_rng *R, caps_solver *w, const g304_rules *
     return !st.result.match_over;
 }
 
-Test(render, random_hands_never_tell_a_secret)
+/* Whole matches of random rules for `players`, hand after hand: every cuts-th hand's texts are also
+ * cut short, every judged-th hand is played under the Caps judge. Returns the matches begun. */
+static long sweep_matches(sweep *S, uint64_t seed, int players, int hands, int cuts, int judged, long ends[8])
 {
-    sweep S;
-    sweep_rng R = {304};
+    sweep_rng R = {seed};
     caps_solver *w = caps_solver_new(0);
     cr_assert_not_null(w);
-    memset(&S, 0, sizeof S);
-    long ends[8] = {0}, matches = 0;
+    memset(S, 0, sizeof *S);
+    long matches = 0;
     g304_rules r;
     int16_t tokens[2];
     int dealer = 0, in_match = 0;
-    for (int hand = 0; hand < 2000; hand++) {
+    for (int hand = 0; hand < hands; hand++) {
         if (!in_match) {
-            sweep_rules(&R, &r);
+            sweep_rules(&R, &r, players);
             tokens[0] = tokens[1] = r.start_tokens;
-            dealer = rng_below(&R, G304_SEATS);
+            dealer = rng_below(&R, players);
             matches++;
         }
-        S.cuts = hand % 20 == 0;
-        in_match = sweep_hand(&S, &R, hand % 4 == 0 ? w : NULL, &r, tokens, &dealer, ends);
+        S->cuts = hand % cuts == 0;
+        in_match = sweep_hand(S, &R, hand % judged == 0 ? w : NULL, &r, tokens, &dealer, ends);
     }
     caps_solver_free(w);
+    return matches;
+}
+
+Test(render, random_hands_never_tell_a_secret)
+{
+    sweep S;
+    long ends[8] = {0}, matches = sweep_matches(&S, 304, 4, 2000, 20, 4, ends);
     cr_assert_eq(S.leaks, 0);
     /* not vacuous: texts name many cards while others are still secret, and every ending occurs */
     cr_assert_gt(S.cards_named, 100000, "only %ld card mentions", S.cards_named);
@@ -966,4 +987,177 @@ Test(render, sweep_check_catches_a_leak)
     cr_assert_eq(leaked(&S, 2, "J\xE2\x99\xA5"), CARDSET_BIT(C("JH")), "seats know only what they were told");
     cr_assert_eq(named_cards("x 10\xE2\x99\xA5 y"), CARDSET_BIT(C("TH")));
     cr_assert_eq(named_cards("\xE2\x99\xA5 J 9"), 0, "the compact hand form names no card");
+}
+
+/* ---- six players (R-SIX-…) ---- */
+
+/* Dealer alice (seat 1), so bob (seat 2) speaks and leads first; erin holds the four sixes. */
+static const char *const hands6[6] = {
+    "JS 9S AS TS  JD 9D", "JH 9H 7H 8H  JC 9C", "KS QS 8S 7S  KD QD",
+    "AH TH KH QH  KC QC", "6S 6H 6D 6C  AC TC", "8D 7D AD TD  8C 7C",
+};
+
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* Starts a six-player hand from hands by seat (each: four cards, then two). */
+static void start_six(g304_state *st, g304_rules *r, int dealer, const char *const hands[6], g304_events *ev)
+{
+    card_t h[G304_MAX_SEATS][G304_TRICKS], deck[CARD_IDS];
+    cr_assert_eq(g304_rules_set_players(r, 6, NULL), 0);
+    for (int s = 0; s < 6; s++) {
+        const char *p = hands[s];
+        for (int i = 0; i < 6; i++) {
+            while (*p == ' ') p++;
+            size_t n = strcspn(p, " ");
+            cr_assert_eq(card_parse_pack(p, n, CARD_IDS, &h[s][i], NULL, 0), 0, "bad card in a test hand");
+            p += n;
+        }
+    }
+    cr_assert_eq(g304_deck_from_hands_of(r, (const card_t(*)[G304_TRICKS])h, dealer, deck), 0);
+    int16_t tokens[2] = {r->start_tokens, r->start_tokens};
+    if (ev) ev->n = 0;
+    g304_start(st, r, dealer, tokens, deck, ev);
+}
+
+Test(render, six_players_bidding_and_the_deal)
+{
+    g304_state st;
+    g304_rules r;
+    g304_events ev;
+    g304_rules_default(&r);
+    start_six(&st, &r, 0, hands6, &ev);
+    const g304_event *e = find_ev(&ev, G304_EV_DEALT, G304_VIS_SEAT, 3);
+    cr_assert_eq(e->to, 4);
+    render_event(&st, e, 4, names6, text, sizeof text);
+    cr_assert_str_eq(text, "Your first four cards: \xE2\x99\xA0 6 \xC2\xB7 \xE2\x99\xA5 6 \xC2\xB7 \xE2\x99\xA6 6 \xC2\xB7 "
+                           "\xE2\x99\xA3 6");
+    render_turn(&st, names6, text, sizeof text);
+    cr_assert_str_eq(text, "bob (seat 2) to bid: 160 or more, or pass", "no partner to ask with six players");
+    ok(&st, 1, G304_DO_BID, NULL, 160, &ev);
+    render_turn(&st, names6, text, sizeof text);
+    cr_assert_str_eq(text, "carol (seat 3) to bid: 170 or more, or pass");
+    while (st.phase == G304_PHASE_BID4) ok(&st, st.to_act, G304_DO_PASS, NULL, 0, &ev);
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_MAKER, G304_VIS_ALL, -1), "bob (seat 2) is trump maker at 160");
+    render_table(&st, -1, names6, text, sizeof text);
+    cr_assert_str_eq(text, "Dealer: alice (seat 1) \xC2\xB7 choosing the indicator\n"
+                           "Teams: alice (seat 1), carol (seat 3) & erin (seat 5) play against bob (seat 2), dave "
+                           "(seat 4) & frank (seat 6)\n"
+                           "Trump maker: bob (seat 2) at 160\n"
+                           "Tokens: odd seats 11, even seats 11\n"
+                           "bob (seat 2) to choose the indicator from the first four cards, privately");
+    ok(&st, 1, G304_DO_TRUMP, "7H", 0, &ev);
+    e = find_ev(&ev, G304_EV_DEALT, G304_VIS_SEAT, 0);
+    cr_assert_eq(e->to, 1);
+    render_event(&st, e, 1, names6, text, sizeof text);
+    cr_assert_str_eq(text, "Your next two cards: \xE2\x99\xA3 J 9 \xE2\x80\x94 your hand: \xE2\x99\xA5 J 9 8 \xC2\xB7 "
+                           "\xE2\x99\xA3 J 9  (indicator 7\xE2\x99\xA5, face down)");
+    render_turn(&st, names6, text, sizeof text);
+    cr_assert_str_eq(text, "bob (seat 2) to bid on six cards: 250 or more, pcc or pass");
+    render_table(&st, -1, names6, text, sizeof text);
+    cr_assert(starts_with(text, "Dealer: alice (seat 1) \xC2\xB7 six-card bidding\n"), "%s", text);
+    ok(&st, 1, G304_DO_BID, NULL, G304_PCC, &ev); /* the highest bid ends the round at once */
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_MAKER, G304_VIS_ALL, -1),
+                     "bob (seat 2) plays Partner Close Caps: dave (seat 4) and frank (seat 6) sit out, and bob (seat 2) "
+                     "must win all six tricks");
+    render_turn(&st, names6, text, sizeof text);
+    cr_assert_str_eq(text, "bob (seat 2) to choose the indicator from six cards, privately");
+    ok(&st, 1, G304_DO_TRUMP, "9C", 0, NULL);
+    render_table(&st, -1, names6, text, sizeof text);
+    cr_assert(strstr(text, "Trump maker: bob (seat 2) at Partner Close Caps (dave (seat 4) and frank (seat 6) sit out)\n"),
+              "%s", text);
+    cr_assert(starts_with(text, "Dealer: alice (seat 1) \xC2\xB7 trick 1 of 6\n"), "%s", text);
+    play_out(&st, &ev);
+    render_result(&st, names6, text, sizeof text);
+    char want[RENDER_MAX];
+    snprintf(want, sizeof want, "bob (seat 2) %s Partner Close Caps", st.result.made ? "made" : "failed");
+    cr_assert(starts_with(text, want), "%s", text);
+    cr_assert(strstr(text, st.result.made ? ", winning all six tricks" : " of six tricks won"), "%s", text);
+    cr_assert(strstr(text, " \xE2\x80\x94 tokens: odd seats "), "%s", text);
+    cr_assert(strstr(text, ", even seats "), "%s", text);
+}
+
+Test(render, six_players_all_pass_cut_and_rules)
+{
+    g304_state st;
+    g304_rules r;
+    g304_events ev;
+    g304_rules_default(&r);
+    start_six(&st, &r, 0, hands6, NULL);
+    for (int s = 1; s < 7; s++) ok(&st, s % 6, G304_DO_PASS, NULL, 0, &ev);
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_ALL_PASS, G304_VIS_ALL, -1), "all six passed");
+    render_move(&st, &ev, names6, text, sizeof text);
+    cr_assert_str_eq(text, "alice (seat 1) passes \xE2\x80\x94 all six passed \xE2\x80\x94 no score\n"
+                           "Cards held: alice (seat 1) \xE2\x99\xA0 J 9 A 10; bob (seat 2) \xE2\x99\xA5 J 9 8 7; carol "
+                           "(seat 3) \xE2\x99\xA0 K Q 8 7; dave (seat 4) \xE2\x99\xA5 A 10 K Q; erin (seat 5) "
+                           "\xE2\x99\xA0 6 \xC2\xB7 \xE2\x99\xA5 6 \xC2\xB7 \xE2\x99\xA6 6 \xC2\xB7 \xE2\x99\xA3 6; "
+                           "frank (seat 6) \xE2\x99\xA6 A 10 8 7",
+                     "a hand thrown in after the first four cards shows those");
+    r.cut = 1;
+    start_six(&st, &r, 0, hands6, NULL);
+    render_turn(&st, names6, text, sizeof text);
+    cr_assert_str_eq(text, "frank (seat 6) to cut the pack: 1 to 35, or 0 for no cut");
+    ok(&st, 5, G304_DO_CUT, NULL, 33, &ev);
+    cr_assert_str_eq(ev_text(&st, &ev, G304_EV_CUT, G304_VIS_ALL, -1), "frank (seat 6) cuts the pack at 33");
+    render_rules(&r, NULL, "!", "docs/", text, sizeof text);
+    cr_assert_str_eq(text, "304 for six players in two teams of three; this table's options: players=6, cut=true, "
+                           "step_above_200=10, bidding=standard, bid8_opener=maker, spoilt=manual, caps=grace, "
+                           "scoring=transfer, start_tokens=11 (!set OPTION VALUE changes one before the start).\n"
+                           "The rules in full: docs/304.md");
+    render_teams(&r, NULL, text, sizeof text);
+    cr_assert_str_eq(text, "odd seats 1, 3, 5 play against even seats 2, 4, 6");
+    render_teams(&r, names6, text, sizeof text);
+    cr_assert_str_eq(text, "alice (seat 1), carol (seat 3) & erin (seat 5) play against bob (seat 2), dave (seat 4) & "
+                           "frank (seat 6)");
+    render_team_names(&r, names6, 1, text, sizeof text);
+    cr_assert_str_eq(text, "bob (seat 2), dave (seat 4) & frank (seat 6)");
+    g304_rules_default(&r);
+    render_teams(&r, NULL, text, sizeof text);
+    cr_assert_str_eq(text, "South and North play against East and West");
+    render_team_names(&r, names, 0, text, sizeof text);
+    cr_assert_str_eq(text, "alice (South) & carol (North)");
+}
+
+/* erin (seat 5) bids 260 with clubs trump (her 6♣ the indicator) against the top clubs and
+ * falls short; her team cannot pay all 4 tokens. */
+Test(render, six_players_failed_bid_ends_the_match)
+{
+    g304_state st;
+    g304_rules r;
+    g304_events ev;
+    g304_rules_default(&r);
+    r.start_tokens = 3;
+    start_six(&st, &r, 0, hands6, NULL);
+    for (int s = 1; s < 4; s++) ok(&st, s, G304_DO_PASS, NULL, 0, NULL);
+    ok(&st, 4, G304_DO_BID, NULL, 260, NULL);
+    while (st.phase == G304_PHASE_BID4) ok(&st, st.to_act, G304_DO_PASS, NULL, 0, NULL);
+    ok(&st, 4, G304_DO_TRUMP, "6C", 0, NULL);
+    while (st.phase == G304_PHASE_BID8) ok(&st, st.to_act, G304_DO_PASS, NULL, 0, NULL);
+    play_out(&st, &ev);
+    cr_assert_eq(st.result.made, 0, "points %d %d", st.points[0], st.points[1]);
+    render_result(&st, names6, text, sizeof text);
+    char want[RENDER_MAX];
+    snprintf(want, sizeof want,
+             "alice (seat 1), carol (seat 3) & erin (seat 5) failed 260 with %d points \xE2\x80\x94 tokens: odd seats 0 "
+             "(\xE2\x88\x92" "3), even seats 6 (+3)\n"
+             "Match over: even seats (bob (seat 2), dave (seat 4) & frank (seat 6)) win the match!",
+             st.points[0]);
+    cr_assert_str_eq(text, want);
+    check_event_cuts(&st, &ev);
+    for (int v = -1; v < 6; v++) check_state_cuts(&st, v);
+}
+
+Test(render, random_six_player_hands_never_tell_a_secret)
+{
+    sweep S;
+    long ends[8] = {0}, matches = sweep_matches(&S, 306, 6, 400, 25, 10, ends);
+    cr_assert_eq(S.leaks, 0);
+    cr_assert_gt(S.cards_named, 10000, "only %ld card mentions", S.cards_named);
+    cr_assert_gt(S.secrets_kept, S.texts / 2);
+    for (int end = G304_END_PLAYED; end <= G304_END_VIOLATION; end++)
+        cr_expect_gt(ends[end], 0, "no hand ended with %d", end);
+    for (int kind = 0; kind <= G304_EV_RESULT; kind++)
+        if (kind != G304_EV_ASK) cr_expect_gt(S.kinds[kind], 0, "no event of kind %d", kind);
+    cr_assert_eq(S.kinds[G304_EV_ASK], 0, "asking partner with six players");
+    cr_log_info("six players: %ld texts, %ld cards named, %ld with secrets; %ld matches; ends %ld %ld %ld %ld %ld",
+                S.texts, S.cards_named, S.secrets_kept, matches, ends[1], ends[2], ends[3], ends[4], ends[5]);
 }

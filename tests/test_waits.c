@@ -13,7 +13,7 @@
  * byte. Then again with two workers on a file, where the bot "crashes" (the core and store are
  * dropped without waiting for anything) at random moments while events are held for the judge,
  * and restarts from the file: the same results again. Environment: CARDROOM_WAITS_SEEDS (seeds,
- * default 3), CARDROOM_WAITS_BATCHES (batches per seed, default 250).
+ * default 6), CARDROOM_WAITS_BATCHES (batches per seed, default 250).
  *
  * A focused test: one person's move that needs a search waits in the inbox while her next
  * commands, a question from the room, her nick change and what she says under her new name
@@ -459,13 +459,13 @@ static void replay(uint64_t seed, int nbatches, const char *db, int *crashes, in
 
 Test(waits, same_results_with_the_judge_on_workers)
 {
-    int seeds = env_int("CARDROOM_WAITS_SEEDS", 3), nbatches = env_int("CARDROOM_WAITS_BATCHES", 250), none = 0;
+    int seeds = env_int("CARDROOM_WAITS_SEEDS", 6), nbatches = env_int("CARDROOM_WAITS_BATCHES", 250), none = 0;
     for (int k = 0; k < seeds; k++) replay(304 + (uint64_t)k, nbatches, NULL, &none, &none);
 }
 
 Test(waits, a_crash_while_moves_wait_loses_and_repeats_nothing)
 {
-    int seeds = env_int("CARDROOM_WAITS_SEEDS", 3), nbatches = env_int("CARDROOM_WAITS_BATCHES", 250);
+    int seeds = env_int("CARDROOM_WAITS_SEEDS", 6), nbatches = env_int("CARDROOM_WAITS_BATCHES", 250);
     int crashes = 0, held_at_crash = 0;
     /* In memory when the system has a RAM file system: a crash is dropping the core, not the
      * machine, and every commit's sync would only slow the test down. */

@@ -114,17 +114,19 @@ static int run_script(console *k)
     return settle(k, 1) == 0 ? 0 : 1;
 }
 
-/* With no open table, the terminal user gets one against three computer players; with one
- * (a game from an earlier run), the table and the user's hand are shown again. */
+/* With no open table, the terminal user gets one against three computer players (or, with
+ * --players 6, with two of five against three); with one (a game from an earlier run), the
+ * table and the user's hand are shown again. */
 static int open_default_table(console *k)
 {
     static const char *const fresh[] = {"new 304", "join 1", "bot", "bot", "bot", "start"};
+    static const char *const fresh6[] = {"new 304 6", "join 1", "bot", "bot", "bot", "bot", "bot", "start"};
     static const char *const again[] = {"table", "hand"};
-    int resume = core_table_of(k->core, NET, k->config->console_room) != 0;
-    const char *const *words = resume ? again : fresh;
-    int n = resume ? 2 : 6;
-    adapter_event e[6];
-    char text[6][64];
+    int resume = core_table_of(k->core, NET, k->config->console_room) != 0, six = k->o->players == 6;
+    const char *const *words = resume ? again : six ? fresh6 : fresh;
+    int n = resume ? 2 : six ? 8 : 6;
+    adapter_event e[8];
+    char text[8][64];
     for (int i = 0; i < n; i++) {
         snprintf(text[i], sizeof text[i], "%s%s", k->config->prefix, words[i]);
         e[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .room = k->config->console_room,

@@ -4,7 +4,8 @@
  * "[@U] " (a message of several lines gives several prefixed lines). Interactively the terminal
  * user is "you" (config [console] user); a line is a command to the room ("bid 160", the
  * prefix is optional here) and "/msg TEXT" sends TEXT to the bot privately; with no open table
- * one is opened with you at South and computer players in the other seats. With --script every
+ * one is opened with you at South (seat 1 with six players) and computer players in the other
+ * seats. With --script every
  * input line is "USER> TEXT" (room) or "USER>> TEXT" (privately to the bot); blank lines and
  * lines starting with '#' are skipped; the bot finishes all computer moves before it reads the
  * next line, so a script always plays out the same way. The position (lines handled) is kept
@@ -20,6 +21,7 @@
 typedef struct {
     int script;         /* --script */
     int fixed_seed;     /* --seed N given */
+    int players;        /* --players: the table opened for you, 4 or 6 (0: four) */
     uint64_t seed;
     const char *db;     /* database path (NULL: the config's; scripts default to ":memory:") */
     FILE *in, *out, *err;

@@ -1,7 +1,8 @@
 /* bench_chat.c — what a scripted match costs in chat: lines, messages and time on the wire.
  *
  * A program, not a test. It plays a console script (`USER> TEXT` lines, by default the whole
- * four-person 304 match of tests/matrix/match-seed1.txt) through the console adapter with
+ * four-person 304 match of tests/matrix/match-seed1.txt; the six-person one is
+ * tests/console/six-match.txt, the `chat6` benchmark) through the console adapter with
  * --seed 1 on a database in a temporary directory, then reads back every message the bot
  * queued (the outbox) and the table's journal, and prints per hand (hands = deal entries):
  *   - room lines and private lines, as the console prints them (one per text line);
@@ -11,8 +12,8 @@
  *     nick), and the minutes a hand takes at one line a second (the usual flood limit), room
  *     and private lines together since they share the connection's budget.
  * It does this twice: with the players' private turn notices on (the console's and IRC's
- * default) and off (Matrix's default; each player says `!notify off` first, and those answers
- * are left out of the counts).
+ * default) and off (Matrix's default; each player — all six names the scripts use — says
+ * `!notify off` first, and those answers are left out of the counts).
  *
  * Usage: bench_chat [SCRIPT [SEED]] */
 #include <stdio.h>
@@ -156,7 +157,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_chat: cannot read %s or make a temporary directory\n", script_path);
         return 1;
     }
-    static const char off[] = "alice> !notify off\nbob> !notify off\ncarol> !notify off\ndave> !notify off\n";
+    static const char off[] = "alice> !notify off\nbob> !notify off\ncarol> !notify off\ndave> !notify off\n"
+                              "erin> !notify off\nfrank> !notify off\n";
     tally on_t, off_t;
     int hands_on, hands_off;
     if (play(dir, "", script, seed, &on_t, &hands_on) != 0 || play(dir, off, script, seed, &off_t, &hands_off) != 0) {

@@ -1,8 +1,9 @@
-/* fuzz_command.c — libFuzzer target for chat commands (cmd_parse), the parser every room and
- * private message reaches. Each input is read with two prefixes ("!" and a longer "cr:"), in a
- * room and in private. Besides not crashing, every result must keep the promises of command.h:
- * a known kind; a refusal with a one-line, terminated message; real cards, seats, suits and
- * bids; a caps order of at most 8 distinct cards. Help for the command word must not crash. */
+/* fuzz_command.c — libFuzzer target for chat commands (cmd_parse_pack), the parser every room
+ * and private message reaches. Each input is read with two prefixes ("!" and a longer "cr:"), in
+ * a room and in private, with the 32-card pack and the 36-card pack of six-player tables.
+ * Besides not crashing, every result must keep the promises of command.h: a known kind; a
+ * refusal with a one-line, terminated message; real cards of the pack, seats, suits, bids and
+ * players; a caps order of at most 8 distinct cards. Help for the command word must not crash. */
 #include <string.h>
 
 #include "command.h"
@@ -25,20 +26,20 @@ static int utf8(const char *s)
     return 1;
 }
 
-static void check_caps(const cmd *c)
+static void check_caps(const cmd *c, int pack)
 {
     cardset_t seen = 0;
     if (c->ncards > 8) abort();
     for (unsigned i = 0; i < c->ncards; i++) {
-        if (c->cards[i] >= CARD_COUNT || (seen & CARDSET_BIT(c->cards[i]))) abort();
+        if (c->cards[i] >= pack || (seen & CARDSET_BIT(c->cards[i]))) abort();
         seen |= CARDSET_BIT(c->cards[i]);
     }
 }
 
-static void check(const cmd *c)
+static void check(const cmd *c, int pack)
 {
     char help[64];
-    if ((int)c->kind < CMD_NONE || c->kind >= CMD_KIND_COUNT) abort();
+    if ((int)c->kind < CMD_NONE || c->kind >= CMD_KIND_COUNT || c->pack != pack) abort();
     if (!terminated(c->err, sizeof c->err) || !terminated(c->word, sizeof c->word) ||
         !terminated(c->arg, sizeof c->arg) || !terminated(c->arg2, sizeof c->arg2))
         abort();
@@ -47,12 +48,13 @@ static void check(const cmd *c)
     if (c->kind != CMD_BAD && c->err[0]) abort();
     switch (c->kind) {
     case CMD_PLAY:
-    case CMD_TRUMP: if (c->card >= CARD_COUNT) abort(); break;
-    case CMD_CAPS: check_caps(c); break;
+    case CMD_TRUMP: if (c->card >= pack) abort(); break;
+    case CMD_CAPS: check_caps(c, pack); break;
+    case CMD_NEW: if (c->amount != 0 && c->amount != 4 && c->amount != 6) abort(); break;
     case CMD_JOIN:
-    case CMD_BOT: if (c->seat < -1 || c->seat > 3) abort(); break;
+    case CMD_BOT: if (c->seat < -1 || c->seat > 5) abort(); break;
     case CMD_BID: if (c->amount != G304_PCC && (c->amount < 160 || c->amount > 300)) abort(); break;
-    case CMD_CUT: if (c->amount > 31) abort(); break;
+    case CMD_CUT: if (c->amount >= pack) abort(); break;
     case CMD_EXCLUDE: if (c->suit < 0 || c->suit >= SUIT_COUNT) abort(); break;
     case CMD_HELP:
         if (c->arg[0] && !cmd_help(c->arg, "!", help, sizeof help)) abort();
@@ -66,12 +68,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const prefixes[] = {"!", "cr:"};
     char buf[512];
     cmd c;
-    for (int p = 0; p < 2; p++) {
-        for (int opt = 0; opt < 2; opt++) {
-            cmd_parse((const char *)data, size, prefixes[p], opt, &c);
-            check(&c);
-        }
-    }
+    static const int packs[] = {CARD_COUNT, CARD_IDS};
+    for (int p = 0; p < 2; p++)
+        for (int opt = 0; opt < 2; opt++)
+            for (int k = 0; k < 2; k++) {
+                cmd_parse_pack((const char *)data, size, prefixes[p], opt, packs[k], &c);
+                check(&c, packs[k]);
+            }
     /* The input as a help topic: NUL-terminated copy, any answer is fine but must fit. */
     size_t n = size < sizeof buf - 1 ? size : sizeof buf - 1;
     char topic[sizeof buf];

@@ -7,6 +7,7 @@ clients play people:
     bot says in the channel and privately to each player must be exactly what `cardroom console
     --script --seed 1` prints for the same lines (colours stripped, and long lines allowed to be
     split), no hand ever appears in the channel, and every line the bot sends fits 512 bytes;
+    the same for the whole six-person match of tests/console/six-match.txt;
   * the server killed and restarted mid-match: the bot reconnects, rejoins and the match goes on
     to the same end;
   * the order across destinations: each player gets the room's lines and his own private ones
@@ -53,6 +54,8 @@ from ircservers import Client, InspircdServer, NgircdServer  # noqa: E402
 import harness as mh  # noqa: E402  (the match script and the console reference)
 
 PLAYERS = ("alice", "bob", "carol", "dave")
+SIX_PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
+SIX_SCRIPT = os.path.join(REPO, "tests", "console", "six-match.txt")
 CHANNEL = "#cards"
 COLOUR_RE = re.compile(r"\x03(\d{1,2}(,\d{1,2})?)?|[\x02\x0f\x1d\x1f\x16]")
 BOT_TIMEOUT = 60
@@ -292,9 +295,9 @@ class MatchOnNgircd(IrcTestCase):
         s.update(extra)
         return s
 
-    def players(self):
+    def players(self, names=PLAYERS):
         people = {}
-        for name in PLAYERS:
+        for name in names:
             c = self.client(name)
             c.join(CHANNEL)
             people[name] = c
@@ -320,18 +323,18 @@ class MatchOnNgircd(IrcTestCase):
 
     def wait_transcript(self, people, watcher, ref, timeout=120):
         want_room = squash(ref.room)
-        want_private = {u: squash(ref.private.get(u, [])) for u in PLAYERS}
+        want_private = {u: squash(ref.private.get(u, [])) for u in people}
         deadline = time.monotonic() + timeout
         while True:
             room, private = self.transcript(people, watcher)
             got_room = squash(room)
-            got_private = {u: squash(private[u]) for u in PLAYERS}
+            got_private = {u: squash(private[u]) for u in people}
             if got_room == want_room and got_private == want_private:
                 return room, private
             if time.monotonic() > deadline:
                 import difflib
                 diff = "\n".join(list(difflib.unified_diff(ref.room, room, "console", "irc", lineterm=""))[:60])
-                for u in PLAYERS:
+                for u in people:
                     if got_private[u] != want_private[u]:
                         diff += "\n" + "\n".join(list(difflib.unified_diff(
                             ref.private.get(u, []), private[u], "console @" + u, "irc @" + u, lineterm=""))[:40])
@@ -348,11 +351,13 @@ class MatchOnNgircd(IrcTestCase):
                     # ":cardroom!~user@host CMD target :text" must fit 512 bytes with CR LF
                     self.assertLessEqual(len(m.raw.encode("utf-8")) + 2, 512, m.raw)
 
-    def test_whole_match_over_tls(self):
-        lines = mh.read_script()
+    def whole_match(self, lines, names=PLAYERS):
+        """The script's lines said by the players of names to the bot over TLS: the channel and
+        each player hear exactly what the console prints, no hand in the channel, every line
+        fits 512 bytes.  Returns (bot, people, the channel's lines)."""
         ref = mh.console_reference(lines)
         bot = self.bot(self.settings())
-        people = self.players()
+        people = self.players(names)
         for c in people.values():
             self.wait_bot_in(c)
         self.play(people, lines)
@@ -362,8 +367,13 @@ class MatchOnNgircd(IrcTestCase):
         # the deal in the channel before his cards, his cards before the next turn's prompt.
         order = console_order(lines)
         for name, c in people.items():
+            self.assertTrue(ref.private.get(name), "no private line for " + name)
             want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
             self.assertEqual(words_in_order(bot_lines(c)), want, "order of the bot's lines for " + name)
+        return bot, people, room
+
+    def test_whole_match_over_tls(self):
+        bot, people, _ = self.whole_match(mh.read_script())
         # Red suits are coloured on the wire.
         raw = [m.params[1] for m in people["alice"].received if m.command == "NOTICE" and m.nick == "cardroom"]
         self.assertTrue(any("\x0304♥" in t or "\x0304♦" in t for t in raw), "no red suit in the channel")
@@ -372,6 +382,13 @@ class MatchOnNgircd(IrcTestCase):
         log = bot.log_text()
         self.assertIn("TLS up", log)
         self.assertRegex(log, r"time per command line p50 \d+ us, p99 \d+ us")
+
+    def test_six_player_match_over_tls(self):
+        """The six-person match: the channel and each of the six players hear exactly what the
+        console prints, in its order; no hand in the channel; every line fits 512 bytes."""
+        bot, _, room = self.whole_match(mh.read_script(SIX_SCRIPT), SIX_PLAYERS)
+        self.assertTrue(any(line.startswith("Match over: ") for line in room))
+        self.assertEqual(bot.stop(), 0, bot.tail())
 
     def test_server_killed_and_restarted_mid_match(self):
         lines = mh.read_script()
@@ -530,6 +547,32 @@ class MatchOnNgircd(IrcTestCase):
         self.say(bob, "cardroom", "!hand")
         self.hand_for(bob, "robert", start)
         self.assertEqual(bot.stop(), 0, bot.tail())
+
+    def test_expert_computer_players_and_the_level_option(self):
+        """!set level: a wrong level is refused with the three names, expert is taken and shown by
+        !rules; three expert computer players bid around alice, and the table answers her between
+        their moves."""
+        self.bot(self.settings())
+        watcher = self.client("watcher")
+        watcher.join(CHANNEL)
+        alice = self.client("alice")
+        alice.join(CHANNEL)
+        self.wait_bot_in(alice)
+        for line in ("!new 304", "!join", "!bot", "!bot", "!bot", "!set level strong"):
+            self.say(alice, CHANNEL, line)
+        mark = watcher.received.index(
+            self.said(watcher, "alice: option level is one of easy, normal, expert, not 'strong'", 0))
+        self.say(alice, CHANNEL, "!set level expert")
+        mark = watcher.received.index(self.said(watcher, "Option level is now expert.", mark))
+        self.say(alice, CHANNEL, "!rules")
+        mark = watcher.received.index(self.said(watcher, ", level=expert (", mark))
+        self.say(alice, CHANNEL, "!start")
+        turn = self.said(watcher, "alice (South) to bid", mark)
+        self.say(alice, CHANNEL, "!table")
+        self.said(watcher, "Dealer: ", watcher.received.index(turn))
+        self.say(alice, CHANNEL, "!pass")
+        after = watcher.received.index(self.said(watcher, "alice (South) passes", mark))
+        self.said(watcher, "computer ", after)
 
     def test_help_list_goes_as_private_notices(self):
         """!help in the channel: one line there, and the list of commands to the asker by private

@@ -165,13 +165,13 @@ class Transcript:
 _REFERENCE_CACHE = {}
 
 
-def console_reference(lines, room_name="room", notify_off=False):
+def console_reference(lines, room_name="room", notify_off=False, players=PLAYERS):
     """Runs `cardroom console --script --seed 1` on the lines; returns its Transcript (heads
     normalized).  The console prints "[#room] TEXT" for the room and "[@U] TEXT" for each
     line of a private message to U.  notify_off: as on Matrix, where players get no private
-    notice with their hand on each turn until they ask: every player says `!notify off`
-    first, and those answers are left out."""
-    prelude = "".join(f"{user}> !notify off\n" for user in PLAYERS) if notify_off else ""
+    notice with their hand on each turn until they ask: every one of players says `!notify
+    off` first, and those answers are left out."""
+    prelude = "".join(f"{user}> !notify off\n" for user in players) if notify_off else ""
     text = prelude + script_text(lines)
     if text in _REFERENCE_CACHE:
         return _REFERENCE_CACHE[text]
@@ -184,7 +184,7 @@ def console_reference(lines, room_name="room", notify_off=False):
                                 text=True, cwd=work, timeout=60)
     if result.returncode != 0:
         raise RuntimeError(f"cardroom console failed ({result.returncode}): {result.stderr}")
-    ref = Transcript(private={u: [] for u in PLAYERS})
+    ref = Transcript(private={u: [] for u in players})
     room_prefix = f"[#{room_name}] "
     for out in result.stdout.splitlines():
         if out.startswith(room_prefix):
@@ -195,18 +195,18 @@ def console_reference(lines, room_name="room", notify_off=False):
             raise RuntimeError(f"unexpected console line {out!r}")
         ref.private.setdefault(match.group(1), []).append(normalize_private(match.group(2)))
     if notify_off:
-        answers = ref.room[:len(PLAYERS)]
-        if [a.split(":")[0] for a in answers] != list(PLAYERS):
+        answers = ref.room[:len(players)]
+        if [a.split(":")[0] for a in answers] != list(players):
             raise RuntimeError(f"unexpected answers to !notify off: {answers!r}")
-        ref.room = ref.room[len(PLAYERS):]
+        ref.room = ref.room[len(players):]
     _REFERENCE_CACHE[text] = ref
     return ref
 
 
-def matrix_reference(lines, room_name="room"):
+def matrix_reference(lines, room_name="room", players=PLAYERS):
     """What the bot says over Matrix for the lines: the console's words with Matrix's default
     of no private turn notices."""
-    return console_reference(lines, room_name, notify_off=True)
+    return console_reference(lines, room_name, notify_off=True, players=players)
 
 
 # --------------------------------------------------------------------------------------------

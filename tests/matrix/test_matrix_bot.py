@@ -6,9 +6,12 @@ The main check is exact: a match played over Matrix must make the bot post, line
 private lines in each player's direct chat), also while the bot is SIGKILLed and restarted, the
 homeserver crashes, or the homeserver answers with rate limits, errors, dropped connections and
 garbage.  Smaller tests cover the first start, invites, moderators, ignored messages, kicks,
-device reuse and access tokens.  The machinery is in harness.py.
+device reuse and access tokens.  The six-player match (tests/console/six-match.txt) is played
+with six people who are E2EE clients and the bot's direct chats encrypted.  The machinery is in
+harness.py (and the E2EE clients' in test_matrix_e2ee.py and olm_client.py).
 
-Run:  python3 -m unittest tests/matrix/test_matrix_bot.py -v
+Run:  /usr/bin/python3 -m unittest tests/matrix/test_matrix_bot.py -v   (python3-olm for the
+      six-player match)
       CARDROOM_BIN=/path/to/cardroom   another binary (default build/cardroom)
       CARDROOM_MX_VERBOSE=1            progress on stderr;  CARDROOM_MX_KEEP=1  keep temp dirs
 """
@@ -26,13 +29,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE, LOG_STAMP,  # noqa: E402
                      PLAYERS, ROOM_NAME, SYNC_REGEX, V3, Harness, Killer, Transcript, bot_binary,
-                     console_reference, matrix_reference, parse_script, q, read_script, uid)
+                     console_reference, matrix_reference, normalize_private, parse_script, q,
+                     read_script, uid)
+
+from test_matrix_e2ee import OLM_MISSING, E2EEHarness  # noqa: E402
+
+if OLM_MISSING is None:
+    from olm_client import MEGOLM  # noqa: E402
 
 KILL_SEED = 304
 ASK_REGEX = r"^/_matrix/client/v3/rooms/[^/]+/state/m\.room\.encryption/"
 SERVER_RESTART_SEED = 11
-PRIVATE_LINE_RE = re.compile(r"^(\[[^\]]*\] )?Your (first four cards|next four cards|hand|turn|"
-                             r"indicator)")
+SIX_PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
+SIX_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "console",
+                          "six-match.txt")
+PRIVATE_LINE_RE = re.compile(r"^(\[[^\]]*\] )?Your (first four cards|next four cards|next two cards|"
+                             r"hand|turn|indicator)")
 
 
 def setUpModule():
@@ -687,6 +699,81 @@ class MatrixBotTest(unittest.TestCase):
         self.assertGreater(len(journal), 2)
         self.assertEqual([line for line in journal
                           if not re.match(r"^cardroom: (error|warn|info|debug): ", line)], [])
+
+
+    # ---- 14 --------------------------------------------------------------------------------------
+
+    def test_14_six_player_match_in_encrypted_direct_chats(self):
+        """The whole six-player match (tests/console/six-match.txt): six people who are E2EE
+        clients, the bot's direct chats encrypted.  The game room gets exactly the console's
+        lines; each player decrypts exactly the console's private lines from his direct chat,
+        where he also sends his secrets (the indicator, face-down cards) encrypted; every event
+        of the bot in a direct chat is m.room.encrypted (Megolm) and decrypts to an m.notice;
+        no private line reaches the room."""
+        if OLM_MISSING is not None:
+            self.skipTest(f"python3-olm is not importable ({OLM_MISSING}); run with /usr/bin/python3")
+        h = E2EEHarness(self)
+        clients = {name: h.olm_user(name, name.upper() + "1") for name in SIX_PLAYERS}
+        h.bot_account()
+        room = h.game_room(members=SIX_PLAYERS[1:])
+        h.reset_log()
+        h.start_bot(h.write_config(encrypt_direct_chats=True))
+        h.bot_device()
+        h.wait_bot_membership(room)
+        lines = read_script(SIX_SCRIPT)
+        expected = matrix_reference(lines, players=SIX_PLAYERS)
+        for line in lines:
+            if not line.private:
+                h.say_and_wait(line.user, room, line.text)
+                continue
+            dm = h.dm_room(line.user)
+            content = clients[line.user].encrypt(dm, {"msgtype": "m.text", "body": line.text})
+            _, pos = h.send(line.user, dm, content, kind="m.room.encrypted")
+            h.wait_handled(pos, f"script line {line.number} ({line}, encrypted)")
+        actual = h.assert_transcript(room, Transcript(room=expected.room))
+
+        def dm_lines(name):
+            """Everything the bot said to name in his direct chats, decrypted (None while some
+            event does not decrypt yet)."""
+            client = clients[name]
+            client.sync()
+            out = []
+            for dm in h.dm_rooms(name):
+                for event in h.server.events(dm):
+                    if event["sender"] != BOT_ID or "state_key" in event:
+                        continue
+                    got = client.try_decrypt(event, dm)
+                    if not got:
+                        return None
+                    out.extend(normalize_private(line) for line in got.content.get("body", "").split("\n"))
+            return out
+        for name in SIX_PLAYERS:
+            want = expected.private[name]
+            self.assertTrue(want, f"{name} gets no private line in the reference")
+            got = h.wait_for(lambda: (lambda got: got if got is not None and len(got) >= len(want) else None)(
+                dm_lines(name)), 30, f"{name}'s private lines")
+            self.assertEqual(got, want, f"{name}'s private lines")
+            for dm in h.dm_rooms(name):
+                state = [e for e in h.server.events(dm) if e["type"] == "m.room.encryption"]
+                self.assertTrue(state and state[0]["content"].get("algorithm") == MEGOLM,
+                                f"{name}'s direct chat is not encrypted")
+                for event in h.server.events(dm):
+                    if event["sender"] != BOT_ID or "state_key" in event:
+                        continue
+                    self.assertEqual(event["type"], "m.room.encrypted",
+                                     f"a bot event in {name}'s encrypted direct chat: {event}")
+                    self.assertEqual(event["content"].get("algorithm"), MEGOLM)
+                    decrypted = clients[name].decrypt(event, dm)
+                    self.assertEqual((decrypted.type, decrypted.content.get("msgtype")),
+                                     ("m.room.message", "m.notice"))
+            self.assertEqual(clients[name].problems, [], f"what the bot sent {name} broke the rules")
+        private = {line for name in SIX_PLAYERS for line in expected.private[name]}
+        leaked = [line for line in actual.room
+                  if (line in private and line not in expected.room) or PRIVATE_LINE_RE.match(line)]
+        self.assertEqual(leaked, [], "private lines in the game room")
+        self.assertTrue(any(line.startswith("Match over: ") for line in actual.room))
+        self.assertTrue(h.bot.alive())
+        h.stop_bot()
 
 
 if __name__ == "__main__":

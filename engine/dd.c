@@ -1,0 +1,685 @@
+/* dd.c — the double-dummy solver (interface and rules in dd.h).
+ *
+ * Shape of the search. A node is a whole dd_pos (about 60 bytes, copied per move: simpler and as
+ * fast as undoing). dd_play() is the one place where a card changes the position, for callers and
+ * for the search alike; it asks g304_check_card() whether the card goes face down and mirrors
+ * g304.c's do_play()/finish_trick() for what follows a trick. Legal moves come from
+ * g304_check_card() card by card.
+ *
+ * Values are team 0's points from the cards still in play, so one alpha-beta serves both teams
+ * (team 0 maximises, team 1 minimises) and a yes/no question is a null window. The transposition
+ * table is probed and written only at trick starts, where a position is fully told by the hands,
+ * the leader and four flags; it keeps a lower and an upper bound and the move that decided.
+ *
+ * Merging interchangeable cards must respect card points, which bridge solvers need not: two cards
+ * adjacent in power (J and 9 of a suit, say) win the same tricks but carry 30 and 20 points, so
+ * which one goes now changes the score. Exact merges used here:
+ *  - two cards of one hand and suit with no card still in play between them in power, and the
+ *    same points (8 and 7), are one move: swapping them is a symmetry of the rest of the hand;
+ *  - the last card of a trick: such a run of cards (same points or not) wins or loses this trick
+ *    alike, and the card kept is then worth at most its extra points to the team that later wins
+ *    it; so the run's card with the most points dominates when our team takes the trick, the one
+ *    with the fewest when it does not. Only that card is searched. */
+#include "dd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DD_DEFAULT_BITS 17
+#define DD_FOUR_SEATS 4 /* the game solved: four seats of eight cards */
+#define DD_WAYS 4      /* entries per bucket */
+#define DD_INF 10000
+#define DD_MODE_POINTS 0
+#define DD_MODE_SWEEP 1 /* + team */
+
+typedef struct {
+    cardset_t hand[G304_SEATS];
+    uint32_t meta;   /* leader, flags, what is fixed for the hand, and the question asked */
+    int16_t lo, hi;  /* bounds of team 0's points from here (a yes/no answer in lo for sweeps) */
+    card_t best;     /* the move that decided, CARD_NONE if none */
+    uint8_t left;    /* cards in play: deeper entries are kept when a bucket is full */
+    uint16_t gen;    /* the table's generation when written: older entries count as empty */
+} dd_entry;
+
+struct dd_solver {
+    dd_entry *tt;
+    uint32_t buckets; /* a power of two */
+    uint16_t gen;     /* dd_solver_clear() starts a new generation */
+    long nodes;
+    long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
+    int stopped;          /* the current search reached stop_at: its results are not stored */
+    int8_t pts[CARD_COUNT], pw[CARD_COUNT];
+    card_t by_power[SUIT_COUNT][RANK_COUNT]; /* each suit strongest first */
+    cardset_t above[CARD_COUNT];             /* the stronger cards of the same suit */
+};
+
+static int dd_team(int seat) { return seat & 1; }
+
+static int dd_trick_size(const dd_pos *p)
+{
+    if (!p->pcc) return p->nseats;
+    return p->nseats - (p->nseats / 2 - 1); /* the maker's partners sit out */
+}
+
+static int dd_sits_out(const dd_pos *p, int seat)
+{
+    return p->pcc && seat != p->maker && dd_team(seat) == dd_team(p->maker);
+}
+
+static int dd_next_seat(const dd_pos *p, int seat)
+{
+    do seat = seat + 1 == p->nseats ? 0 : seat + 1;
+    while (dd_sits_out(p, seat));
+    return seat;
+}
+
+/* ---- positions ---- */
+
+int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen)
+{
+    if (st->phase != G304_PHASE_PLAY) {
+        if (err && errlen) snprintf(err, errlen, "the hand is not in play (phase %s)", g304_phase_name(st->phase));
+        return -1;
+    }
+    int dealt = 0; /* the four-player game deals 4 x 8 cards; the six-player game is not solved yet */
+    for (int s = 0; s < G304_SEATS; s++) dealt += cardset_count(st->dealt[s]);
+    if (dealt != DD_FOUR_SEATS * G304_TRICKS) {
+        if (err && errlen) snprintf(err, errlen, "the solver plays the four-player game only (%d cards dealt)", dealt);
+        return -1;
+    }
+    memset(p, 0, sizeof *p);
+    p->nseats = G304_SEATS;
+    p->ntricks = G304_TRICKS;
+    p->maker = st->maker;
+    p->trump = st->trump;
+    p->pcc = st->pcc;
+    p->bid250 = st->bid >= 250;
+    p->trump_open = st->trump_open;
+    p->ind_down = st->ind_down;
+    p->exhaust = st->exhaust;
+    p->indicator = st->indicator;
+    p->trick_no = st->trick_no;
+    const g304_trick *t = &st->tricks[st->trick_no];
+    p->n = t->n;
+    p->facedown = t->facedown;
+    for (int i = 0; i < t->n; i++) {
+        p->card[i] = t->card[i];
+        p->seat[i] = t->seat[i];
+    }
+    p->to_act = st->to_act;
+    for (int s = 0; s < G304_SEATS; s++) p->hand[s] = st->hand[s];
+    p->points[0] = st->points[0];
+    p->points[1] = st->points[1];
+    p->tricks[0] = st->team_tricks[0];
+    p->tricks[1] = st->team_tricks[1];
+    p->caps_seat = st->caps_seat;
+    if (st->caps_seat != G304_NO_SEAT) {
+        p->caps_n = (uint8_t)(st->caps_n - st->caps_next);
+        memcpy(p->caps_order, st->caps_order + st->caps_next, p->caps_n);
+    }
+    return 0;
+}
+
+static void dd_rules_of(const dd_pos *p, int seat, g304_card_rules *r)
+{
+    r->hand = p->hand[seat];
+    r->indicator = p->ind_down && seat == p->maker ? p->indicator : CARD_NONE;
+    r->is_maker = seat == p->maker;
+    r->trump = p->trump;
+    r->trump_open = p->trump_open;
+    r->trick_no = p->trick_no;
+    r->exhaust = p->exhaust;
+    r->led = p->n ? p->card[0] : CARD_NONE;
+}
+
+/* The legal cards of seat when led is the card led (CARD_NONE: seat leads), by g304_check_card(), and
+ * those of them that go face down. The engine decides a card of the hand by its suit alone (only the
+ * indicator is special), so one card per suit is asked; test_dd_cross compares the result with
+ * g304_legal() at every node it searches. */
+static cardset_t dd_seat_legal(const dd_pos *p, int seat, card_t led, cardset_t *down)
+{
+    g304_card_rules r;
+    dd_rules_of(p, seat, &r);
+    r.led = led;
+    cardset_t ok = 0;
+    int fd;
+    *down = 0;
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        cardset_t in_suit = r.hand & CARDSET_SUIT(s);
+        if (!in_suit || g304_check_card(&r, cardset_first(in_suit), &fd, NULL) != G304_OK) continue;
+        ok |= in_suit;
+        if (fd) *down |= in_suit;
+    }
+    if (r.indicator != CARD_NONE && g304_check_card(&r, r.indicator, &fd, NULL) == G304_OK) {
+        ok |= CARDSET_BIT(r.indicator);
+        if (fd) *down |= CARDSET_BIT(r.indicator);
+    }
+    return ok;
+}
+
+/* The legal cards of the seat to act, and those of them that go face down. After a Caps call the
+ * game plays the caller's order: the first of its cards that is legal. */
+static cardset_t dd_legal_set(const dd_pos *p, cardset_t *down)
+{
+    card_t led = p->n ? p->card[0] : CARD_NONE;
+    cardset_t ok = dd_seat_legal(p, p->to_act, led, down);
+    if (p->caps_n && p->to_act == p->caps_seat) {
+        for (int i = 0; i < p->caps_n; i++) {
+            if (!(ok & CARDSET_BIT(p->caps_order[i]))) continue;
+            *down &= CARDSET_BIT(p->caps_order[i]);
+            return CARDSET_BIT(p->caps_order[i]);
+        }
+        return 0;
+    }
+    return ok;
+}
+
+int dd_legal(const dd_pos *p, card_t out[G304_TRICKS])
+{
+    cardset_t down;
+    if (p->trick_no >= p->ntricks) return 0;
+    int n = 0;
+    for (cardset_t s = dd_legal_set(p, &down); s && n < G304_TRICKS; s &= s - 1) out[n++] = cardset_first(s);
+    return n;
+}
+
+/* What follows the last card of a trick: g304.c's finish_trick() (R-REVEAL, the winner and the
+ * points, R-EXHAUST, R-250). */
+static void dd_finish_trick(dd_pos *p)
+{
+    int maker = p->maker, n = p->n;
+    cardset_t trumps = CARDSET_SUIT(p->trump);
+    int any_trump = 0;
+    for (int i = 0; i < n; i++)
+        if ((p->facedown >> i & 1) && CARD_SUIT(p->card[i]) == p->trump) any_trump = 1;
+    if (any_trump) { /* a face-down trump turns the trick up and opens the trump */
+        if (p->ind_down) p->hand[maker] |= CARDSET_BIT(p->indicator);
+        p->ind_down = 0;
+        p->trump_open = 1;
+    }
+    int winner = p->seat[g304_trick_winner(p->card, n, p->trump)], pts = 0;
+    for (int i = 0; i < n; i++) pts += card_points(p->card[i]);
+    p->points[dd_team(winner)] = (uint16_t)(p->points[dd_team(winner)] + pts);
+    p->tricks[dd_team(winner)]++;
+    if (!p->pcc && p->seat[0] == maker && CARD_SUIT(p->card[0]) == p->trump) {
+        int followed = 0;
+        for (int i = 1; i < n; i++) followed |= CARD_SUIT(p->card[i]) == p->trump;
+        if (!followed) p->exhaust = (p->hand[maker] & trumps) != 0;
+    }
+    if (p->trick_no == 0 && p->bid250 && p->ind_down) {
+        p->hand[maker] |= CARDSET_BIT(p->indicator);
+        p->ind_down = 0;
+        p->trump_open = 1;
+    }
+    p->trick_no++;
+    p->n = 0;
+    p->facedown = 0;
+    p->to_act = (uint8_t)winner;
+}
+
+/* g304.c's do_play() for a legal card; fd: it goes face down. */
+static void dd_play_card(dd_pos *p, card_t c, int fd)
+{
+    int seat = p->to_act;
+    if (p->ind_down && seat == p->maker && c == p->indicator) {
+        p->ind_down = 0;
+        if (!fd) p->trump_open = 1;
+    } else {
+        p->hand[seat] &= ~CARDSET_BIT(c);
+    }
+    if (p->exhaust && seat == p->maker && !(p->hand[seat] & CARDSET_SUIT(p->trump))) p->exhaust = 0;
+    if (p->caps_n && seat == p->caps_seat) {
+        int k = 0;
+        while (k < p->caps_n && p->caps_order[k] != c) k++;
+        if (k < p->caps_n) {
+            memmove(p->caps_order + k, p->caps_order + k + 1, (size_t)(p->caps_n - k - 1));
+            p->caps_n--;
+        }
+    }
+    p->card[p->n] = c;
+    p->seat[p->n] = (uint8_t)seat;
+    if (fd) p->facedown |= (uint8_t)(1 << p->n);
+    p->n++;
+    if (p->n == dd_trick_size(p))
+        dd_finish_trick(p);
+    else
+        p->to_act = (uint8_t)dd_next_seat(p, seat);
+    /* after a Caps call the game plays the caller's cards on his turns (g304.c's caps_autoplay) */
+    if (p->caps_n && p->to_act == p->caps_seat && p->trick_no < p->ntricks) {
+        cardset_t down, next = dd_legal_set(p, &down);
+        if (next) dd_play_card(p, cardset_first(next), down != 0);
+    }
+}
+
+void dd_play(dd_pos *p, card_t card)
+{
+    g304_card_rules r;
+    int fd = 0;
+    dd_rules_of(p, p->to_act, &r);
+    g304_check_card(&r, card, &fd, NULL);
+    dd_play_card(p, card, fd);
+}
+
+/* Cards still to be played: the hands (but those of a partner sitting out, R-PCC) and a face-down
+ * indicator. */
+static cardset_t dd_in_play(const dd_pos *p)
+{
+    cardset_t s = p->ind_down ? CARDSET_BIT(p->indicator) : 0;
+    for (int i = 0; i < p->nseats; i++)
+        if (!dd_sits_out(p, i)) s |= p->hand[i];
+    return s;
+}
+
+int dd_points_left(const dd_pos *p)
+{
+    int pts = cardset_points(dd_in_play(p));
+    for (int i = 0; i < p->n; i++) pts += card_points(p->card[i]);
+    return pts;
+}
+
+/* ---- the solver ---- */
+
+dd_solver *dd_solver_new(int table_bits)
+{
+    if (table_bits <= 0) table_bits = DD_DEFAULT_BITS;
+    if (table_bits < 4 || table_bits > 28) return NULL;
+    dd_solver *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->buckets = (uint32_t)1 << (table_bits - 2);
+    w->gen = 1;
+    w->tt = calloc((size_t)w->buckets * DD_WAYS, sizeof *w->tt);
+    if (!w->tt) {
+        free(w);
+        return NULL;
+    }
+    for (card_t c = 0; c < CARD_COUNT; c++) {
+        w->pts[c] = (int8_t)card_points(c);
+        w->pw[c] = (int8_t)card_power(c);
+    }
+    for (int s = 0; s < SUIT_COUNT; s++) {
+        for (int r = 0; r < RANK_COUNT; r++) w->by_power[s][r] = CARD_MAKE(s, r);
+        for (int i = 1; i < RANK_COUNT; i++) /* insertion sort, strongest first */
+            for (int j = i; j > 0 && w->pw[w->by_power[s][j]] > w->pw[w->by_power[s][j - 1]]; j--) {
+                card_t t = w->by_power[s][j];
+                w->by_power[s][j] = w->by_power[s][j - 1];
+                w->by_power[s][j - 1] = t;
+            }
+        for (int i = 0; i < RANK_COUNT; i++)
+            for (int j = 0; j < i; j++) w->above[w->by_power[s][i]] |= CARDSET_BIT(w->by_power[s][j]);
+    }
+    return w;
+}
+
+void dd_solver_free(dd_solver *w)
+{
+    if (!w) return;
+    free(w->tt);
+    free(w);
+}
+
+long dd_nodes(const dd_solver *w) { return w->nodes; }
+
+void dd_solver_clear(dd_solver *w)
+{
+    if (++w->gen == 0) { /* generations wrapped: old stamps could match again */
+        memset(w->tt, 0, (size_t)w->buckets * DD_WAYS * sizeof *w->tt);
+        w->gen = 1;
+    }
+}
+
+void dd_solver_budget(dd_solver *w, long nodes) { w->budget = nodes > 0 ? nodes : 0; }
+
+/* Starts the clock of one search. */
+static void dd_begin(dd_solver *w)
+{
+    w->stopped = 0;
+    w->stop_at = w->budget ? w->nodes + w->budget : -1;
+}
+
+/* Counts a node; 1 once the search has to stop. */
+static int dd_tick(dd_solver *w)
+{
+    if (++w->nodes == w->stop_at) w->stopped = 1;
+    return w->stopped;
+}
+
+/* ---- the transposition table ---- */
+
+static uint32_t dd_meta(const dd_pos *p, int mode)
+{
+    uint32_t ind = p->ind_down ? (uint32_t)(p->indicator & 63) : 63;
+    return (uint32_t)p->to_act | (uint32_t)p->trump_open << 3 | (uint32_t)p->ind_down << 4 |
+           (uint32_t)p->exhaust << 5 | (uint32_t)mode << 6 | (uint32_t)p->trump << 8 | (uint32_t)p->maker << 10 |
+           (uint32_t)p->pcc << 13 | (uint32_t)p->bid250 << 14 | ind << 15 | (uint32_t)p->nseats << 21 |
+           (uint32_t)p->ntricks << 25;
+}
+
+static uint32_t dd_bucket(const dd_solver *w, const dd_pos *p, uint32_t meta)
+{
+    uint64_t h = meta * 0x9E3779B97F4A7C15ull;
+    for (int s = 0; s < p->nseats; s++) {
+        h ^= p->hand[s] + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+        h *= 0xFF51AFD7ED558CCDull;
+    }
+    h ^= h >> 29;
+    return (uint32_t)h & (w->buckets - 1);
+}
+
+static dd_entry *dd_probe(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t bucket)
+{
+    dd_entry *e = &w->tt[(size_t)bucket * DD_WAYS];
+    for (int i = 0; i < DD_WAYS; i++) {
+        if (e[i].gen != w->gen || e[i].meta != meta) continue;
+        int same = 1;
+        for (int k = 0; k < p->nseats && same; k++) same = e[i].hand[k] == p->hand[k];
+        if (same) return &e[i];
+    }
+    return NULL;
+}
+
+static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t bucket, int lo, int hi, card_t best)
+{
+    dd_entry *e = dd_probe(w, p, meta, bucket);
+    if (!e) {
+        dd_entry *b = &w->tt[(size_t)bucket * DD_WAYS];
+        e = &b[0];
+        for (int i = 0; i < DD_WAYS; i++) {
+            if (b[i].gen != w->gen) { /* empty */
+                e = &b[i];
+                break;
+            }
+            if (b[i].left < e->left) e = &b[i];
+        }
+        memset(e, 0, sizeof *e);
+        e->gen = w->gen;
+        memcpy(e->hand, p->hand, sizeof(cardset_t) * p->nseats);
+        e->meta = meta;
+        e->lo = (int16_t)lo;
+        e->hi = (int16_t)hi;
+    } else {
+        if (lo > e->lo) e->lo = (int16_t)lo;
+        if (hi < e->hi) e->hi = (int16_t)hi;
+    }
+    e->best = best;
+    e->left = (uint8_t)cardset_count(dd_in_play(p));
+}
+
+/* ---- moves ---- */
+
+typedef struct {
+    card_t card;
+    uint8_t down;
+    int16_t score;
+} dd_move;
+
+/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
+ * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides
+ * every trick the search completes; this faster form only orders moves and settles tricks early, and
+ * test_dd_cross checks the results it leads to. */
+static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
+{
+    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
+    return CARD_SUIT(c) == trump;
+}
+
+/* The index of the card winning cards[0..n-1] so far. */
+static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
+    return best;
+}
+
+/* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
+static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win)
+{
+    int me = p->to_act, s = CARD_SUIT(c);
+    if (p->n == 0) {
+        if (!(others & w->above[c])) /* the top card left in its suit */
+            return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
+        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
+    }
+    int partner_wins = dd_team(p->seat[win]) == dd_team(me);
+    int beats = dd_beats(w, c, p->card[win], p->trump);
+    if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
+    if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
+    return 100 - 2 * w->pts[c] - w->pw[c];
+}
+
+/* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
+ * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
+ * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
+static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
+{
+    card_t cards[G304_SEATS];
+    uint8_t seats[G304_SEATS];
+    int n = p->n, size = dd_trick_size(p);
+    memcpy(cards, p->card, (size_t)n);
+    memcpy(seats, p->seat, (size_t)n);
+    cards[n] = c;
+    seats[n] = p->to_act;
+    int best = dd_winning(w, cards, n + 1, p->trump);
+    *team = dd_team(seats[best]);
+    for (int k = n + 1, seat = p->to_act; k < size; k++) {
+        seat = dd_next_seat(p, seat);
+        if (dd_team(seat) == *team) continue;
+        cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
+        for (cardset_t h = legal; h; h &= h - 1)
+            if (dd_beats(w, cardset_first(h), cards[best], p->trump)) return 0;
+    }
+    return 1;
+}
+
+/* The moves worth searching, best first (hint: the table's move, tried first). Of each run of this
+ * hand's legal cards with no other card in play (or on the table) between them, one card when the
+ * trick's winning team is settled whichever is played (the most points if it is ours, the fewest if
+ * not), else one card per distinct point value. */
+static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *out)
+{
+    cardset_t down, legal = dd_legal_set(p, &down);
+    int me = p->to_act, n = 0;
+    if (!(legal & (legal - 1))) { /* one card: nothing to choose */
+        out[0].card = cardset_first(legal);
+        out[0].down = down != 0;
+        return legal != 0;
+    }
+    card_t ind = p->ind_down && me == p->maker ? p->indicator : CARD_NONE;
+    cardset_t others = dd_in_play(p) & ~p->hand[me], on_table = 0;
+    for (int i = 0; i < p->n; i++) on_table |= CARDSET_BIT(p->card[i]);
+    int win = p->n ? dd_winning(w, p->card, p->n, p->trump) : 0;
+    cardset_t keep = legal;
+    if (!(p->caps_n && me == p->caps_seat)) {
+        cardset_t split = others | on_table | (ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
+        for (int s = 0; s < SUIT_COUNT; s++) {
+            cardset_t mine = legal & CARDSET_SUIT(s) & ~(ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
+            if (!(mine & (mine - 1))) continue; /* fewer than two: nothing to merge */
+            card_t run[RANK_COUNT];
+            int len = 0;
+            for (int i = 0; i <= RANK_COUNT; i++) {
+                card_t c = i < RANK_COUNT ? w->by_power[s][i] : CARD_NONE;
+                if (c != CARD_NONE && (legal & CARDSET_BIT(c)) && c != ind) {
+                    run[len++] = c;
+                    continue;
+                }
+                if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
+                int team;
+                if (len > 1 && dd_settled(w, p, run[0], &team)) {
+                    int ours = team == dd_team(me);
+                    card_t pick = run[0];
+                    for (int k = 1; k < len; k++)
+                        if (ours ? w->pts[run[k]] > w->pts[pick] : w->pts[run[k]] < w->pts[pick]) pick = run[k];
+                    for (int k = 0; k < len; k++)
+                        if (run[k] != pick) keep &= ~CARDSET_BIT(run[k]);
+                } else {
+                    for (int k = 1; k < len; k++)
+                        for (int j = 0; j < k; j++)
+                            if (w->pts[run[j]] == w->pts[run[k]] && (keep & CARDSET_BIT(run[j]))) {
+                                keep &= ~CARDSET_BIT(run[k]);
+                                break;
+                            }
+                }
+                len = 0;
+            }
+        }
+    }
+    for (cardset_t s = keep; s; s &= s - 1) {
+        card_t c = cardset_first(s);
+        dd_move m = {c, (uint8_t)((down >> c) & 1), 0};
+        m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win));
+        int j = n++;
+        while (j > 0 && out[j - 1].score < m.score) out[j] = out[j - 1], j--;
+        out[j] = m;
+    }
+    return n;
+}
+
+/* ---- the searches ---- */
+
+/* Points of team y's trumps stronger than every trump of the other team. A trump always counts as
+ * one in its trick (face down it turns the trick up, R-REVEAL), so each of them wins the trick it is
+ * played to, and every card is played by the end: team y wins at least these (a bound used at trick
+ * starts). A side card gets no such bound: it may be thrown on a trick the other team wins. */
+static int dd_safe_points(const dd_solver *w, const dd_pos *p, int y)
+{
+    cardset_t trumps = CARDSET_SUIT(p->trump), hx = 0, hy = 0;
+    for (int s = 0; s < p->nseats; s++) {
+        if (dd_sits_out(p, s)) continue;
+        cardset_t h = p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
+        if (dd_team(s) == y) hy |= h & trumps;
+        else hx |= h & trumps;
+    }
+    if (!hy) return 0;
+    int i = 0;
+    while (i < RANK_COUNT && !(hx & CARDSET_BIT(w->by_power[p->trump][i]))) i++;
+    return cardset_points(i < RANK_COUNT ? hy & w->above[w->by_power[p->trump][i]] : hy);
+}
+
+/* The last trick: every seat holds one card, and one card is always playable. */
+static int dd_last_trick(const dd_pos *p)
+{
+    dd_pos y = *p;
+    while (y.trick_no < y.ntricks) {
+        cardset_t held = y.hand[y.to_act];
+        card_t c = held ? cardset_first(held) : y.indicator;
+        dd_play(&y, c);
+    }
+    return y.points[0] - p->points[0];
+}
+
+static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
+{
+    if (dd_tick(w)) return alpha; /* any value: the search is abandoned and stores nothing */
+    if (p->trick_no >= p->ntricks) return 0;
+    int start = p->n == 0 && !p->caps_n;
+    uint32_t meta = 0, bucket = 0;
+    card_t hint = CARD_NONE;
+    int a0 = alpha, b0 = beta;
+    if (start) {
+        if (p->trick_no == p->ntricks - 1) return dd_last_trick(p);
+        meta = dd_meta(p, DD_MODE_POINTS);
+        bucket = dd_bucket(w, p, meta);
+        __builtin_prefetch(&w->tt[(size_t)bucket * DD_WAYS]); /* the bounds below hide the memory latency */
+        int lo = dd_safe_points(w, p, 0), hi = dd_points_left(p) - dd_safe_points(w, p, 1);
+        const dd_entry *e = dd_probe(w, p, meta, bucket);
+        if (e) {
+            if (e->lo > lo) lo = e->lo;
+            if (e->hi < hi) hi = e->hi;
+            hint = e->best;
+        }
+        if (lo >= beta || lo == hi) return lo;
+        if (hi <= alpha) return hi;
+        if (lo > alpha) alpha = lo;
+        if (hi < beta) beta = hi;
+        a0 = alpha, b0 = beta;
+    }
+    dd_move mv[G304_TRICKS + 1];
+    int nm = dd_moves(w, p, hint, mv);
+    int maxi = dd_team(p->to_act) == 0;
+    int best = maxi ? -DD_INF : DD_INF;
+    card_t best_card = CARD_NONE;
+    for (int i = 0; i < nm; i++) {
+        dd_pos y = *p;
+        dd_play_card(&y, mv[i].card, mv[i].down);
+        int gain = y.points[0] - p->points[0];
+        int v = gain + dd_search(w, &y, alpha - gain, beta - gain);
+        if (maxi ? v > best : v < best) best = v, best_card = mv[i].card;
+        if (maxi && best > alpha) alpha = best;
+        if (!maxi && best < beta) beta = best;
+        if (alpha >= beta) break;
+    }
+    if (start && !w->stopped) {
+        int lo = best >= b0 ? best : -DD_INF, hi = best <= a0 ? best : DD_INF;
+        if (best > a0 && best < b0) lo = hi = best;
+        dd_store(w, p, meta, bucket, lo, hi, best_card);
+    }
+    return best;
+}
+
+/* Null-window searches halving the range of the value: they prune far more than one search with the
+ * whole window, and the table carries their bounds from one to the next. (MTD(f) from a guess moves
+ * one point per search here: fail-soft bounds in a points game are rarely far from the window.) */
+int dd_value(dd_solver *w, const dd_pos *p)
+{
+    int lower = 0, upper = dd_points_left(p);
+    dd_begin(w);
+    while (lower < upper && !w->stopped) {
+        int beta = (lower + upper + 1) / 2;
+        int g = dd_search(w, p, beta - 1, beta);
+        if (g < beta) upper = g;
+        else lower = g;
+    }
+    return w->stopped ? DD_UNKNOWN : lower;
+}
+
+int dd_reach(dd_solver *w, const dd_pos *p, int team, int target)
+{
+    if (target <= 0) return 1;
+    dd_begin(w);
+    int r;
+    if (team == 0) {
+        r = dd_search(w, p, target - 1, target) >= target;
+    } else {
+        int cap = dd_points_left(p) - target; /* team 1 reaches target iff team 0 gets at most cap */
+        r = cap >= 0 && dd_search(w, p, cap, cap + 1) <= cap;
+    }
+    return w->stopped ? DD_UNKNOWN : r;
+}
+
+static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
+{
+    if (dd_tick(w)) return 0;
+    if (p->trick_no >= p->ntricks) return 1;
+    int start = p->n == 0 && !p->caps_n;
+    uint32_t meta = 0, bucket = 0;
+    card_t hint = CARD_NONE;
+    if (start) {
+        meta = dd_meta(p, DD_MODE_SWEEP + team);
+        bucket = dd_bucket(w, p, meta);
+        const dd_entry *e = dd_probe(w, p, meta, bucket);
+        if (e) return e->lo;
+    }
+    dd_move mv[G304_TRICKS + 1];
+    int nm = dd_moves(w, p, hint, mv);
+    int ours = dd_team(p->to_act) == team, result = !ours;
+    card_t best_card = CARD_NONE;
+    for (int i = 0; i < nm; i++) {
+        dd_pos y = *p;
+        dd_play_card(&y, mv[i].card, mv[i].down);
+        int r = y.tricks[!team] == p->tricks[!team] && dd_sweep_search(w, &y, team);
+        if (r == ours) {
+            result = r, best_card = mv[i].card;
+            break;
+        }
+    }
+    if (start && !w->stopped) dd_store(w, p, meta, bucket, result, result, best_card);
+    return result;
+}
+
+int dd_sweep(dd_solver *w, const dd_pos *p, int team)
+{
+    dd_begin(w);
+    int r = dd_sweep_search(w, p, team);
+    return w->stopped ? DD_UNKNOWN : r;
+}

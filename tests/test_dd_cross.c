@@ -1,0 +1,464 @@
+/* test_dd_cross.c — the double-dummy solver (engine/dd.h) against a brute-force minimax made of
+ * the engine alone, on thousands of random endgames.
+ *
+ * Positions come from hands played with g304_start()/g304_apply() from fixed seeds: a bidding plan
+ * (four-card bids of 160..300, eight-card bids of 250+, Partner Close Caps), a random indicator,
+ * open or closed games, play that is partly random and partly biased (a team that keeps the trump
+ * closed throws face down, a maker who leads trumps so that R-EXHAUST binds), stopped with one to
+ * four tricks left, often in the middle of a trick; some positions follow a Caps call with a random
+ * order of the caller's cards (the game then plays that order, R-CAPS-CALL).
+ *
+ * The oracle searches every line with g304_legal() and g304_apply() on copies of the whole engine
+ * state: the points team 0 ends with when team 0 maximises and team 1 minimises them, and whether
+ * a team can win every remaining trick. Along every line it also follows the solver's own position
+ * (dd_play) and compares it with dd_pos_of() of the engine's state, and dd_legal() with the
+ * engine's legal cards, at every node. The solver must agree everywhere: dd_value() at the root
+ * and after every legal move, dd_reach() at targets around the value, dd_sweep() for both teams.
+ *
+ * Environment: CARDROOM_DD_CROSS_POSITIONS (default 3000), CARDROOM_DD_CROSS_SEED (default 304). */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ai304.h"
+#include "dd.h"
+#include "deal.h"
+#include "g304.h"
+#include "test_hands.h"
+#include "test_rng.h"
+
+#define MAX_PLIES 400
+
+static int team_of_seat(int seat) { return seat & 1; }
+
+/* The legal cards of the seat to act, as the engine lists them. */
+static int engine_cards(const g304_state *st, card_t out[G304_MAX_LEGAL])
+{
+    g304_action legal[G304_MAX_LEGAL];
+    int n = g304_legal(st, st->to_act, legal), k = 0;
+    for (int i = 0; i < n; i++)
+        if (legal[i].kind == G304_DO_PLAY) out[k++] = legal[i].card;
+    return k;
+}
+
+/* ---- positions ---- */
+
+typedef struct {
+    uint64_t seed;
+    int called; /* a Caps call was made */
+    g304_state st;
+} position;
+
+/* A card the biased player picks: the strong team its strongest, the others their weakest; a
+ * closed-keeping team avoids trumps; a maker who may lead trumps does. */
+static card_t pick_card(xrng *r, const g304_state *st, const card_t *cand, int k, int strong, int keep_closed,
+                        int lead_trumps)
+{
+    if (rng_chance(r, 30)) return cand[rng_below(r, (uint32_t)k)];
+    card_t pick = cand[0];
+    int best = -1000;
+    for (int i = 0; i < k; i++) {
+        card_t c = cand[i];
+        int v = card_power(c) + (CARD_SUIT(c) == st->trump ? 20 : 0);
+        if (team_of_seat(st->to_act) != strong) v = -v;
+        if (keep_closed && !st->trump_open && CARD_SUIT(c) == st->trump) v -= 100;
+        if (lead_trumps && st->to_act == st->maker && st->tricks[st->trick_no].n == 0 && CARD_SUIT(c) == st->trump)
+            v += 200;
+        if (v > best) best = v, pick = c;
+    }
+    return pick;
+}
+
+static int gen_position(uint64_t seed, position *p)
+{
+    xrng r = {seed};
+    memset(p, 0, sizeof *p);
+    p->seed = seed;
+    g304_rules rules;
+    g304_rules_default(&rules);
+    rules.bid8_opener = rng_chance(&r, 50) ? G304_OPENER_DEALER_RIGHT : G304_OPENER_MAKER;
+    rules.caps = rng_chance(&r, 20) ? G304_CAPS_OFF : G304_CAPS_GRACE;
+    int dealer = (int)rng_below(&r, 4);
+    uint8_t dseed[DEAL_SEED_BYTES];
+    for (int i = 0; i < DEAL_SEED_BYTES; i++) dseed[i] = (uint8_t)rng_u64(&r);
+    card_t deck[CARD_COUNT];
+    deal_shuffle(dseed, deck, CARD_COUNT);
+    int strong = (int)rng_below(&r, 2), maker4 = (int)rng_below(&r, 4);
+    if (rng_chance(&r, 40)) { /* the strong team gets the stronger cards, so that it often wins every trick */
+        card_t hands[G304_SEATS][G304_TRICKS];
+        int key[CARD_COUNT], got[G304_SEATS] = {0};
+        for (int c = 0; c < CARD_COUNT; c++) key[c] = card_power((card_t)c) * 4 + (int)rng_below(&r, 12);
+        for (int i = 1; i < CARD_COUNT; i++) /* strongest first */
+            for (int j = i; j > 0 && key[deck[j]] > key[deck[j - 1]]; j--) {
+                card_t t = deck[j];
+                deck[j] = deck[j - 1];
+                deck[j - 1] = t;
+            }
+        for (int i = 0; i < CARD_COUNT; i++) {
+            int seat = (int)((i < 16 ? strong : !strong) + 2 * rng_below(&r, 2));
+            if (got[seat] == G304_TRICKS) seat ^= 2;
+            hands[seat][got[seat]++] = deck[i];
+        }
+        for (int s = 0; s < G304_SEATS; s++)
+            for (int i = G304_TRICKS - 1; i > 0; i--) {
+                int j = (int)rng_below(&r, (uint32_t)i + 1);
+                card_t t = hands[s][i];
+                hands[s][i] = hands[s][j];
+                hands[s][j] = t;
+            }
+        if (g304_deck_from_hands(hands, dealer, deck) != 0) return 0;
+        maker4 = strong + 2 * (int)rng_below(&r, 2);
+    }
+    const int16_t tokens[2] = {11, 11};
+    g304_state *st = &p->st;
+    g304_start(st, &rules, dealer, tokens, deck, NULL);
+
+    int plan = (int)rng_below(&r, 100);
+    int a4 = plan < 25 ? 250 + 10 * (int)rng_below(&r, 6) : 160 + 10 * (int)rng_below(&r, 9);
+    int bid8_seat = plan >= 60 ? (int)rng_below(&r, 4) : -1;
+    int a8 = plan >= 85 ? G304_PCC : 250 + 10 * (int)rng_below(&r, 6);
+    int want_open = rng_chance(&r, 35), keep_closed = rng_chance(&r, 50), lead_trumps = rng_chance(&r, 40);
+    int left = 1 + (int)rng_below(&r, 3) + (rng_chance(&r, 15) ? 1 : 0);
+    int stop_trick = G304_TRICKS - left, stop_cards = rng_chance(&r, 40) ? 0 : (int)rng_below(&r, 4);
+    int caps_at = rng_chance(&r, 25) ? (int)rng_below(&r, 4) : -1;
+    int b4 = 0, b8 = 0, opened = 0;
+    for (int guard = 0; guard < MAX_PLIES; guard++) {
+        if (st->phase == G304_PHASE_DONE) return 0;
+        int seat = st->to_act;
+        g304_action a;
+        if (st->phase == G304_PHASE_PLAY) {
+            if (!opened) {
+                opened = 1;
+                if (want_open && !st->pcc) {
+                    a = test_action(G304_DO_OPEN, 0, 0);
+                    g304_apply(st, st->maker, &a, NULL, NULL);
+                }
+            }
+            int size = st->pcc ? 3 : 4;
+            if (st->trick_no == stop_trick && st->tricks[stop_trick].n == stop_cards % size) {
+                if (caps_at >= 0 && !p->called) {
+                    int caller = -1;
+                    for (int k = 0; k < G304_SEATS && caller < 0; k++)
+                        if (g304_may_caps(st, (caps_at + k) & 3)) caller = (caps_at + k) & 3;
+                    if (caller < 0) return 1;
+                    cardset_t have = g304_cards_of(st, caller);
+                    a = test_action(G304_DO_CAPS, 0, 0);
+                    for (cardset_t s = have; s; s &= s - 1) a.order[a.n++] = cardset_first(s);
+                    for (int i = a.n - 1; i > 0; i--) {
+                        int j = (int)rng_below(&r, (uint32_t)i + 1);
+                        card_t t = a.order[i];
+                        a.order[i] = a.order[j];
+                        a.order[j] = t;
+                    }
+                    if (g304_apply(st, caller, &a, NULL, NULL) != G304_OK) return 0;
+                    p->called = 1;
+                }
+                return st->phase == G304_PHASE_PLAY;
+            }
+            card_t cand[G304_MAX_LEGAL];
+            int k = engine_cards(st, cand);
+            if (!k) return 0;
+            a = test_action(G304_DO_PLAY, pick_card(&r, st, cand, k, strong, keep_closed, lead_trumps), 0);
+        } else if (st->phase == G304_PHASE_BID4) {
+            a = seat == maker4 && !b4 ? test_action(G304_DO_BID, 0, a4) : test_action(G304_DO_PASS, 0, 0);
+            b4 |= seat == maker4;
+        } else if (st->phase == G304_PHASE_BID8) {
+            a = seat == bid8_seat && !b8 ? test_action(G304_DO_BID, 0, a8) : test_action(G304_DO_PASS, 0, 0);
+            b8 |= seat == bid8_seat;
+        } else if (st->phase == G304_PHASE_TRUMP) {
+            g304_action legal[G304_MAX_LEGAL];
+            int n = g304_legal(st, seat, legal);
+            if (!n) return 0;
+            a = legal[rng_below(&r, (uint32_t)n)];
+        } else {
+            return 0;
+        }
+        if (g304_apply(st, seat, &a, NULL, NULL) != G304_OK) {
+            a = test_action(G304_DO_PASS, 0, 0);
+            if (g304_apply(st, seat, &a, NULL, NULL) != G304_OK) return 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- the oracle ---- */
+
+typedef struct {
+    long nodes, mismatches;
+    char why[600];
+} oracle;
+
+static void note(oracle *o, const char *what)
+{
+    if (!o->mismatches++) snprintf(o->why, sizeof o->why, "%s", what);
+}
+
+/* Whether two positions are the same hand at the same moment (unused array tails aside). */
+static int same_pos(const dd_pos *a, const dd_pos *b)
+{
+    if (a->nseats != b->nseats || a->ntricks != b->ntricks || a->maker != b->maker || a->trump != b->trump ||
+        a->pcc != b->pcc || a->bid250 != b->bid250 || a->trump_open != b->trump_open || a->ind_down != b->ind_down ||
+        a->exhaust != b->exhaust || a->indicator != b->indicator || a->trick_no != b->trick_no || a->n != b->n ||
+        a->facedown != b->facedown || a->to_act != b->to_act || a->caps_seat != b->caps_seat || a->caps_n != b->caps_n)
+        return 0;
+    for (int t = 0; t < 2; t++)
+        if (a->points[t] != b->points[t] || a->tricks[t] != b->tricks[t]) return 0;
+    for (int s = 0; s < a->nseats; s++)
+        if (a->hand[s] != b->hand[s]) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->card[i] != b->card[i] || a->seat[i] != b->seat[i]) return 0;
+    return memcmp(a->caps_order, b->caps_order, a->caps_n) == 0;
+}
+
+/* Compares the solver's own position with the engine's at one node of the search. */
+static void compare_pos(oracle *o, const g304_state *st, const dd_pos *mine)
+{
+    dd_pos ref;
+    if (st->phase != G304_PHASE_PLAY) return;
+    if (dd_pos_of(st, &ref, NULL, 0) != 0) {
+        note(o, "dd_pos_of refused a position in play");
+        return;
+    }
+    if (!same_pos(&ref, mine)) note(o, "dd_play left a position unlike the engine's");
+    card_t a[G304_MAX_LEGAL], b[G304_TRICKS];
+    int na = engine_cards(st, a), nb = dd_legal(mine, b);
+    if (na != nb || memcmp(a, b, (size_t)na) != 0) note(o, "dd_legal differs from g304_legal");
+}
+
+/* Team 0's final points under best play by both teams, from the engine alone; *sweep[t]: team t can
+ * win every remaining trick. */
+static int brute(oracle *o, const g304_state *st, const dd_pos *mine, int sweep[2])
+{
+    o->nodes++;
+    compare_pos(o, st, mine);
+    if (st->phase == G304_PHASE_DONE) {
+        for (int t = 0; t < 2; t++) sweep[t] = 1;
+        return st->points[0];
+    }
+    card_t cand[G304_MAX_LEGAL];
+    int k = engine_cards(st, cand);
+    int seat = st->to_act, maxi = team_of_seat(seat) == 0;
+    int best = maxi ? -1 : 1000;
+    int any[2] = {0, 0}, all[2] = {1, 1};
+    for (int i = 0; i < k; i++) {
+        g304_state child = *st;
+        g304_action a = test_action(G304_DO_PLAY, cand[i], 0);
+        if (g304_apply(&child, seat, &a, NULL, NULL) != G304_OK) {
+            note(o, "the engine refused a card it listed");
+            continue;
+        }
+        dd_pos next = *mine;
+        dd_play(&next, cand[i]);
+        int sw[2];
+        int v = brute(o, &child, &next, sw);
+        if (maxi ? v > best : v < best) best = v;
+        for (int t = 0; t < 2; t++) {
+            int kept = sw[t] && child.team_tricks[!t] == st->team_tricks[!t];
+            any[t] |= kept;
+            all[t] &= kept;
+        }
+    }
+    for (int t = 0; t < 2; t++) sweep[t] = team_of_seat(seat) == t ? any[t] : all[t];
+    return best;
+}
+
+/* The position in words, for a mismatch. */
+static void describe(const dd_pos *p, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, " [maker %d trump %c%s%s%s%s ind %s, trick %d, to act %d, table:", p->maker,
+                                   suit_letter(p->trump), p->trump_open ? " open" : " closed",
+                                   p->ind_down ? " ind-down" : "", p->exhaust ? " exhaust" : "", p->pcc ? " pcc" : "",
+                                   card_str(p->indicator), p->trick_no, p->to_act);
+    for (int i = 0; i < p->n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, " %d:%s%s", p->seat[i], card_str(p->card[i]),
+                                 p->facedown >> i & 1 ? "(down)" : "");
+    for (int s = 0; s < p->nseats && used < len; s++) {
+        used += (size_t)snprintf(buf + used, len - used, "; seat %d:", s);
+        for (cardset_t h = p->hand[s]; h && used < len; h &= h - 1)
+            used += (size_t)snprintf(buf + used, len - used, " %s", card_str(cardset_first(h)));
+    }
+    if (used < len && p->caps_n) {
+        used += (size_t)snprintf(buf + used, len - used, "; caps by %d:", p->caps_seat);
+        for (int i = 0; i < p->caps_n && used < len; i++)
+            used += (size_t)snprintf(buf + used, len - used, " %s", card_str(p->caps_order[i]));
+    }
+    if (used < len) snprintf(buf + used, len - used, "; points %d/%d tricks %d/%d]", p->points[0], p->points[1], p->tricks[0], p->tricks[1]);
+}
+
+static void check_position(oracle *o, dd_solver *w, const position *p)
+{
+    const g304_state *st = &p->st;
+    dd_pos root;
+    cr_assert_eq(dd_pos_of(st, &root, NULL, 0), 0);
+    int sweep[2];
+    int want = brute(o, st, &root, sweep);
+    int got = root.points[0] + dd_value(w, &root);
+    char buf[480], where[300];
+    describe(&root, where, sizeof where);
+    if (got != want) {
+        snprintf(buf, sizeof buf, "hand %#" PRIx64 ": dd_value gives team 0 %d points, brute force %d%s", p->seed,
+                 got, want, where);
+        note(o, buf);
+    }
+    for (int t = 0; t < 2; t++) {
+        if (dd_sweep(w, &root, t) != sweep[t]) {
+            snprintf(buf, sizeof buf, "hand %#" PRIx64 ": dd_sweep(team %d) is %d, brute force %d%s", p->seed, t,
+                     !sweep[t], sweep[t], where);
+            note(o, buf);
+        }
+        int mine = t == 0 ? want - root.points[0] : dd_points_left(&root) - (want - root.points[0]);
+        for (int d = -2; d <= 2; d++) {
+            int target = mine + d;
+            if (dd_reach(w, &root, t, target) != (target <= mine)) {
+                snprintf(buf, sizeof buf, "hand %#" PRIx64 ": dd_reach(team %d, %d) wrong; it secures %d%s", p->seed,
+                         t, target, mine, where);
+                note(o, buf);
+            }
+        }
+    }
+    card_t cand[G304_MAX_LEGAL];
+    int k = engine_cards(st, cand);
+    for (int i = 0; i < k; i++) {
+        g304_state child = *st;
+        g304_action a = test_action(G304_DO_PLAY, cand[i], 0);
+        g304_apply(&child, st->to_act, &a, NULL, NULL);
+        dd_pos next = root;
+        dd_play(&next, cand[i]);
+        int v = brute(o, &child, &next, sweep);
+        int dv = child.phase == G304_PHASE_DONE ? next.points[0] : next.points[0] + dd_value(w, &next);
+        if (dv != v) {
+            snprintf(buf, sizeof buf, "hand %#" PRIx64 ": after %s dd_value gives team 0 %d points, brute force %d%s",
+                     p->seed, card_str(cand[i]), dv, v, where);
+            note(o, buf);
+        }
+    }
+}
+
+static long env_long(const char *name, long fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : fallback;
+}
+
+Test(dd_cross, solver_agrees_with_brute_force)
+{
+    long want = env_long("CARDROOM_DD_CROSS_POSITIONS", 3000);
+    uint64_t seed = (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304);
+    dd_solver *w = dd_solver_new(16);
+    cr_assert_not_null(w);
+    oracle o = {0};
+    long done = 0, closed = 0, pcc = 0, exhaust = 0, called = 0, facedown = 0, mid = 0;
+    xrng r = {seed};
+    for (long tries = 0; done < want && tries < want * 20; tries++) {
+        position p;
+        if (!gen_position(rng_u64(&r), &p)) continue;
+        check_position(&o, w, &p);
+        done++;
+        closed += !p.st.trump_open;
+        pcc += p.st.pcc;
+        exhaust += p.st.exhaust;
+        called += p.called;
+        mid += p.st.tricks[p.st.trick_no].n > 0;
+        for (int t = 0; t <= p.st.trick_no && t < G304_TRICKS; t++) facedown += p.st.tricks[t].facedown != 0;
+        if (o.mismatches) break;
+    }
+    cr_log_info("%ld positions (%ld closed, %ld Partner Close Caps, %ld with R-EXHAUST binding, %ld after a Caps "
+                "call, %ld mid-trick; %ld tricks with face-down cards), %ld oracle nodes",
+                done, closed, pcc, exhaust, called, mid, facedown, o.nodes);
+    cr_assert_eq(o.mismatches, 0, "%s", o.why);
+    cr_assert_eq(done, want, "only %ld positions could be made", done);
+    /* every kind of position must have come up */
+    cr_assert_gt(closed, want / 20);
+    cr_assert_gt(pcc, want / 50);
+    cr_assert_gt(exhaust, 0);
+    cr_assert_gt(called, want / 50);
+    cr_assert_gt(facedown, want / 10);
+    dd_solver_free(w);
+}
+
+/* A search stopped by its node budget answers DD_UNKNOWN and leaves the table sound: the same solver
+ * then gives the exact answers a fresh one gives. */
+Test(dd_cross, budget_stops_without_harm)
+{
+    dd_solver *w = dd_solver_new(14), *fresh = dd_solver_new(14);
+    cr_assert(w && fresh);
+    xrng r = {99};
+    int positions = 0, stopped = 0;
+    for (int tries = 0; positions < 200 && tries < 5000; tries++) {
+        position p;
+        if (!gen_position(rng_u64(&r), &p)) continue;
+        dd_pos root;
+        cr_assert_eq(dd_pos_of(&p.st, &root, NULL, 0), 0);
+        positions++;
+        for (long budget = 3; budget < 3000; budget *= 7) {
+            dd_solver_budget(w, budget);
+            int v = dd_value(w, &root), s = dd_sweep(w, &root, 0), k = dd_reach(w, &root, 1, 40);
+            stopped += (v == DD_UNKNOWN) + (s == DD_UNKNOWN) + (k == DD_UNKNOWN);
+            dd_solver_budget(w, 0);
+            cr_assert(v == DD_UNKNOWN || v == dd_value(fresh, &root));
+            cr_assert(s == DD_UNKNOWN || s == dd_sweep(fresh, &root, 0));
+            cr_assert(k == DD_UNKNOWN || k == dd_reach(fresh, &root, 1, 40));
+        }
+        cr_assert_eq(dd_value(w, &root), dd_value(fresh, &root));
+        cr_assert_eq(dd_sweep(w, &root, 1), dd_sweep(fresh, &root, 1));
+    }
+    cr_assert_eq(positions, 200);
+    cr_assert_gt(stopped, 100);
+    dd_solver_free(w);
+    dd_solver_free(fresh);
+}
+
+/* Positions the solver does not take: a hand not in play, and a deal that is not the four-player
+ * game's 32 cards (six-player 304 is refused for now). */
+Test(dd_cross, refusals)
+{
+    position p;
+    xrng r = {5};
+    while (!gen_position(rng_u64(&r), &p)) {}
+    dd_pos d;
+    char err[160];
+    g304_state st = p.st;
+    st.dealt[0] &= st.dealt[0] - 1;
+    cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+    cr_assert(strstr(err, "four-player game only") != NULL, "%s", err);
+    st = p.st;
+    st.phase = G304_PHASE_BID8;
+    cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+    cr_assert(strstr(err, "not in play (phase bid8)") != NULL, "%s", err);
+    cr_assert_eq(dd_pos_of(&p.st, &d, err, sizeof err), 0);
+}
+
+/* A six-player hand in play (R-SIX-…) is refused by name: the solver plays the four-player game. */
+Test(dd_cross, six_players_refused)
+{
+    g304_rules r;
+    g304_error e;
+    g304_rules_default(&r);
+    cr_assert_eq(g304_rules_set_players(&r, 6, &e), 0);
+    const int16_t tokens[2] = {11, 11};
+    int refused = 0;
+    for (uint8_t n = 1; n < 40 && !refused; n++) {
+        uint8_t seed[DEAL_SEED_BYTES] = {n};
+        card_t deck[CARD_IDS];
+        g304_state st;
+        deal_shuffle(seed, deck, CARD_IDS);
+        g304_start(&st, &r, 0, tokens, deck, NULL);
+        for (int ply = 0; ply < 60 && st.phase != G304_PHASE_PLAY && st.phase != G304_PHASE_DONE; ply++) {
+            ai304_input in;
+            g304_action a;
+            int seat = st.to_act;
+            ai304_input_of(&st, seat, &in);
+            cr_assert_eq(ai304_choose(&in, n, &a), 0);
+            cr_assert_eq(g304_apply(&st, seat, &a, NULL, NULL), G304_OK);
+        }
+        if (st.phase != G304_PHASE_PLAY) continue;
+        dd_pos d;
+        char err[160];
+        cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+        cr_assert(strstr(err, "four-player game only") != NULL, "%s", err);
+        refused++;
+    }
+    cr_assert_eq(refused, 1, "no six-player hand reached the play");
+}
