@@ -54,9 +54,20 @@ typedef struct {
     /* A room's name for people (shown at the head of private messages: "[Card night · table
      * 3]"); writes into buf and returns it, or NULL to use the room id. May be NULL. */
     const char *(*room_name)(void *ctx, const char *room, char *buf, size_t len);
+    /* The user a player means by text in room (`!standings TEXT`): the network's id for a
+     * name, a nick, an id written short or a mention; written into buf and returned, or NULL
+     * when nobody is meant. May be NULL: the text is taken as it is. */
+    const char *(*resolve_user)(void *ctx, const char *room, const char *text, char *buf, size_t len);
     /* How a player sends the bot a private message on this network, for hints:
      * "in your direct chat with me", "with /msg cardroom". */
     const char *private_how;
+    /* Whether the network is slowing the bot down now (a homeserver's rate limit). A network
+     * that has this gathers what one transaction says to one destination into one message, and
+     * while it is slowed down the core merges the messages waiting behind each destination's
+     * first one into one message (they were never offered: only a destination's first message
+     * is). May be NULL: never (a network that gains nothing from fewer, longer messages; each
+     * line said is a message, in the order said). */
+    int (*throttled)(void *ctx);
     /* Players get no private notice with their hand on each turn unless they ask for it
      * (!notify on): set by a network whose mention in the room already notifies them (Matrix).
      * 0: they get it until they say !notify off (console, IRC). */

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,10 +70,30 @@ void netrun_stop_close(void)
     stop_pipe[0] = stop_pipe[1] = -1;
 }
 
+/* Whether err is systemd's journal: JOURNAL_STREAM names the device and inode of the stream
+ * systemd connected (systemd.exec(5)), and the journal stamps every line itself. */
+static int to_journal(FILE *err)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(fileno(err), &st) == 0 &&
+           (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void netrun_log(FILE *err, const cfg *config, int level, const char *line)
 {
     static const char *const names[] = {"error", "warn", "info", "debug"};
     if (level < 0 || level > 3 || level > cfg_log_rank(config)) return;
-    fprintf(err, "cardroom: %s: %s\n", names[level], line);
+    char stamp[48] = "";
+    if (!to_journal(err)) {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        localtime_r(&ts.tv_sec, &tm);
+        size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+        snprintf(stamp + n, sizeof stamp - n, ".%03ld ", ts.tv_nsec / 1000000);
+    }
+    fprintf(err, "%scardroom: %s: %s\n", stamp, names[level], line);
     fflush(err);
 }

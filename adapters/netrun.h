@@ -1,6 +1,6 @@
 /* netrun.h — what every network adapter's run loop needs around it (adapters/matrix,
  * adapters/irc): clocks, the stop request (SIGTERM, SIGINT) as a flag and a descriptor to poll,
- * and the log line format. */
+ * and the log line format: stamped with the time, except in systemd's journal. */
 #ifndef CARDROOM_NETRUN_H
 #define CARDROOM_NETRUN_H
 
@@ -22,8 +22,9 @@ int netrun_stop_fd(void);
 int netrun_stopping(void);
 void netrun_stop_close(void);
 
-/* Writes "cardroom: LEVEL: line" to err when level (0 error, 1 warn, 2 info, 3 debug) is
- * within the configured log level. */
+/* Writes "YYYY-MM-DD HH:MM:SS.mmm cardroom: LEVEL: line" (local time) to err when level (0
+ * error, 1 warn, 2 info, 3 debug) is within the configured log level; without the time when
+ * err is systemd's journal (JOURNAL_STREAM), which has its own. */
 void netrun_log(FILE *err, const cfg *config, int level, const char *line);
 
 #endif

@@ -32,6 +32,7 @@
 
 #define CORE_MAX_NETS 4
 #define FLUSH_CHUNK 256
+#define MESSAGE_MAX 8192 /* text bytes one outbox message gathers at most (one Matrix event) */
 #define DELIVERED_DELAY_MS 100 /* core_delivered() marks wait at most this long for a transaction */
 #define TAKE_CHUNK 64
 #define TICK_BUDGET_NS 2000000 /* a tick applies answers for this long (ms 2), then commits: what is
@@ -70,6 +71,16 @@ typedef struct {
     int restoring;        /* the inbox holds work of it from before a restart, not done yet */
     int held;             /* a computer player waits for the backlog (schedule) */
 } slot;
+
+/* What a transaction says to one destination (a room, or one person about one room's table),
+ * gathered into one outbox message: its lines in the order they were said. A message only for
+ * reading (notice) is not gathered with one that is not. */
+typedef struct {
+    char net[16], room[TABLE_ROOM_MAX], user[TABLE_USER_MAX], mention[TABLE_USER_MAX];
+    int notice;
+    char *text;
+    size_t len, cap;
+} said;
 
 typedef struct {
     char net[16];
@@ -118,6 +129,8 @@ struct core {
     int64_t delivered_since;  /* when the oldest of them was reported (ms) */
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
+    said *said;               /* the open transaction's messages, one per destination */
+    int nsaid, csaid;
     int64_t next_deadline;
     ratelimit *rl;            /* commands per person */
     ignored_user *ignored;    /* people the admins ignore (the store's list) */
@@ -381,6 +394,8 @@ void core_free(core *c)
     }
     free(c->delivered);
     free(c->inflight);
+    for (int i = 0; i < c->nsaid; i++) free(c->said[i].text);
+    free(c->said);
     rl_free(c->rl);
     free(c->ignored);
     free(c->leaving);
@@ -583,7 +598,7 @@ static int backlog_full(core *c, const char *net, const char *room)
     return 0;
 }
 
-/* A message say() just wrote. */
+/* A message say() or write_said() just wrote. */
 static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
                             const char *mention, const char *text)
 {
@@ -612,19 +627,85 @@ static int backlog_restore(core *c)
     return 0;
 }
 
-/* ---- writing what happened ---- */
+/* ---- writing what happened ----
+ * On a network that gains from fewer, longer messages (one that can throttle the bot: on
+ * Matrix a homeserver's rate limit counts events), everything a transaction says to one
+ * destination goes out as one message: say() gathers the text per destination, in the order it
+ * was said, and write_said() queues the messages just before the commit, rooms first. A
+ * reader's lines keep their order, but a batch of several commands no longer orders one
+ * reader's private lines between the room's (the room hears the second command before the
+ * first one's private answer). Elsewhere (IRC, the console) each thing said is queued at once,
+ * in the order said. The player a message mentions is the last one mentioned (the one whose
+ * turn it is now). A message never grows past MESSAGE_MAX: the text after that starts another
+ * one. */
 
 /* notice: a private message only for reading (store_msg). */
 static int say(core *c, const char *net, const char *room, const char *user, const char *mention, int notice,
                const char *text)
 {
-    int64_t id;
-    if (store_outbox_add(c->o.db, net, room ? room : "", user ? user : "", mention ? mention : "", notice, text,
-                         &id) != 0)
-        return -1;
-    c->stats.messages++;
-    backlog_written(c, net, id, room, user, mention, text);
+    room = room ? room : "";
+    user = user ? user : "";
+    const adapter *a = net_of(c, net);
+    if (!a || !a->throttled) {
+        int64_t id;
+        if (store_outbox_add(c->o.db, net, room, user, mention ? mention : "", notice, text, &id) != 0) return -1;
+        c->stats.messages++;
+        backlog_written(c, net, id, room, user, mention, text);
+        return 0;
+    }
+    size_t n = strlen(text);
+    said *m = NULL;
+    for (int i = c->nsaid - 1; i >= 0; i--) { /* the destination's latest message, if it has room */
+        said *x = &c->said[i];
+        if (strcmp(x->net, net) != 0 || strcmp(x->room, room) != 0 || strcmp(x->user, user) != 0) continue;
+        if (x->notice == notice && x->len + 1 + n <= MESSAGE_MAX) m = x;
+        break;
+    }
+    if (!m) {
+        c->said = grow(c->said, &c->csaid, c->nsaid + 1, sizeof *c->said);
+        m = &c->said[c->nsaid++];
+        memset(m, 0, sizeof *m);
+        snprintf(m->net, sizeof m->net, "%s", net);
+        snprintf(m->room, sizeof m->room, "%s", room);
+        snprintf(m->user, sizeof m->user, "%s", user);
+        m->notice = notice;
+    }
+    size_t need = m->len + (m->len ? 1 : 0) + n + 1;
+    if (need > m->cap) {
+        m->cap = need > 2 * m->cap ? need : 2 * m->cap;
+        m->text = realloc(m->text, m->cap);
+        if (!m->text) abort();
+    }
+    if (m->len) m->text[m->len++] = '\n';
+    memcpy(m->text + m->len, text, n + 1);
+    m->len += n;
+    if (mention && *mention) snprintf(m->mention, sizeof m->mention, "%s", mention);
     return 0;
+}
+
+static void said_clear(core *c)
+{
+    for (int i = 0; i < c->nsaid; i++) free(c->said[i].text);
+    c->nsaid = 0;
+}
+
+/* Queues what the transaction said (inside it): what the rooms are told first, then the
+ * private messages, which follow from it (a player's cards after the room's new hand). */
+static int write_said(core *c)
+{
+    int rc = 0;
+    for (int private = 0; private < 2; private++)
+        for (int i = 0; i < c->nsaid && rc == 0; i++) {
+            said *m = &c->said[i];
+            if ((m->user[0] != 0) != private) continue;
+            int64_t id;
+            rc = store_outbox_add(c->o.db, m->net, m->room, m->user, m->mention, m->notice, m->text, &id);
+            if (rc != 0) break;
+            c->stats.messages++;
+            backlog_written(c, m->net, id, m->room, m->user, m->mention, m->text);
+        }
+    said_clear(c);
+    return rc;
 }
 
 static int write_out(core *c, slot *s, table_out *o)
@@ -856,11 +937,14 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
     else b.used = (size_t)snprintf(text, sizeof text, "No match is running here.");
     if (m->arg[0]) {
         store_standing row;
-        const char *u = m->arg;
-        int rc = store_standing_get(c->o.db, q->net, room, u, &row);
-        if (rc == 1 && u[0] == '@') rc = store_standing_get(c->o.db, q->net, room, u + 1, &row);
+        const adapter *a = net_of(c, q->net);
+        char who[TABLE_USER_MAX];
+        const char *u = a && a->resolve_user ? a->resolve_user(a->ctx, room, m->arg, who, sizeof who) : NULL;
+        int rc = store_standing_get(c->o.db, q->net, room, u ? u : m->arg, &row);
+        if (rc == 1 && !u && m->arg[0] == '@') rc = store_standing_get(c->o.db, q->net, room, m->arg + 1, &row);
         if (rc < 0) return -1;
-        if (rc == 1) b.used += (size_t)snprintf(text + b.used, sizeof text - b.used, "\n%s has not played here yet.", u);
+        if (rc == 1)
+            b.used += (size_t)snprintf(text + b.used, sizeof text - b.used, "\n%s has not played here yet.", m->arg);
         else board_row(&b, &row, 0);
     } else {
         b.used += (size_t)snprintf(text + b.used, sizeof text - b.used, "\nLeaderboard:");
@@ -869,8 +953,9 @@ static int do_standings(core *c, const asker *q, slot *s, const cmd *m)
             snprintf(text + b.used, sizeof text - b.used, " nobody has finished a hand here yet.");
     }
     if (!q->is_private) return say(c, q->net, room, "", NULL, 0, text);
-    char named[sizeof text + TABLE_ROOM_MAX + 8];
-    snprintf(named, sizeof named, "[%s] %s", room, text); /* a private answer names its room */
+    char named[sizeof text + TABLE_ROOM_MAX + 8], name[TABLE_ROOM_MAX];
+    const char *shown = env_room(c, room, name, sizeof name); /* a private answer names its room */
+    snprintf(named, sizeof named, "[%s] %s", shown ? shown : room, text);
     return say(c, q->net, "", q->user, NULL, 0, named);
 }
 
@@ -1268,6 +1353,7 @@ static int fail_store(core *c, const char *what)
               (double)c->retry_pause / 1000);
     }
     store_rollback(c->o.db);
+    said_clear(c);
     c->nleaving = 0; /* the closing of their tables did not commit */
     c->retry_at = now + c->retry_pause;
     return -1;
@@ -1638,6 +1724,7 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
         if (rc != 0) return fail_store(c, "a batch");
     }
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
+    if (write_said(c) != 0) return fail_store(c, "queueing messages");
     if (position && store_position_set(c->o.db, net, position) != 0) return fail_store(c, "position");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
     c->ndelivered = 0; /* write_delivered() put them in this transaction */
@@ -1724,6 +1811,7 @@ static int tick(core *c)
     for (int i = 0; i < c->nheld; i++)
         if (c->held[i].not_before < c->next_deadline) c->next_deadline = c->held[i].not_before;
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
+    if (write_said(c) != 0) return fail_store(c, "queueing messages");
     if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
     c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
@@ -1750,7 +1838,8 @@ static int collect_msg(void *ctx, const store_msg *m)
     l->m = grow(l->m, &l->cap, l->n + 1, sizeof *l->m);
     l->m[l->n] = *m;
     l->m[l->n].text = strdup(m->text);
-    if (!l->m[l->n].text) abort();
+    l->m[l->n].wire = m->wire ? strdup(m->wire) : NULL;
+    if (!l->m[l->n].text || (m->wire && !l->m[l->n].wire)) abort();
     l->n++;
     return 0;
 }
@@ -1767,10 +1856,99 @@ static int is_inflight(core *c, int64_t id)
     return 0;
 }
 
+static void msg_list_free(msg_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->m[i].text);
+        free(l->m[i].wire);
+    }
+    free(l->m);
+    memset(l, 0, sizeof *l);
+}
+
+/* Merges the run of messages first..last (same destination, never offered) into the first, in
+ * the caller's transaction: their lines in order, the last mention. The ids merged away are
+ * added to gone. */
+static int merge_run(core *c, const msg_list *l, const int *run, int n, int64_t *gone, int *ngone)
+{
+    size_t len = 0;
+    for (int k = 0; k < n; k++) len += strlen(l->m[run[k]].text) + 1;
+    char *text = malloc(len), *p = text;
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!text || !ids) abort();
+    const char *mention = "";
+    for (int k = 0; k < n; k++) {
+        const store_msg *m = &l->m[run[k]];
+        size_t t = strlen(m->text);
+        if (k) *p++ = '\n';
+        memcpy(p, m->text, t);
+        p += t;
+        if (m->mention[0]) mention = m->mention;
+        ids[k] = m->id;
+    }
+    *p = 0;
+    int rc = store_outbox_merge(c->o.db, ids[0], text, mention, ids + 1, n - 1);
+    for (int k = 1; rc == 0 && k < n; k++) gone[(*ngone)++] = ids[k];
+    free(text);
+    free(ids);
+    return rc;
+}
+
+/* While the network throttles the bot: per destination, the messages waiting behind its first
+ * one have never been offered (only a destination's first message is, and one tried has a wire
+ * form or is in flight), so runs of them are merged into one message of at most MESSAGE_MAX
+ * bytes, in one transaction before the merged message is first offered. A throttled table then
+ * falls behind by one message at most, however much it says. The messages merged away leave the
+ * backlog (one event goes instead of them). Returns the merges made, or -1. */
+static int merge_waiting(core *c, const msg_list *l)
+{
+    int merges = 0, rc = 0, nrun = 0, ngone = 0;
+    char *seen = calloc((size_t)l->n + 1, 1);
+    int *run = malloc(((size_t)l->n + 1) * sizeof *run);
+    int64_t *gone = malloc(((size_t)l->n + 1) * sizeof *gone);
+    if (!seen || !run || !gone) abort();
+    for (int i = 0; rc == 0 && i < l->n; i++) {
+        if (seen[i] || is_delivered(c, l->m[i].id)) continue;
+        size_t len = 0;
+        nrun = 0;
+        for (int j = i + 1; rc == 0 && j <= l->n; j++) { /* i is its destination's first message */
+            const store_msg *m = j < l->n ? &l->m[j] : NULL;  /* NULL: the end */
+            if (m && (!same_dest(m, &l->m[i]) || is_delivered(c, m->id))) continue;
+            if (m) seen[j] = 1;
+            int mergeable = m && !m->wire && !is_inflight(c, m->id);
+            size_t t = m ? strlen(m->text) : 0;
+            if (nrun > 0 && (!mergeable || len + 1 + t > MESSAGE_MAX)) { /* the run ends */
+                if (nrun > 1 && merges++ == 0) rc = store_begin(c->o.db);
+                if (nrun > 1 && rc == 0) rc = merge_run(c, l, run, nrun, gone, &ngone);
+                nrun = 0;
+            }
+            if (mergeable) {
+                len = nrun ? len + 1 + t : t;
+                run[nrun++] = j;
+            }
+        }
+    }
+    if (merges) rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+    for (int k = 0; rc == 0 && k < ngone; k++) backlog_done(c, gone[k]);
+    free(seen);
+    free(run);
+    free(gone);
+    return rc != 0 ? -1 : merges;
+}
+
 static int flush_net(core *c, const adapter *a, int *delivered)
 {
     msg_list l = {0};
     int rc = store_outbox_pending(c->o.db, a->net, FLUSH_CHUNK, collect_msg, &l);
+    if (rc == 0 && a->throttled && a->throttled(a->ctx)) {
+        int merges = merge_waiting(c, &l);
+        if (merges > 0) {
+            logf_(c, CORE_LOG_DEBUG, "%s: %d run(s) of waiting messages merged", a->net, merges);
+            msg_list_free(&l);
+            rc = store_outbox_pending(c->o.db, a->net, FLUSH_CHUNK, collect_msg, &l);
+        }
+        if (merges < 0) rc = -1;
+    }
     int64_t *done = l.n ? malloc((size_t)l.n * sizeof *done) : NULL;
     int ndone = 0;
     char *blocked = l.n ? calloc((size_t)l.n, 1) : NULL;
@@ -1800,8 +1978,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     for (int i = 0; i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
     int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
-    for (int i = 0; i < l.n; i++) free(l.m[i].text);
-    free(l.m);
+    msg_list_free(&l);
     free(done);
     free(blocked);
     return rc != 0 ? -1 : more;

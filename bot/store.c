@@ -19,6 +19,9 @@
  *   echo a bound parameter, so secrets handed to the store do not leak into logs.
  * - The journal's primary key (table_id, seq) makes applying a move twice an error, not a
  *   silent duplicate.
+ * - Private text is kept only while it is needed: a delivered private message loses its text,
+ *   and secure_delete makes SQLite overwrite what it deletes, so old hands do not linger in
+ *   the file's free pages.
  *
  * Iteration (store_tables_open, store_journal_each, store_outbox_pending, store_outbox_all,
  * store_standings_top) runs the callback while the statement is stepping. A callback must not
@@ -127,6 +130,10 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     "  since INTEGER NOT NULL,"
     "  PRIMARY KEY (net, user)"
     ") WITHOUT ROWID;",
+    /* 4 -> 5: what an adapter put on the wire for a message (stored before its first attempt,
+     * so a retry sends the same), and the message a throttled one was merged into. */
+    "ALTER TABLE outbox ADD COLUMN wire TEXT;"
+    "ALTER TABLE outbox ADD COLUMN merged_into INTEGER;",
 };
 
 /* ---- Statements, prepared once at open ---- */
@@ -154,6 +161,9 @@ enum store_stmt_id {
     ST_OUTBOX_ADD,
     ST_OUTBOX_PENDING,
     ST_OUTBOX_DONE,
+    ST_OUTBOX_WIRE,
+    ST_OUTBOX_MERGE_INTO,
+    ST_OUTBOX_MERGED,
     ST_OUTBOX_ALL,
     ST_STANDING_ADD,
     ST_STANDING_GET,
@@ -172,7 +182,7 @@ enum store_stmt_id {
     ST_COUNT
 };
 
-#define STORE_MSG_COLUMNS "id, net, room, user, mention, text, notice"
+#define STORE_MSG_COLUMNS "id, net, room, user, mention, text, notice, wire"
 #define STORE_STANDING_COLUMNS "user, matches, matches_won, made, failed, tokens, hands"
 
 static const char *const store_sql[ST_COUNT] = {
@@ -205,7 +215,13 @@ static const char *const store_sql[ST_COUNT] = {
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OUTBOX_PENDING] = "SELECT " STORE_MSG_COLUMNS " FROM outbox "
                           "WHERE net = ?1 AND sent = 0 ORDER BY id LIMIT ?2",
-    [ST_OUTBOX_DONE] = "UPDATE outbox SET sent = 1 WHERE id = ?1",
+    /* a delivered private message keeps no text (and no wire form, which may hold it) */
+    [ST_OUTBOX_DONE] = "UPDATE outbox SET sent = 1, wire = NULL, "
+                       "text = CASE WHEN user = '' THEN text ELSE '' END WHERE id = ?1",
+    [ST_OUTBOX_WIRE] = "UPDATE outbox SET wire = ?2 WHERE id = ?1 AND sent = 0",
+    [ST_OUTBOX_MERGE_INTO] = "UPDATE outbox SET text = ?2, mention = ?3 WHERE id = ?1 AND sent = 0 AND wire IS NULL",
+    [ST_OUTBOX_MERGED] = "UPDATE outbox SET sent = 1, text = '', merged_into = ?2 "
+                         "WHERE id = ?1 AND sent = 0 AND wire IS NULL",
     [ST_OUTBOX_ALL] = "SELECT " STORE_MSG_COLUMNS " FROM outbox ORDER BY id",
     [ST_STANDING_ADD] = "INSERT INTO standings(" STORE_STANDING_COLUMNS ", net, room) "
                         "VALUES (?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1, ?2) "
@@ -488,7 +504,8 @@ static int store_open_with(store **out, const char *path, int lock_fd, char *err
      * database is refused here ("file is not a database"). ":memory:" stays "memory". */
     if (store_exec(s, "PRAGMA journal_mode = WAL", path) ||
         store_exec(s, "PRAGMA synchronous = FULL", path) ||
-        store_exec(s, "PRAGMA foreign_keys = ON", path) || store_migrate(s, path) ||
+        store_exec(s, "PRAGMA foreign_keys = ON", path) ||
+        store_exec(s, "PRAGMA secure_delete = ON", path) || store_migrate(s, path) ||
         store_prepare(s))
         goto fail;
     *out = s;
@@ -903,10 +920,11 @@ static int store_msg_row(sqlite3_stmt *st, void *call)
     store_copy_text(m.room, sizeof m.room, st, 2);
     store_copy_text(m.user, sizeof m.user, st, 3);
     store_copy_text(m.mention, sizeof m.mention, st, 4);
-    const unsigned char *text = sqlite3_column_text(st, 5);
+    const unsigned char *text = sqlite3_column_text(st, 5), *wire = sqlite3_column_text(st, 7);
     /* The struct's text is not const; SQLite's buffer is only lent for the callback. */
     m.text = text ? (char *)text : (char *)"";
     m.notice = sqlite3_column_int(st, 6);
+    m.wire = wire ? (char *)wire : NULL;
     return c->fn(c->ctx, &m);
 }
 
@@ -931,6 +949,39 @@ int store_outbox_done(store *s, int64_t id)
     store_reset(st);
     if (sqlite3_changes(s->db) == 0)
         return store_say(s, "outbox done: message %lld does not exist", (long long)id);
+    return 0;
+}
+
+int store_outbox_wire(store *s, int64_t id, const char *wire)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_WIRE, "outbox wire");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, id) || store_bind_text(st, 2, wire) || store_step_done(st))
+        return store_fail(s, st, "outbox wire (message %lld)", (long long)id);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0)
+        return store_say(s, "outbox wire: message %lld is not waiting to be sent", (long long)id);
+    return 0;
+}
+
+int store_outbox_merge(store *s, int64_t into, const char *text, const char *mention, const int64_t *ids, int n)
+{
+    sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_MERGE_INTO, "outbox merge");
+    if (!st) return -1;
+    if (sqlite3_bind_int64(st, 1, into) || store_bind_text(st, 2, text) || store_bind_text(st, 3, mention) ||
+        store_step_done(st))
+        return store_fail(s, st, "outbox merge (into message %lld)", (long long)into);
+    store_reset(st);
+    if (sqlite3_changes(s->db) == 0)
+        return store_say(s, "outbox merge: message %lld was sent or tried already", (long long)into);
+    st = s->stmt[ST_OUTBOX_MERGED];
+    for (int i = 0; i < n; i++) {
+        if (sqlite3_bind_int64(st, 1, ids[i]) || sqlite3_bind_int64(st, 2, into) || store_step_done(st))
+            return store_fail(s, st, "outbox merge (message %lld)", (long long)ids[i]);
+        store_reset(st);
+        if (sqlite3_changes(s->db) == 0)
+            return store_say(s, "outbox merge: message %lld was sent or tried already", (long long)ids[i]);
+    }
     return 0;
 }
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_SEED_BYTES 32
 
 typedef struct store store;
@@ -110,7 +110,11 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
  * message belongs to). mention: a user the message mentions ("" none), for networks that
  * notify. notice: a private message that is only for reading, which a network with a kind
  * of message for that sends so (IRC: NOTICE, never answered automatically). The txn id is
- * fixed when queued ("cr<id>"), so a retry cannot post twice. */
+ * fixed when queued ("cr<id>"), so a retry cannot post twice. The wire form is the adapter's
+ * own: what it decided to send for the message (Matrix: the room, the event type and the
+ * content, encrypted or not), stored before its first attempt so that every retry, after a
+ * crash too, sends exactly that. A delivered private message keeps neither its text nor its
+ * wire form: the store holds private text only while it is needed. */
 typedef struct {
     int64_t id;
     char net[16];
@@ -119,6 +123,7 @@ typedef struct {
     char mention[256];
     int notice;
     char *text;          /* owned by the store until the callback returns */
+    char *wire;          /* NULL until the adapter stored one; owned like text */
 } store_msg;
 
 int store_outbox_add(store *s, const char *net, const char *room, const char *user,
@@ -127,6 +132,12 @@ int store_outbox_add(store *s, const char *net, const char *room, const char *us
 int store_outbox_pending(store *s, const char *net, int limit,
                          int (*fn)(void *ctx, const store_msg *m), void *ctx);
 int store_outbox_done(store *s, int64_t id);
+/* Stores the wire form of a message not yet delivered (-1 if it is delivered or unknown). */
+int store_outbox_wire(store *s, int64_t id, const char *wire);
+/* Merges messages that were never tried (no wire form) into the first of them, in the
+ * caller's transaction: into gets text and mention, each of ids[0..n) is marked sent, with no
+ * text, merged into it. -1 if any of them is sent or has a wire form. */
+int store_outbox_merge(store *s, int64_t into, const char *text, const char *mention, const int64_t *ids, int n);
 /* Every message ever queued, sent or not, in id order (tests and audits). */
 int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *ctx);
 

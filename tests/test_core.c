@@ -131,17 +131,24 @@ static void rig_log(void *ctx, core_log_level level, const char *line)
     if (!r->problems++) snprintf(r->first_problem, sizeof r->first_problem, "%s", line);
 }
 
-static void rig_core(rig *r)
+/* A new core over the rig's store, with the memory network: a gives its optional operations. */
+static void rig_core_with(rig *r, adapter a)
 {
     char err[256];
     core_options o = {.config = &r->conf, .db = r->db, .now_ms = fake_clock, .clock_ctx = &r->now,
                       .log = rig_log, .log_ctx = r, .fixed_seed = 1, .seed = SEED};
     r->core = core_new(&o, err, sizeof err);
     cr_assert_not_null(r->core, "%s", err);
-    adapter a = {.net = NET, .ctx = &r->net, .send = mem_send, .private_how = "in a private message",
-                 .notify_off = r->notify_off, .pace_ms = mem_pace};
+    a.net = NET;
+    a.ctx = &r->net;
+    a.send = mem_send;
+    a.private_how = "in a private message";
+    a.notify_off = r->notify_off;
+    a.pace_ms = mem_pace;
     cr_assert_eq(core_add_adapter(r->core, &a), 0);
 }
+
+static void rig_core(rig *r) { rig_core_with(r, (adapter){0}); }
 
 /* Timers in seconds (0 = off; no grace for players who leave the room: the tests of the
  * grace set it); db NULL: in memory. */
@@ -881,6 +888,331 @@ Test(core, delivered_marks_share_a_transaction)
     rig_core(&r);
     cr_assert_eq(core_flush(r.core), 0);
     cr_assert_eq(r.net.n, 4, "nothing is sent again after a clean stop");
+    rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (d2) One message per destination per transaction; merging while throttled                */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t id;
+    char room[256], user[256], mention[256], text[9000];
+    int sent, merged_into;
+} row;
+
+typedef struct {
+    row r[256];
+    int n;
+} rows;
+
+static int collect_row(void *ctx, const store_msg *m)
+{
+    rows *o = ctx;
+    cr_assert_lt(o->n, 256);
+    row *x = &o->r[o->n++];
+    x->id = m->id;
+    snprintf(x->room, sizeof x->room, "%s", m->room);
+    snprintf(x->user, sizeof x->user, "%s", m->user);
+    snprintf(x->mention, sizeof x->mention, "%s", m->mention);
+    snprintf(x->text, sizeof x->text, "%s", m->text);
+    return 0;
+}
+
+static void rows_of(rig *r, rows *out, int pending_only)
+{
+    out->n = 0;
+    if (pending_only) cr_assert_eq(store_outbox_pending(r->db, NET, 0, collect_row, out), 0);
+    else cr_assert_eq(store_outbox_all(r->db, collect_row, out), 0);
+}
+
+/* The lines told to one destination, in outbox order. */
+static void lines_to(const rows *o, const char *room, const char *user, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(o->r[i].room, room) == 0 && strcmp(o->r[i].user, user) == 0 && o->r[i].text[0])
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "\n" : "", o->r[i].text);
+}
+
+/* A network that can throttle the bot (its callback, off until block_room) gathers what a
+ * transaction says to one destination; callback 0: a network without one, like IRC. */
+static int throttled_flag(void *ctx) { return ((mem_net *)ctx)->block_room; }
+
+static void rig_throttled(rig *r, int callback)
+{
+    core_free(r->core);
+    rig_core_with(r, (adapter){.throttled = callback ? throttled_flag : NULL});
+}
+
+Test(core, one_message_per_destination_per_transaction)
+{
+    adapter_event ev[] = {
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!new 304"}, {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!join"},      {.kind = ADAPTER_MESSAGE, .sender = "bob", .text = "!help pass", .is_private = 1},
+        {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "carol", .text = "!join"},    {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "dave", .text = "!join"},
+        {.kind = ADAPTER_MESSAGE, .sender = "bob", .text = "!help bid", .is_private = 1},  {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!start"},
+    };
+    int n = (int)(sizeof ev / sizeof ev[0]);
+    rig one, many;
+    rig_start(&one, 0, 0, 0, NULL);
+    rig_start(&many, 0, 0, 0, NULL);
+    rig_throttled(&one, 1);
+    rig_throttled(&many, 1);
+    cr_assert_eq(core_batch(one.core, NET, ev, n, NULL), 0);
+    for (int i = 0; i < n; i++) cr_assert_eq(core_batch(many.core, NET, &ev[i], 1, NULL), 0);
+    static rows a, b;
+    rows_of(&one, &a, 0);
+    rows_of(&many, &b, 0);
+    cr_assert_gt(b.n, a.n, "one batch per event says it in more messages");
+    /* one message per destination, the room's first, then the private ones */
+    for (int i = 0; i < a.n; i++)
+        for (int j = i + 1; j < a.n; j++) {
+            cr_assert(strcmp(a.r[i].room, a.r[j].room) || strcmp(a.r[i].user, a.r[j].user),
+                      "two messages to %s %s in one transaction", a.r[i].room, a.r[i].user);
+            cr_assert(a.r[i].user[0] == 0 || a.r[j].user[0] != 0, "a private message before the room's");
+        }
+    /* every reader reads the same lines in the same order, and is mentioned as last told */
+    static char la[65536], lb[65536];
+    int readers = 0;
+    for (int i = 0; i < a.n; i++) {
+        lines_to(&a, a.r[i].room, a.r[i].user, la, sizeof la);
+        lines_to(&b, a.r[i].room, a.r[i].user, lb, sizeof lb);
+        cr_assert_str_eq(la, lb, "to %s %s", a.r[i].room, a.r[i].user);
+        const char *last = "";
+        for (int k = 0; k < b.n; k++)
+            if (!strcmp(b.r[k].room, a.r[i].room) && !strcmp(b.r[k].user, a.r[i].user) && b.r[k].mention[0])
+                last = b.r[k].mention;
+        cr_assert_str_eq(a.r[i].mention, last);
+        readers++;
+    }
+    cr_assert_geq(readers, 5, "the room and the four players' cards");
+    int told = 0;
+    for (int i = 0; i < b.n; i++) {
+        int found = 0;
+        for (int k = 0; k < a.n && !found; k++) found = !strcmp(a.r[k].room, b.r[i].room) && !strcmp(a.r[k].user, b.r[i].user);
+        told += found;
+    }
+    cr_assert_eq(told, b.n, "a destination of the one-by-one run got nothing in one batch");
+    core_stats st;
+    core_stats_of(one.core, &st);
+    cr_assert_eq(st.messages, a.n);
+    rig_stop(&one);
+    rig_stop(&many);
+}
+
+Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    r.conf.rate_commands = 0; /* forty questions at once from one person */
+    rig_throttled(&r, 1);
+    adapter_event ev[40];
+    for (int i = 0; i < 40; i++) ev[i] = (adapter_event){.kind = ADAPTER_MESSAGE, .sender = "alice", .text = "!help", .is_private = 1};
+    cr_assert_eq(core_batch(r.core, NET, ev, 40, NULL), 0);
+    static rows o;
+    rows_of(&r, &o, 0);
+    cr_assert_gt(o.n, 1, "40 help texts in one message");
+    size_t total = 0, one = 0;
+    for (int i = 0; i < o.n; i++) {
+        size_t len = strlen(o.r[i].text);
+        cr_assert_leq(len, 8192);
+        cr_assert_gt(len, 4096, "a message cut short: %zu bytes", len);
+        total += len + 1;
+    }
+    rig_stop(&r);
+    rig_start(&r, 0, 0, 0, NULL);
+    rig_throttled(&r, 1);
+    cr_assert_eq(core_batch(r.core, NET, ev, 1, NULL), 0);
+    rows_of(&r, &o, 0);
+    one = strlen(o.r[0].text) + 1;
+    cr_assert_eq(total, 40 * one, "lines lost or added");
+    rig_stop(&r);
+}
+
+
+/* The room's merged rows: every row merged into another is sent, without text, and names it. */
+static int merged_rows(const char *db, int64_t into)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*) FROM outbox WHERE merged_into = ?1 AND sent = 1 AND text = ''",
+                                    -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_int64(st, 1, into);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+Test(core, throttled_waiting_messages_are_merged_once_and_durably)
+{
+    char *dir = temp_dir("core"), *db = NULL;
+    cr_assert_gt(asprintf(&db, "%s/merge.db", dir), 0);
+    rig r;
+    rig_start(&r, 0, 0, 0, db);
+    rig_throttled(&r, 1);
+    r.net.decide = queue_all;
+    say(&r, "alice", "!new 304");                 /* under way: the room's first message */
+    cr_assert_eq(r.net.n, 1);
+    int64_t head = r.net.o[0].id;
+    static const char *const more[] = {"!join", "!table", "!rules", "!help pass"};
+    for (int i = 0; i < 4; i++) say(&r, "alice", more[i]);
+    static rows before;
+    rows_of(&r, &before, 1);
+    cr_assert_eq(before.n, 5, "not throttled: nothing merged");
+    static char want[65536];
+    lines_to(&before, ROOM, "", want, sizeof want);
+
+    r.net.block_room = 1;                         /* the network says it is throttled */
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, 1, "a waiting message was offered before the first was delivered");
+    static rows after;
+    rows_of(&r, &after, 1);
+    cr_assert_eq(after.n, 2, "the first message, and one for all that waited behind it");
+    cr_assert_eq(after.r[0].id, head);
+    cr_assert_eq(after.r[1].id, before.r[1].id, "merged into the first of them");
+    static char got[65536];
+    lines_to(&after, ROOM, "", got, sizeof got);
+    cr_assert_str_eq(got, want, "lines lost, added or reordered");
+    cr_assert_eq(merged_rows(db, before.r[1].id), 3);
+    cr_assert_eq(core_flush(r.core), 0);
+    rows_of(&r, &after, 1);
+    cr_assert_eq(after.n, 2, "merged twice");
+
+    /* a restart: the merge is in the store; what was under way is offered again as it was */
+    core_free(r.core);
+    r.core = NULL;
+    rig_throttled(&r, 1);
+    cr_assert_eq(core_restore(r.core), 1);
+    int mark = r.net.n;
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, mark + 1);
+    cr_assert_eq(r.net.o[mark].id, head);
+    /* the first is tried (its wire form stored), then more waits: the tried one is not merged */
+    cr_assert_eq(core_sent(r.core, head), 0);
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.o[r.net.n - 1].id, before.r[1].id, "the merged message goes next, as merged");
+    cr_assert(strstr(r.net.o[r.net.n - 1].text, "Table 1 (not started)"));
+    int64_t merged = before.r[1].id;
+    cr_assert_eq(store_outbox_wire(r.db, merged, "{\"tried\":1}"), 0);
+    core_free(r.core);                            /* a crash: the merged message was tried */
+    r.core = NULL;
+    rig_throttled(&r, 1);
+    cr_assert_eq(core_restore(r.core), 1);
+    say(&r, "bob", "!join");
+    say(&r, "carol", "!join");
+    say(&r, "dave", "!join");
+    rows_of(&r, &after, 1);
+    cr_assert_eq(after.n, 2, "the tried message stays as it is, the three behind it become one");
+    cr_assert_eq(after.r[0].id, merged);
+    cr_assert_str_eq(after.r[1].text, "bob (East) sits down.\ncarol (North) sits down.\ndave (West) sits down.");
+    rig_stop(&r);
+    free(db);
+    temp_dir_remove(dir);
+}
+
+Test(core, no_merging_without_a_throttle_or_a_network_that_merges)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    rig_throttled(&r, 0);                         /* no callback: a network like IRC */
+    r.net.decide = queue_all;
+    r.net.block_room = 1;
+    say(&r, "alice", "!new 304");
+    for (int i = 0; i < 3; i++) say(&r, "alice", "!table");
+    static rows o;
+    rows_of(&r, &o, 1);
+    cr_assert_eq(o.n, 4);
+    rig_stop(&r);
+}
+
+/* Without gathering (IRC, the console) what a batch of commands says is queued in the order
+ * said: the first command's private answer before the second one's words in the room. A
+ * network that gathers queues the room's message first. */
+Test(core, without_gathering_lines_go_in_the_order_said)
+{
+    adapter_event ev[] = {{.kind = ADAPTER_MESSAGE, .sender = "bob", .text = "!help pass", .is_private = 1},
+                          {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "carol", .text = "!new 304"}};
+    for (int gathers = 0; gathers < 2; gathers++) {
+        rig r;
+        rig_start(&r, 0, 0, 0, NULL);
+        rig_throttled(&r, gathers);
+        cr_assert_eq(core_batch(r.core, NET, ev, 2, NULL), 0);
+        static rows o;
+        rows_of(&r, &o, 0);
+        cr_assert_geq(o.n, 2);
+        cr_expect_str_eq(o.r[0].user, gathers ? "" : "bob", "gathering %d: the first message", gathers);
+        cr_expect_str_eq(o.r[o.n - 1].user, gathers ? "bob" : "", "gathering %d: the last message", gathers);
+        rig_stop(&r);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* (d3) Standings: whom a player means, and which room a private answer is about            */
+/* ---------------------------------------------------------------------------------------- */
+
+static const char *mem_resolve(void *ctx, const char *room, const char *text, char *buf, size_t len)
+{
+    (void)ctx;
+    cr_assert_str_eq(room, ROOM);
+    if (strcmp(text, "Alice Liddell") != 0 && strcmp(text, "@alice:mem") != 0) return NULL;
+    snprintf(buf, len, "alice");
+    return buf;
+}
+
+static const char *mem_room_name(void *ctx, const char *room, char *buf, size_t len)
+{
+    (void)ctx;
+    (void)room;
+    snprintf(buf, len, "Card night");
+    return buf;
+}
+
+static void rig_named(rig *r, int named)
+{
+    core_free(r->core);
+    rig_core_with(r, (adapter){.resolve_user = named ? mem_resolve : NULL, .room_name = named ? mem_room_name : NULL});
+}
+
+Test(core, standings_find_the_player_meant_and_name_the_room)
+{
+    rig r;
+    rig_start(&r, 0, 0, 0, NULL);
+    rig_named(&r, 1);
+    store_standing alice = {.user = "alice", .matches = 2, .matches_won = 1, .hands = 9, .tokens = 4};
+    cr_assert_eq(store_standing_add(r.db, NET, ROOM, &alice), 0);
+    static const struct {
+        const char *text, *want;
+    } rows[] = {
+        {"!standings Alice Liddell", "\nalice — 2 matches, 1 won"}, /* the adapter's name for her */
+        {"!standings @alice:mem", "\nalice — 2 matches, 1 won"},    /* her id */
+        {"!standings @alice", "\nalice — 2 matches, 1 won"},        /* not known to the adapter: as before */
+        {"!standings alice", "\nalice — 2 matches, 1 won"},
+        {"!standings nobody", "\nnobody has not played here yet."},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int mark = r.net.n;
+        say(&r, "bob", rows[i].text);
+        cr_assert_eq(r.net.n, mark + 1);
+        cr_expect(strstr(r.net.o[mark].text, rows[i].want) != NULL, "%s: %s", rows[i].text, r.net.o[mark].text);
+    }
+    /* a private answer is headed by the room's name, or its id when the network has none */
+    say(&r, "alice", "!new 304");
+    say(&r, "alice", "!join");
+    int mark = r.net.n;
+    whisper(&r, "alice", "!standings");
+    cr_assert_eq(r.net.n, mark + 1);
+    cr_expect_str_eq(r.net.o[mark].user, "alice");
+    cr_expect(strncmp(r.net.o[mark].text, "[Card night] ", 13) == 0, "%s", r.net.o[mark].text);
+    rig_named(&r, 0);
+    cr_assert_eq(core_restore(r.core), 1);
+    mark = r.net.n;
+    whisper(&r, "alice", "!standings");
+    cr_expect(strncmp(r.net.o[mark].text, "[" ROOM "] ", strlen(ROOM) + 3) == 0, "%s", r.net.o[mark].text);
     rig_stop(&r);
 }
 

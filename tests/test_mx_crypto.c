@@ -210,3 +210,49 @@ Test(mx_crypto, matrix_spec_signing_examples)
         json_decref(v);
     }
 }
+
+/* Sealed secrets (mx_seal): they open with the same key and label only, a changed byte is
+ * refused, every sealing is different (a fresh nonce), and the layout is nonce, AES-256-CBC of
+ * the secret, HMAC-SHA-256 of both, with keys from HKDF(nonce, key, label) — checked by
+ * opening one by hand. */
+Test(mx_crypto, sealed_secrets)
+{
+    uint8_t key[32], other[32], out[200], buf[300], k[80], mac[32], plain[200];
+    memset(key, 7, sizeof key);
+    memset(other, 8, sizeof other);
+    const char *secret = "syt_Y2FyZHJvb20_secret_access_token_0123456789";
+    size_t n = strlen(secret);
+    char *a = mx_seal(key, "cardroom-test-v1", (const uint8_t *)secret, n);
+    char *b = mx_seal(key, "cardroom-test-v1", (const uint8_t *)secret, n);
+    cr_assert(a && b);
+    cr_assert_str_neq(a, b, "a nonce per sealing");
+    cr_assert_null(strstr(a, "secret"));
+    cr_assert_eq(mx_unseal(key, "cardroom-test-v1", a, out, sizeof out), (long)n);
+    cr_assert_arr_eq(out, secret, n);
+    cr_assert_eq(mx_unseal(other, "cardroom-test-v1", a, out, sizeof out), -1, "another key");
+    cr_assert_eq(mx_unseal(key, "cardroom-test-v2", a, out, sizeof out), -1, "another label");
+    cr_assert_eq(mx_unseal(key, "cardroom-test-v1", a, out, n - 1), -1, "too long for the buffer");
+    cr_assert_eq(mx_unseal(key, "cardroom-test-v1", "not base64!", out, sizeof out), -1);
+    cr_assert_eq(mx_unseal(key, "cardroom-test-v1", "", out, sizeof out), -1);
+
+    long len = mx_b64_decode(a, strlen(a), buf, sizeof buf);
+    cr_assert_eq(len, 16 + (long)(n / 16 * 16 + 16) + 32);
+    mx_hkdf_sha256(buf, 16, key, 32, (const uint8_t *)"cardroom-test-v1", 16, k, sizeof k);
+    mx_hmac_sha256(k + 32, 32, buf, (size_t)len - 32, mac);
+    cr_assert(mx_equal(mac, buf + len - 32, 32));
+    cr_assert_eq(mx_aes256_cbc_decrypt(k, k + 64, buf + 16, (size_t)len - 48, plain), (long)n);
+    cr_assert_arr_eq(plain, secret, n);
+
+    for (long i = 0; i < len; i++) { /* any changed byte: refused */
+        buf[i] ^= 0x20;
+        char *bad = mx_b64_alloc(buf, (size_t)len);
+        cr_assert_eq(mx_unseal(key, "cardroom-test-v1", bad, out, sizeof out), -1, "byte %ld changed", i);
+        free(bad);
+        buf[i] ^= 0x20;
+    }
+    char *empty = mx_seal(key, "cardroom-test-v1", (const uint8_t *)"", 0);
+    cr_assert_eq(mx_unseal(key, "cardroom-test-v1", empty, out, sizeof out), 0);
+    free(empty);
+    free(a);
+    free(b);
+}

@@ -338,3 +338,163 @@ Test(mx_sync, gaps_are_found_and_read_before_the_timeline)
     mx_sync_done(&o);
     mx_state_free(st);
 }
+
+/* ---- whether a room is encrypted: yes for good, no only from what this run saw ---- */
+
+typedef struct {
+    char learnt[8][64];
+    int n;
+} enc_seen;
+
+static void on_encrypted(void *ctx, const char *room)
+{
+    enc_seen *e = ctx;
+    cr_assert_lt(e->n, 8);
+    snprintf(e->learnt[e->n++], sizeof e->learnt[0], "%s", room);
+}
+
+static const char *encryption(void)
+{
+    return "{\"type\":\"m.room.encryption\",\"state_key\":\"\",\"sender\":\"@alice:example.org\","
+           "\"content\":{\"algorithm\":\"m.megolm.v1.aes-sha2\"}}";
+}
+
+Test(mx_sync, encryption_is_unknown_until_seen_and_encrypted_for_good)
+{
+    mx_state *st = mx_state_new(ME, "");
+    enc_seen seen = {0};
+    mx_sync_hooks hooks = {.encrypted = on_encrypted, .ctx = &seen};
+    mx_state_set_hooks(st, &hooks);
+    mx_sync_out o;
+    cr_assert_eq(mx_state_encryption(st, ROOM), MX_ENC_UNKNOWN, "nothing is known before an answer");
+    cr_assert_not(mx_state_members_known(st, ROOM));
+
+    /* a room whose whole state came without m.room.encryption is not encrypted */
+    read_ok(st, joined(ROOM, member("@bob:example.org", "join", "bob"), ""), 0, &o);
+    mx_sync_done(&o);
+    cr_assert_eq(mx_state_encryption(st, ROOM), MX_ENC_NO);
+    cr_assert(mx_state_members_known(st, ROOM));
+    /* ... until it turns encryption on; the adapter hears it once */
+    read_ok(st, joined(ROOM, "", encryption()), 0, &o);
+    mx_sync_done(&o);
+    read_ok(st, joined(ROOM, encryption(), ""), 0, &o);
+    mx_sync_done(&o);
+    cr_assert_eq(mx_state_encryption(st, ROOM), MX_ENC_YES);
+    cr_assert_eq(seen.n, 1);
+    cr_assert_str_eq(seen.learnt[0], ROOM);
+    mx_state_set_encryption(st, ROOM, MX_ENC_NO);
+    cr_assert_eq(mx_state_encryption(st, ROOM), MX_ENC_YES, "encryption is never turned off");
+    /* leaving and coming back: still encrypted */
+    read_ok(st, "{\"next_batch\":\"s6_1\",\"rooms\":{\"leave\":{\"" ROOM "\":{}}}}", 0, &o);
+    mx_sync_done(&o);
+    cr_assert_eq(mx_state_encryption(st, ROOM), MX_ENC_YES);
+    cr_assert_not(mx_state_members_known(st, ROOM), "a room left: its members are no longer known");
+
+    /* what the adapter stored or asked: yes from the store, no from the homeserver's 404 */
+    mx_state_set_encryption(st, "!stored:example.org", MX_ENC_YES);
+    cr_assert_eq(mx_state_encryption(st, "!stored:example.org"), MX_ENC_YES);
+    cr_assert_not(mx_state_members_known(st, "!stored:example.org"), "encrypted, but whom to is not known yet");
+    mx_state_set_encryption(st, "!asked:example.org", MX_ENC_NO);
+    cr_assert_eq(mx_state_encryption(st, "!asked:example.org"), MX_ENC_NO);
+    read_ok(st, "{\"next_batch\":\"s7_1\",\"rooms\":{\"leave\":{\"!asked:example.org\":{}}}}", 0, &o);
+    mx_sync_done(&o);
+    cr_assert_eq(mx_state_encryption(st, "!asked:example.org"), MX_ENC_UNKNOWN, "a no is not kept past leaving");
+    cr_assert_eq(seen.n, 1, "what the adapter told the state is not told back");
+
+    /* an invite's stripped state may already say it; so may the bot's own new direct chat */
+    char *inv = strdup(invite("!i:example.org", "@alice:example.org", 0));
+    char *at = strstr(inv, "\"events\":[") + strlen("\"events\":[");
+    char *with = malloc(strlen(inv) + 512);
+    snprintf(with, strlen(inv) + 512, "%.*s%s,%s", (int)(at - inv), inv, encryption(), at);
+    read_ok(st, with, 0, &o);
+    cr_assert_eq(o.njoin, 1);
+    mx_sync_done(&o);
+    cr_assert_eq(mx_state_encryption(st, "!i:example.org"), MX_ENC_YES);
+    cr_assert_eq(seen.n, 2);
+    cr_assert_str_eq(seen.learnt[1], "!i:example.org");
+    mx_state_made_dm(st, "!dm:example.org", "@alice:example.org", 1);
+    cr_assert_eq(mx_state_encryption(st, "!dm:example.org"), MX_ENC_YES);
+    cr_assert(mx_state_members_known(st, "!dm:example.org"));
+    mx_state_made_dm(st, "!plain:example.org", "@bob:example.org", 0);
+    cr_assert_eq(mx_state_encryption(st, "!plain:example.org"), MX_ENC_NO);
+    free(with);
+    free(inv);
+    mx_state_free(st);
+}
+
+/* ---- who a player means: `!standings alice`, a display name, a mention pill ---- */
+
+Test(mx_sync, find_user_by_id_localpart_name_or_link)
+{
+    mx_state *st = mx_state_new(ME, "");
+    mx_sync_out o;
+    char buf[300];
+    read_ok(st, joined(ROOM, fmt("%s,%s,%s,%s", member("@alice:example.org", "join", "Alice Liddell"),
+                                 member("@bob:other.org", "leave", "Bob"), member("@twin1:example.org", "join", "Twin"),
+                                 member("@twin2:example.org", "join", "Twin")), ""),
+            0, &o);
+    mx_sync_done(&o);
+    static const struct {
+        const char *text, *want;
+    } rows[] = {
+        {"@alice:example.org", "@alice:example.org"},
+        {"alice", "@alice:example.org"},
+        {"@alice", "@alice:example.org"},
+        {"ALICE", "@alice:example.org"},
+        {"Alice Liddell", "@alice:example.org"},
+        {"alice liddell", "@alice:example.org"},
+        {"bob", "@bob:other.org"},                 /* gone from the room, still a member entry */
+        {"Bob", "@bob:other.org"},
+        {"Twin", NULL},                            /* two members with that name */
+        {"twin1", "@twin1:example.org"},
+        {"carol", "@carol:example.org"},           /* nobody here: a user of the bot's server */
+        {"@Carol", "@carol:example.org"},
+        {"Carol Jones", NULL},
+        {"https://matrix.to/#/@dave:elsewhere.org", "@dave:elsewhere.org"},
+        {"https://matrix.to/#/%40dave%3Aelsewhere.org?via=elsewhere.org", "@dave:elsewhere.org"},
+        {"https://matrix.to/#/%40dave%00x%3Aelsewhere.org", NULL},
+        {"@", NULL},
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *got = mx_state_find_user(st, ROOM, rows[i].text, buf, sizeof buf);
+        if (rows[i].want) cr_expect_str_eq(got ? got : "(null)", rows[i].want, "for \"%s\"", rows[i].text);
+        else cr_expect_null(got, "for \"%s\": %s", rows[i].text, got);
+    }
+    cr_expect_null(mx_state_find_user(st, ROOM, "alice", buf, 5), "too long for the buffer");
+    mx_state_free(st);
+}
+
+static const char *pilled(const char *body, const char *html)
+{
+    return fmt("{\"type\":\"m.room.message\",\"sender\":\"@bob:example.org\",\"content\":{\"msgtype\":\"m.text\","
+               "\"body\":\"%s\",\"format\":\"org.matrix.custom.html\",\"formatted_body\":\"%s\"}}", body, html);
+}
+
+Test(mx_sync, mention_pills_become_user_ids)
+{
+    static const struct {
+        const char *body, *html, *want;
+    } rows[] = {
+        {"!standings Alice", "!standings <a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>",
+         "!standings @alice:example.org"},
+        {"!standings A & B", "!standings <a href='https://matrix.to/#/%40ab%3Aexample.org'>A &amp; B</a>",
+         "!standings @ab:example.org"},
+        {"Alice: !standings Alice", "<a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>: !standings "
+         "<a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>", "@alice:example.org: !standings @alice:example.org"},
+        {"!standings Alice", "!standings <a href=\\\"https://example.org/alice\\\">Alice</a>", "!standings Alice"},
+        {"!standings Alice", "!standings <a href=\\\"https://matrix.to/#/!room:example.org\\\">Alice</a>",
+         "!standings Alice"},
+        {"!standings Alice", "!standings <a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice", "!standings Alice"},
+        {"!standings Eve", "!standings <a href=\\\"https://matrix.to/#/@alice:example.org\\\">Alice</a>", "!standings Eve"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mx_state *st = mx_state_new(ME, "");
+        mx_sync_out o;
+        read_ok(st, joined(ROOM, "", pilled(rows[i].body, rows[i].html)), 0, &o);
+        cr_assert_eq(o.nev, 1);
+        cr_expect_str_eq(o.ev[0].text, rows[i].want, "row %zu: %s", i, o.ev[0].text);
+        mx_sync_done(&o);
+        mx_state_free(st);
+    }
+}

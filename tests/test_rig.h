@@ -1,8 +1,9 @@
 /* test_rig.h — the bot core on an in-memory adapter and a fake clock, for the tests that drive
  * it through its own API with worker threads or without (test_waits.c, test_abuse.c).
  *
- * The adapter takes every message at once (the store's outbox is what the tests read) and
- * records the rooms the core asks it to leave; the log keeps the first problem (warnings and
+ * The adapter takes every message at once and keeps its text (the store forgets a delivered
+ * private message's text: rig_outbox_each gives the outbox with the texts as sent) and records
+ * the rooms the core asks it to leave; the log keeps the first problem (warnings and
  * errors, which a test must not see unless it asks for them) and the last info line. Static
  * functions for Criterion tests: include this from the test file that uses them. */
 #ifndef CARDROOM_TEST_RIG_H
@@ -11,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "adapter.h"
@@ -33,6 +35,8 @@ typedef struct {
     char last_info[512];
     int nleft;
     char left[RIG_LEAVES][64]; /* rooms the core asked the adapter to leave */
+    char **sent;               /* by outbox id: the text the adapter took */
+    int64_t csent;
 } rig;
 
 static inline int64_t rig_clock(void *ctx) { return *(const int64_t *)ctx; }
@@ -47,9 +51,39 @@ static inline void rig_log(void *ctx, core_log_level level, const char *line)
 
 static inline int rig_send(void *ctx, const store_msg *m)
 {
-    (void)ctx;
-    (void)m;
+    rig *r = ctx;
+    if (m->id >= r->csent) {
+        int64_t cap = m->id * 2 + 64;
+        r->sent = realloc(r->sent, (size_t)cap * sizeof *r->sent);
+        cr_assert_not_null(r->sent);
+        memset(r->sent + r->csent, 0, (size_t)(cap - r->csent) * sizeof *r->sent);
+        r->csent = cap;
+    }
+    free(r->sent[m->id]);
+    r->sent[m->id] = strdup(m->text);
+    cr_assert_not_null(r->sent[m->id]);
     return ADAPTER_SENT;
+}
+
+typedef struct {
+    rig *r;
+    int (*fn)(void *ctx, const store_msg *m);
+    void *ctx;
+} rig_each;
+
+static inline int rig_each_one(void *ctx, const store_msg *m)
+{
+    rig_each *e = ctx;
+    store_msg copy = *m;
+    if (m->id < e->r->csent && e->r->sent[m->id]) copy.text = e->r->sent[m->id];
+    return e->fn(e->ctx, &copy);
+}
+
+/* Every message the core queued, in id order, with the text the adapter took when it was sent. */
+static inline void rig_outbox_each(rig *r, int (*fn)(void *ctx, const store_msg *m), void *ctx)
+{
+    rig_each e = {r, fn, ctx};
+    cr_assert_eq(store_outbox_all(r->db, rig_each_one, &e), 0);
 }
 
 static inline int rig_leave(void *ctx, const char *room)
@@ -93,6 +127,8 @@ static inline void rig_stop(rig *r)
     cr_expect_eq(r->problems, 0, "the core logged %d problem(s), first: %s", r->problems, r->first_problem);
     core_free(r->core);
     store_close(r->db);
+    for (int64_t i = 0; i < r->csent; i++) free(r->sent[i]);
+    free(r->sent);
 }
 
 static inline void rig_batch(rig *r, const adapter_event *e, int n)
@@ -134,7 +170,7 @@ static inline int rig_hear(void *ctx, const store_msg *m)
 static inline rig_said rig_heard(rig *r, const char *room, const char *user)
 {
     rig_said h = {room, user, 0, ""};
-    cr_assert_eq(store_outbox_all(r->db, rig_hear, &h), 0);
+    rig_outbox_each(r, rig_hear, &h);
     return h;
 }
 

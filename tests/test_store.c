@@ -114,6 +114,7 @@ static int collect_msg(void *ctx, const store_msg *m)
     snprintf(c->text[c->n], sizeof c->text[c->n], "%s", m->text);
     c->text_len[c->n] = strlen(m->text);
     c->msg[c->n].text = NULL; /* the store's buffer is gone after the callback */
+    c->msg[c->n].wire = m->wire ? (char *)"(a wire form)" : NULL;
     c->n++;
     return 0;
 }
@@ -184,7 +185,7 @@ Test(store, memory_opens_at_current_schema)
 {
     store *s = open_ok(":memory:");
     cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), 5);
     cr_expect_str_eq(store_error(s), "");
     store_close(s);
 }
@@ -207,12 +208,12 @@ Test(store_file, file_is_wal_and_versioned)
     char path[PATH_MAX], buf[64];
     tmp_path(path, sizeof path, "state.db");
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     store_close(s);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     cr_expect_str_eq(buf, "wal");
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
-    cr_expect_str_eq(buf, "4");
+    cr_expect_str_eq(buf, "5");
 }
 
 Test(store_file, reopen_keeps_data)
@@ -235,7 +236,7 @@ Test(store_file, reopen_keeps_data)
     store_close(s);
 
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     journal_seen j = {0};
     OK(store_journal_each(s, t, collect_journal, &j));
     cr_assert_eq(j.n, 2);
@@ -266,7 +267,7 @@ Test(store_file, newer_schema_refused)
     cr_assert_eq(store_open(&s, path, err, sizeof err), -1);
     cr_expect_null(s);
     snprintf(want, sizeof want,
-             "%s was written by a newer cardroom (schema 99; this one knows up to 4)", path);
+             "%s was written by a newer cardroom (schema 99; this one knows up to 5)", path);
     cr_expect_str_eq(err, want);
     char buf[16];
     raw_text(path, "PRAGMA user_version", buf, sizeof buf);
@@ -895,6 +896,9 @@ Test(store, kv_put_get_del_each)
     store_close(s);
 }
 
+/* What schema 4 had: the outbox without wire forms and merges. */
+#define SCHEMA_4_OUTBOX "ALTER TABLE outbox DROP COLUMN wire; ALTER TABLE outbox DROP COLUMN merged_into;"
+
 Test(store_file, schema_1_migrates)
 {
     char path[PATH_MAX], pos[64];
@@ -902,10 +906,10 @@ Test(store_file, schema_1_migrates)
     store *s = open_ok(path);
     OK(store_position_set(s, "matrix", "s42_1"));
     store_close(s);
-    raw_exec(path, "DROP TABLE kv; DROP TABLE inbox; DROP TABLE ignored; ALTER TABLE outbox DROP COLUMN notice; "
+    raw_exec(path, SCHEMA_4_OUTBOX "DROP TABLE kv; DROP TABLE inbox; DROP TABLE ignored; ALTER TABLE outbox DROP COLUMN notice; "
              "PRAGMA user_version = 1"); /* schema 1 */
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
     cr_expect_str_eq(pos, "s42_1", "the data of schema 1 is kept");
     OK(store_kv_put(s, "olm", "account", "x"));
@@ -1015,7 +1019,7 @@ Test(store, ignored_users_per_network)
     store_close(s);
 }
 
-Test(store_file, schema_3_migrates_to_4)
+Test(store_file, schema_3_migrates)
 {
     char path[PATH_MAX], pos[64];
     tmp_path(path, sizeof path, "two.db");
@@ -1024,9 +1028,9 @@ Test(store_file, schema_3_migrates_to_4)
     int64_t t = new_table(s, 100);
     OK(store_journal_add(s, t, 1, "join 0 alice"));
     store_close(s);
-    raw_exec(path, "DROP TABLE inbox; DROP TABLE ignored; PRAGMA user_version = 3"); /* before the inbox */
+    raw_exec(path, SCHEMA_4_OUTBOX "DROP TABLE inbox; DROP TABLE ignored; PRAGMA user_version = 3"); /* before the inbox */
     s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     cr_expect_eq(store_position_get(s, "matrix", pos, sizeof pos), 0);
     cr_expect_str_eq(pos, "s42_1", "the data of schema 3 is kept");
     journal_seen j = {0};
@@ -1063,7 +1067,7 @@ Test(store_file, schema_2_migrates_to_3)
     cr_assert_gt(all, 16, "the fixture has an outbox");
 
     store *s = open_ok(path);
-    cr_expect_eq(store_schema_version(s), 4);
+    cr_expect_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
     raw_text(path, "SELECT count(*) FROM outbox WHERE notice = 0", buf, sizeof buf);
     cr_expect_eq(atoi(buf), all, "every old message is a plain one");
     raw_text(path, "SELECT count(*) FROM outbox WHERE sent = 0", buf, sizeof buf);
@@ -1237,4 +1241,57 @@ Test(store_file, prune_drops_old_finished_journals_and_delivered_messages)
     char left[64];
     raw_text(path, sql, left, sizeof left);
     cr_expect_str_eq(left, "1,3,4,5", "kept: the undelivered one, the delivered one queued later, the rest: %s", left);
+}
+
+Test(store_file, schema_4_migrates_to_5)
+{
+    char path[PATH_MAX];
+    int64_t id = 0;
+    tmp_path(path, sizeof path, "four.db");
+    store *s = open_ok(path);
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "your cards: JS 9S", &id));
+    store_close(s);
+    raw_exec(path, SCHEMA_4_OUTBOX "PRAGMA user_version = 4");
+    s = open_ok(path);
+    cr_expect_eq(store_schema_version(s), 5);
+    msgs_seen m = {0};
+    OK(store_outbox_pending(s, "matrix", 0, collect_msg, &m));
+    cr_assert_eq(m.n, 1, "a queued message of schema 4 is still queued");
+    cr_expect_str_eq(m.text[0], "your cards: JS 9S");
+    cr_expect_null(m.msg[0].wire, "no wire form yet");
+    OK(store_outbox_wire(s, id, "{\"type\":\"m.room.encrypted\"}"));
+    store_close(s);
+}
+
+/* ---- What the outbox keeps of a message once it is delivered ---- */
+
+static int wire_seen(void *ctx, const store_msg *m)
+{
+    snprintf(ctx, 64, "%s", m->wire ? m->wire : "(none)");
+    return 0;
+}
+
+Test(store, outbox_wire_kept_until_done)
+{
+    store *s = open_ok(":memory:");
+    int64_t room = 0, priv = 0;
+    char wire[64];
+    OK(store_outbox_add(s, "matrix", "!r:x", "", "", 0, "alice plays J♠", &room));
+    OK(store_outbox_add(s, "matrix", "!r:x", "@bob:x", "", 0, "Your hand: J♠ 9♠", &priv));
+    OK(store_outbox_wire(s, priv, "plain:Your hand: J♠ 9♠"));
+    OK(store_outbox_wire(s, priv, "plain:again"));
+    OK(store_outbox_all(s, wire_seen, wire));
+    cr_expect_str_eq(wire, "plain:again", "the last wire form stored");
+    msgs_seen m = {0};
+    OK(store_outbox_done(s, room));
+    OK(store_outbox_done(s, priv));
+    OK(store_outbox_all(s, collect_msg, &m));
+    cr_assert_eq(m.n, 2);
+    cr_expect_str_eq(m.text[0], "alice plays J♠", "a room message keeps its text");
+    cr_expect_str_eq(m.text[1], "", "a delivered private message keeps no text");
+    cr_expect_null(m.msg[1].wire, "nor its wire form");
+    cr_expect_eq(store_outbox_wire(s, priv, "plain:late"), -1, "a delivered message takes no wire form");
+    cr_expect(strstr(store_error(s), "not waiting") != NULL, "%s", store_error(s));
+    cr_expect_eq(store_outbox_wire(s, 4242, "x"), -1);
+    store_close(s);
 }

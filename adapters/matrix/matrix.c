@@ -27,24 +27,36 @@
 #define KEY_DEVICE "matrix:device"
 #define KEY_USER "matrix:user"
 #define KEY_DM "matrix:dm:"
+#define NS_ENC "matrix.encrypted"    /* store: rooms known to be encrypted (for good) */
+#define SEALED "sealed1:"            /* a stored access token sealed with the store key */
+#define TOKEN_LABEL "cardroom-access-token-v1"
 #define SEND_TIMEOUT_MS 60000L
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 30000
+#define THROTTLE_QUIET_MS 30000 /* no 429 and no send held back for this long: no longer limited */
+#define THROTTLE_MARGIN_MS 20    /* added to a 429's wait: the server rounds it down to the ms */
 #define HTML_MAX 65536
+#define CONTENT_MAX 44000 /* an event's content in bytes, room left for Megolm's base64 */
 #define LAT_MAX 4096
 
-/* One outbox message on its way. */
+/* One outbox message on its way. Its wire form (type and body, in room) is decided once and
+ * stored in the outbox before the first attempt: every retry, in this run or after a crash,
+ * sends exactly that under the same txn id. */
 typedef struct send_job {
     void *owner;             /* the mx */
     int64_t id;
     char user[256];          /* private: to this user's direct chat */
     char room[256];          /* where it goes ("" while the direct chat is being made) */
-    char *content;           /* the event content, JSON */
+    char *content;           /* the event content in the clear, JSON (NULL: the wire form is known) */
+    const char *type;        /* the wire form: m.room.message or m.room.encrypted (NULL: not decided) */
+    char *body;              /* ... and the content sent */
     int attempts;
-    int64_t not_before;      /* ms: wait until then (a retry) */
+    int64_t not_before;      /* ms: wait until then (a retry); WAITING: until told */
     int running;
     struct send_job *next;
 } send_job;
+
+#define WAITING INT64_MAX    /* a job waiting for its room's encryption state or members */
 
 typedef struct {
     const cfg *config;
@@ -62,13 +74,24 @@ typedef struct {
     int64_t sync_not_before;
     int64_t sync_arrived_us; /* a sync answer was just handled (latency measurement) */
     int sends_started;
-    int64_t limited_until;   /* ms: the homeserver rate-limits sends until then (429) */
     int notices;             /* the core's notices sent (their txn ids) */
-    send_job *jobs;
+    int sends_running;       /* sends in flight */
+    send_job *jobs;          /* oldest first */
+    /* the homeserver's rate limit (429 M_LIMIT_EXCEEDED on sending): while it holds, one send
+     * at a time, none before send_not_before, and the core merges what waits per room */
+    int throttled, throttled_429s;
+    int64_t throttled_since, throttled_last, throttled_held, send_not_before;
+    int64_t pace_ms;         /* while throttled: the time between two sends the server allows */
+    int room_turn;           /* a direct chat waits for its turn: messages wait behind it */
+    int room_refused;        /* new rooms refused (429) in a row while throttled */
+    int64_t token_at;        /* when the last 429 said the next send is allowed (0: none yet) */
+    int sends_since_429;     /* sends that went through since then */
     json_t *creating;        /* user → retry time: direct chats being made */
     json_t *unsure;          /* user → {nonce, after}: a direct chat that may exist (see open_dm) */
     int64_t syncs_started;   /* sync requests made (the one running is number syncs_started) */
     json_t *joining;         /* rooms being joined or declined */
+    json_t *asking;          /* room → retry time (-1 running): asking whether it is encrypted */
+    uint8_t skey[32];        /* the store key: seals the access token (and the encryption keys) */
     int direct_dirty, direct_running;
     char *gap_body;          /* an answer waiting for the events its gaps skipped */
     size_t gap_len;
@@ -230,6 +253,49 @@ static int store_put(mx *m, const char *key, const char *value)
     return -1;
 }
 
+/* The access token is kept sealed with the store key, like the encryption keys. */
+static int token_save(mx *m)
+{
+    char *sealed = mx_seal(m->skey, TOKEN_LABEL, (const uint8_t *)m->token, strlen(m->token));
+    size_t n = sealed ? strlen(SEALED) + strlen(sealed) + 1 : 0;
+    char *value = sealed ? malloc(n) : NULL;
+    int rc = -1;
+    if (value) {
+        snprintf(value, n, SEALED "%s", sealed);
+        rc = store_put(m, KEY_TOKEN, value);
+    }
+    free(sealed);
+    free(value);
+    return rc;
+}
+
+/* Reads the stored token into m->token; one stored in the clear by an older cardroom is sealed
+ * now. Returns 0 (m->token "" when there is none) or -1. */
+static int token_load(mx *m)
+{
+    char stored[1200];
+    if (store_get(m, KEY_TOKEN, stored, sizeof stored)) return -1;
+    if (strncmp(stored, SEALED, strlen(SEALED)) != 0) {
+        size_t n = strlen(stored);
+        if (n >= sizeof m->token) n = 0; /* not a token this bot stored: log in again */
+        memcpy(m->token, stored, n);
+        m->token[n] = 0;
+        sodium_memzero(stored, sizeof stored);
+        if (!m->token[0]) return 0;
+        if (token_save(m) != 0) return -1;
+        mlog(m, CORE_LOG_INFO, "matrix: the stored access token is now sealed with the store key");
+        return 0;
+    }
+    long n = mx_unseal(m->skey, TOKEN_LABEL, stored + strlen(SEALED), (uint8_t *)m->token, sizeof m->token - 1);
+    if (n < 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: the access token in the store cannot be read: wrong CARDROOM_MATRIX_STORE_KEY, "
+                                "or the store is damaged");
+        return -1;
+    }
+    m->token[n] = 0;
+    return 0;
+}
+
 /* POST /login with the password (Client-Server API §"Login"), keeping the stored device id. */
 static int password_login(mx *m)
 {
@@ -265,7 +331,7 @@ static int password_login(mx *m)
     snprintf(m->device, sizeof m->device, "%s", device);
     json_decref(a);
     call_free(&c);
-    if (store_begin(m->db) != 0 || store_put(m, KEY_TOKEN, m->token) != 0 || store_put(m, KEY_DEVICE, m->device) != 0 ||
+    if (store_begin(m->db) != 0 || token_save(m) != 0 || store_put(m, KEY_DEVICE, m->device) != 0 ||
         store_commit(m->db) != 0) {
         store_rollback(m->db);
         return -1;
@@ -328,10 +394,23 @@ static void *hook_decrypt(void *ctx, const char *room, void *event)
     return dec;
 }
 
-static void hook_members(void *ctx, const char *room)
+/* A room is encrypted: stored at once, for good (the next restart knows it before any sync). */
+static void remember_encrypted(mx *m, const char *room)
+{
+    if (store_kv_put(m->db, NS_ENC, room, "1") != 0) {
+        mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));
+        m->fatal = 1;
+    }
+}
+
+static void hook_encrypted(void *ctx, const char *room) { remember_encrypted(ctx, room); }
+
+static int load_encrypted(void *ctx, const char *room, const char *value)
 {
     mx *m = ctx;
-    mx_e2ee_members_changed(m->e2ee, room);
+    (void)value;
+    mx_state_set_encryption(m->st, room, MX_ENC_YES);
+    return 0;
 }
 
 /* A stored direct chat: "!room", "" (forgotten), or "?nonce" (being made when the bot
@@ -350,11 +429,13 @@ static int start_up(mx *m)
     char stored_user[256];
     if (store_get(m, KEY_DEVICE, m->device, sizeof m->device) || store_get(m, KEY_USER, stored_user, sizeof stored_user))
         return -1;
+    const char *secret = m->config->matrix_store_key[0] ? m->config->matrix_store_key : "cardroom";
+    mx_sha256((const uint8_t *)secret, strlen(secret), m->skey);
     int from_store = 0;
     if (m->config->matrix_access_token[0]) {
         snprintf(m->token, sizeof m->token, "%s", m->config->matrix_access_token);
     } else {
-        if (store_get(m, KEY_TOKEN, m->token, sizeof m->token)) return -1;
+        if (token_load(m) != 0) return -1;
         from_store = m->token[0] != 0;
         if (!from_store && password_login(m) != 0) return -1;
     }
@@ -376,20 +457,20 @@ static int start_up(mx *m)
     if (!m->st) return -1;
 
     /* End-to-end encryption: the device's keys, from the store or new. */
-    uint8_t skey[32];
-    const char *secret = m->config->matrix_store_key[0] ? m->config->matrix_store_key : "cardroom";
-    mx_sha256((const uint8_t *)secret, strlen(secret), skey);
     char eerr[512];
-    m->e2ee = mx_e2ee_new(m->db, m->me, m->device, skey, eerr, sizeof eerr);
-    mx_wipe(skey, sizeof skey);
+    m->e2ee = mx_e2ee_new(m->db, m->me, m->device, m->skey, eerr, sizeof eerr);
     if (!m->e2ee) {
         mlog(m, CORE_LOG_ERROR, "matrix: %s", eerr);
         return -1;
     }
     mx_e2ee_set_log(m->e2ee, e2ee_log, m);
     mx_e2ee_set_password(m->e2ee, m->config->matrix_password);
-    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .members = hook_members, .ctx = m};
+    mx_sync_hooks hooks = {.answer = hook_answer, .decrypt = hook_decrypt, .encrypted = hook_encrypted, .ctx = m};
     mx_state_set_hooks(m->st, &hooks);
+    if (store_kv_each(m->db, NS_ENC, load_encrypted, m) != 0) {
+        mlog(m, CORE_LOG_ERROR, "store: %s", store_error(m->db));
+        return -1;
+    }
 
     /* The filter (Client-Server API §"Filtering"): room events we read, nothing we do not. */
     char esc[800], path[1024];
@@ -442,6 +523,9 @@ typedef struct {
 } dm_req;
 
 static void save_direct(mx *m);
+static void throttle(mx *m, int64_t wait, int learn);
+static int64_t paced(mx *m, int room);
+static void paced_done(mx *m, int turns);
 
 static void direct_saved(void *ctx, const mx_response *r)
 {
@@ -515,8 +599,10 @@ static void adopt_dms(mx *m, json_t *root)
                     if (strcmp(json_string_value(json_object_get(u, "nonce")), nonce) != 0) continue;
                     mlog(m, CORE_LOG_INFO, "matrix: the direct chat with %s made earlier (its answer never came) "
                                            "is taken instead of a new one", user);
+                    int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
+                    if (encrypted) remember_encrypted(m, room_id); /* it was made so */
                     set_dm(m, user, room_id);
-                    mx_state_made_dm(m->st, room_id, user, 0);
+                    mx_state_made_dm(m->st, room_id, user, encrypted);
                     json_object_del(m->unsure, user);
                 }
             }
@@ -533,20 +619,28 @@ static void dm_created(void *ctx, const mx_response *r)
     char buf[300];
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     const char *room = json_string_value(json_object_get(a, "room_id"));
+    paced_done(m, room ? 2 : 0);
+    if (room) m->room_refused = 0;
+    else if (r->status == 429 && m->throttled) m->room_refused++;
     if (room && strlen(room) < 256) {
+        int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
         json_object_del(m->creating, d->user);
+        if (encrypted) remember_encrypted(m, room);
         set_dm(m, d->user, room);
-        mx_state_made_dm(m->st, room, d->user, strcmp(m->config->matrix_encrypt_dms, "true") == 0);
+        mx_state_made_dm(m->st, room, d->user, encrypted);
         mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->user);
     } else if (cancelled(r)) {
         json_object_del(m->creating, d->user);
     } else {
         int64_t wait = backoff_ms(r, 3);
+        if (r->status == 429) throttle(m, wait, 0);
         /* a room may have been made all the same: it is looked for before another is */
         if (r->status == 0 || r->status == 200 || r->status >= 500) unsure_of(m, d->user, d->nonce, m->syncs_started);
-        mlog(m, CORE_LOG_WARN, "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->user,
+        mlog(m, r->status == 429 ? CORE_LOG_DEBUG : CORE_LOG_WARN,
+             "matrix: cannot open a direct chat with %s: %s; trying again in %.1f s", d->user,
              r->status == 200 ? "no room_id in the answer" : why(r, buf, sizeof buf), (double)wait / 1000);
-        json_object_set_new(m->creating, d->user, json_integer(netrun_mono_ms() + wait)); /* not running: retried */
+        /* not running: retried (a 429 sets the pause every such request waits for) */
+        json_object_set_new(m->creating, d->user, json_integer(netrun_mono_ms() + wait));
     }
     json_decref(a);
     free(d);
@@ -559,6 +653,13 @@ static void open_dm(mx *m, const char *user)
     json_t *t = json_object_get(m->creating, user);
     if (t && (json_integer_value(t) < 0 || json_integer_value(t) > netrun_mono_ms())) return; /* running or waiting */
     if (json_object_get(m->unsure, user)) return; /* one may exist: a sync answer tells first */
+    int64_t later = paced(m, 1);
+    if (later) { /* making a room counts against the rate limit like a message (Synapse's rc_message) */
+        json_object_set_new(m->creating, user, json_integer(later == WAITING ? netrun_mono_ms() + 200 : later));
+        m->room_turn = 1;
+        return;
+    }
+    m->room_turn = 0;
     dm_req *d = calloc(1, sizeof *d);
     if (!d || strlen(user) >= sizeof d->user) {
         free(d);
@@ -585,10 +686,12 @@ static void open_dm(mx *m, const char *user)
     json_decref(req);
     d->m = m;
     snprintf(d->user, sizeof d->user, "%s", user);
-    if (body && mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0)
+    if (body && mx_http_request(m->http, "POST", API "/createRoom", body, SEND_TIMEOUT_MS, dm_created, d) == 0) {
         json_object_set_new(m->creating, user, json_integer(-1));
-    else
+        m->sends_running++;
+    } else {
         free(d);
+    }
     free(body);
 }
 
@@ -609,8 +712,123 @@ static void job_remove(mx *m, send_job *j)
             *p = j->next;
             break;
         }
+    if (j->content) sodium_memzero(j->content, strlen(j->content));
+    if (j->body) sodium_memzero(j->body, strlen(j->body));
     free(j->content);
+    free(j->body);
     free(j);
+}
+
+/* A message refused for good: dropped, with an error in the log. */
+static void job_drop(mx *m, send_job *j, const char *why)
+{
+    mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
+         j->user[0] ? j->user : j->room, why);
+    mark_sent(m, j->id);
+    job_remove(m, j);
+}
+
+/* The direct chat of a private message refuses it (the bot was removed): a new one is made, and
+ * the message decided afresh for it. */
+static void job_new_dm(mx *m, send_job *j, const char *why)
+{
+    mlog(m, CORE_LOG_WARN, "matrix: the direct chat with %s refuses messages (%s); opening a new one", j->user, why);
+    char key[300];
+    snprintf(key, sizeof key, KEY_DM "%s", j->user);
+    mx_state_forget_dm(m->st, j->user);
+    if (store_put(m, key, "") != 0) m->fatal = 1;
+    j->room[0] = 0;
+    j->type = NULL;
+    free(j->body);
+    j->body = NULL;
+    j->not_before = netrun_mono_ms();
+}
+
+/* Jobs waiting for room (NULL: any room) may go on at time t. */
+static void wake_jobs(mx *m, const char *room, int64_t t)
+{
+    for (send_job *j = m->jobs; j; j = j->next)
+        if (j->not_before == WAITING && (!room || strcmp(j->room, room) == 0)) j->not_before = t;
+}
+
+/* The homeserver asked the bot to slow down (429 to a send or a createRoom): no send before it
+ * allows one (its limit is per account, so it holds for every room), and said once in the log.
+ * Its limit is a bucket that refills at a steady rate: once it is empty, sends are allowed one
+ * per refill. Each 429 tells when the next refill comes; two of them, and the sends that went
+ * through between them, give the time between refills, which becomes the pace between two sends,
+ * so that the bot stops knocking on a closed door. */
+static void throttle(mx *m, int64_t wait, int learn)
+{
+    int64_t now = netrun_mono_ms(), at = now + wait, pace = wait;
+    if (learn) { /* a message's 429 */
+        if (m->throttled && m->token_at && m->sends_since_429 > 0) pace = (at - m->token_at) / m->sends_since_429;
+        m->token_at = at;
+        m->sends_since_429 = 0;
+    }
+    if (pace > m->pace_ms) m->pace_ms = pace; /* a createRoom's wait: at least a refill, up to one */
+    if (!m->throttled) {
+        mlog(m, CORE_LOG_WARN, "matrix: the homeserver is rate-limiting the bot's messages (HTTP 429): they now go "
+                               "one at a time as fast as it allows, and what waits for one room is sent as one "
+                               "message; an admin can lift the limit for the bot (README, \"Run on Matrix\")");
+        m->throttled = 1;
+        m->throttled_since = now;
+        m->throttled_429s = 0;
+    }
+    m->throttled_429s++;
+    m->throttled_last = now;
+    if (at + THROTTLE_MARGIN_MS > m->send_not_before) m->send_not_before = at + THROTTLE_MARGIN_MS;
+}
+
+/* The rate limit is over once, for THROTTLE_QUIET_MS, no 429 came and no send had to wait. */
+static void throttle_check(mx *m)
+{
+    int64_t now = netrun_mono_ms();
+    int64_t last = m->throttled_last > m->throttled_held ? m->throttled_last : m->throttled_held;
+    if (!m->throttled || now - last < THROTTLE_QUIET_MS) return;
+    mlog(m, CORE_LOG_INFO, "matrix: the homeserver no longer rate-limits the bot (%d answers 429 over %.0f s)",
+         m->throttled_429s, (double)(m->throttled_last - m->throttled_since) / 1000);
+    m->throttled = 0;
+    m->pace_ms = m->token_at = 0;
+    m->room_refused = 0;
+    wake_jobs(m, NULL, now);
+}
+
+/* Whether a request the rate limit counts (a message, or a new room) may start now: 0, or when
+ * to try again (WAITING: when the one under way ends). While throttled they go one at a time,
+ * none before the pause the homeserver asked for. A new room costs two turns on Synapse (the
+ * createRoom, then the bot's join in it, each counted; a room made with the second refused is
+ * left behind empty), so it waits one pace more, and one more after each refusal (the pace may
+ * be learnt short), and messages wait behind it, or they would take every turn it waits for. */
+static int64_t paced(mx *m, int room)
+{
+    int64_t now = netrun_mono_ms(), from = m->send_not_before;
+    if (m->throttled && room) from += (1 + m->room_refused) * m->pace_ms;
+    if (m->throttled && !room && m->room_turn) return WAITING;
+    if (now < from) {
+        m->throttled_held = now;
+        return from;
+    }
+    return m->throttled && m->sends_running > 0 ? WAITING : 0;
+}
+
+/* Such a request ended, having used turns of the limit (0: refused; 1: a message; 2: a new
+ * room, whose creator's join counts too): the next may go, at the pace. Counting both turns of
+ * a new room matters: counted once, the pace learnt over the direct chats made at a table's
+ * start was twice the server's, and the whole table went at half its speed. */
+static void paced_done(mx *m, int turns)
+{
+    m->sends_running--;
+    if (turns && m->throttled) {
+        m->sends_since_429 += turns;
+        m->send_not_before = netrun_mono_ms() + turns * m->pace_ms + THROTTLE_MARGIN_MS;
+    }
+    wake_jobs(m, NULL, netrun_mono_ms());
+}
+
+static int mx_throttled(void *ctx)
+{
+    mx *m = ctx;
+    return m->throttled;
 }
 
 static void job_done(void *ctx, const mx_response *r)
@@ -619,10 +837,11 @@ static void job_done(void *ctx, const mx_response *r)
     mx *m = j->owner;
     char buf[300];
     j->running = 0;
-    if (cancelled(r)) return;
     json_t *a = r->status == 200 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     int ok = json_is_string(json_object_get(a, "event_id"));
     json_decref(a);
+    paced_done(m, ok ? 1 : 0);
+    if (cancelled(r)) return;
     if (ok) {
         mark_sent(m, j->id);
         job_remove(m, j);
@@ -636,81 +855,169 @@ static void job_done(void *ctx, const mx_response *r)
     }
     if (r->status == 200 || retryable(r)) {
         int64_t wait = backoff_ms(r->status == 200 ? NULL : r, j->attempts);
-        if (r->status == 429) m->limited_until = netrun_mono_ms() + wait;
-        mlog(m, r->status == 200 ? CORE_LOG_ERROR : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
+        if (r->status == 429) throttle(m, wait, 1);
+        mlog(m, r->status == 200 ? CORE_LOG_ERROR : r->status == 429 ? CORE_LOG_DEBUG : j->attempts > 1 ? CORE_LOG_WARN : CORE_LOG_INFO,
              "matrix: message %" PRId64 " not sent (%s); trying again in %.1f s",
              j->id, r->status == 200 ? "the answer has no event_id" : why(r, buf, sizeof buf), (double)wait / 1000);
         j->not_before = netrun_mono_ms() + wait;
         return;
     }
-    if (j->user[0] && r->status == 403) {
-        /* the direct chat is gone (we were removed): make a new one */
-        mlog(m, CORE_LOG_WARN, "matrix: the direct chat with %s refuses messages (%s); opening a new one", j->user,
-             why(r, buf, sizeof buf));
-        char key[300];
-        snprintf(key, sizeof key, KEY_DM "%s", j->user);
-        mx_state_forget_dm(m->st, j->user);
-        store_put(m, key, "");
-        j->room[0] = 0;
-        j->not_before = netrun_mono_ms();
-        return;
-    }
-    mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " to %s refused for good (%s); dropped", j->id,
-         j->user[0] ? j->user : j->room, why(r, buf, sizeof buf));
-    mark_sent(m, j->id);
-    job_remove(m, j);
+    if (j->user[0] && r->status == 403) job_new_dm(m, j, why(r, buf, sizeof buf));
+    else job_drop(m, j, why(r, buf, sizeof buf));
 }
 
-static void start_job(mx *m, send_job *j)
+/* The answer to GET /rooms/{room}/state/m.room.encryption/ (Client-Server API §"GET
+ * /_matrix/client/v3/rooms/{roomId}/state/{eventType}/{stateKey}"): 200 = encrypted, 404
+ * M_NOT_FOUND = no such state, not encrypted. Anything else says nothing about it. */
+static void encryption_answered(void *ctx, const mx_response *r)
 {
-    if (!j->room[0]) {
-        const char *room = mx_state_dm_room(m->st, j->user);
-        if (!room || !*room) {
-            open_dm(m, j->user);
-            return;
+    id_req *q = ctx;
+    mx *m = q->m;
+    char buf[300];
+    json_t *a = r->status == 404 ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    const char *code = json_string_value(json_object_get(a, "errcode"));
+    int64_t now = netrun_mono_ms(), next = now;
+    if (cancelled(r)) {
+        json_object_del(m->asking, q->id);
+    } else if (r->status == 200) {
+        remember_encrypted(m, q->id);
+        mx_state_set_encryption(m->st, q->id, MX_ENC_YES);
+        json_object_del(m->asking, q->id);
+    } else if (r->status == 404 && code && strcmp(code, "M_NOT_FOUND") == 0) {
+        mx_state_set_encryption(m->st, q->id, MX_ENC_NO);
+        json_object_del(m->asking, q->id);
+    } else if (r->status == 401) {
+        m->relogin = 1;
+        json_object_set_new(m->asking, q->id, json_integer(now));
+    } else if (retryable(r) || r->status == 404) {
+        next = now + backoff_ms(r, 3);
+        mlog(m, CORE_LOG_WARN, "matrix: cannot learn whether %s is encrypted (%s); its messages wait", q->id,
+             why(r, buf, sizeof buf));
+        json_object_set_new(m->asking, q->id, json_integer(next));
+    } else {
+        /* the room refuses us (we are not in it): so would it refuse the messages */
+        json_object_del(m->asking, q->id);
+        why(r, buf, sizeof buf);
+        for (send_job *j = m->jobs, *n; j; j = n) {
+            n = j->next;
+            if (j->running || strcmp(j->room, q->id) != 0) continue;
+            if (j->user[0]) job_new_dm(m, j, buf);
+            else job_drop(m, j, buf);
         }
-        snprintf(j->room, sizeof j->room, "%s", room);
     }
-    char esc[800], path[1024], err[300];
-    const char *type = "m.room.message", *body = j->content;
-    char *enc = NULL;
-    if (mx_state_encrypted(m->st, j->room)) {
-        /* an encrypted room gets nothing in the clear (E2EE §"Messaging Algorithms") */
+    if (!cancelled(r)) wake_jobs(m, q->id, next);
+    json_decref(a);
+    free(q);
+}
+
+/* Asks the homeserver whether room is encrypted (once at a time per room). */
+static void ask_encryption(mx *m, const char *room)
+{
+    json_t *t = json_object_get(m->asking, room);
+    if (t && (json_integer_value(t) < 0 || json_integer_value(t) > netrun_mono_ms())) return; /* running or waiting */
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/rooms/%s/state/m.room.encryption/", mx_http_escape(room, esc, sizeof esc));
+    id_req *q = calloc(1, sizeof *q);
+    if (!q) return;
+    q->m = m;
+    snprintf(q->id, sizeof q->id, "%s", room);
+    if (mx_http_request(m->http, "GET", path, NULL, SEND_TIMEOUT_MS, encryption_answered, q) == 0)
+        json_object_set_new(m->asking, room, json_integer(-1));
+    else
+        free(q);
+}
+
+/* The wire form of j: what goes into its room, decided once. An encrypted room gets nothing in
+ * the clear (E2EE §"Messaging Algorithms"); a room not known to be one way or the other gets
+ * nothing until it is; the decision is stored before the first attempt (store first, then act).
+ * Returns 1 when decided, 0 to wait, -1 when j was dropped. */
+static int decide(mx *m, send_job *j)
+{
+    char err[300];
+    int enc = mx_state_encryption(m->st, j->room);
+    if (enc == MX_ENC_UNKNOWN || (enc == MX_ENC_YES && !mx_state_members_known(m->st, j->room))) {
+        if (enc == MX_ENC_UNKNOWN) ask_encryption(m, j->room);
+        j->not_before = WAITING; /* until the homeserver answers, or the next sync tells the members */
+        return 0;
+    }
+    const char *type = "m.room.message";
+    char *body = NULL;
+    if (enc == MX_ENC_YES) {
         int n = 0;
         const char **users = mx_state_members(m->st, j->room, &n);
-        int rc = mx_e2ee_encrypt(m->e2ee, j->room, users, n, "m.room.message", j->content, &enc, err, sizeof err);
+        int rc = mx_e2ee_encrypt(m->e2ee, j->room, users, n, "m.room.message", j->content, &body, err, sizeof err);
         free(users);
         if (rc == 0) {
             j->not_before = netrun_mono_ms() + 50; /* keys are being fetched or shared */
-            return;
+            return 0;
         }
         if (rc < 0) {
             mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " cannot be encrypted for %s (%s); dropped", j->id, j->room,
                  err);
             mark_sent(m, j->id);
             job_remove(m, j);
-            return;
+            return -1;
         }
         type = "m.room.encrypted";
-        body = enc;
+    } else {
+        body = strdup(j->content);
     }
-    snprintf(path, sizeof path, API "/rooms/%s/send/%s/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc), type, j->id);
-    int started = mx_http_request(m->http, "PUT", path, body, SEND_TIMEOUT_MS, job_done, j) == 0;
-    free(enc);
-    if (started) {
+    json_t *w = json_pack("{s:s, s:s, s:o}", "room", j->room, "type", type, "content", json_loads(body ? body : "", 0, NULL));
+    char *wire = json_dumps(w, JSON_COMPACT);
+    json_decref(w);
+    int stored = wire && store_outbox_wire(m->db, j->id, wire) == 0;
+    if (wire) sodium_memzero(wire, strlen(wire));
+    free(wire);
+    if (!stored) {
+        mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 ": the store failed: %s", j->id, store_error(m->db));
+        if (body) sodium_memzero(body, strlen(body));
+        free(body);
+        m->fatal = 1;
+        return 0;
+    }
+    j->type = type;
+    j->body = body;
+    return 1;
+}
+
+static void start_job(mx *m, send_job *j)
+{
+    if (!j->body) {
+        if (!j->room[0]) {
+            const char *room = mx_state_dm_room(m->st, j->user);
+            if (!room || !*room) {
+                open_dm(m, j->user);
+                return;
+            }
+            snprintf(j->room, sizeof j->room, "%s", room);
+        }
+        if (decide(m, j) <= 0) return;
+    }
+    int64_t later = paced(m, 0);
+    if (later) {
+        j->not_before = later;
+        return;
+    }
+    char esc[800], path[1024];
+    snprintf(path, sizeof path, API "/rooms/%s/send/%s/cr%" PRId64, mx_http_escape(j->room, esc, sizeof esc), j->type,
+             j->id);
+    if (mx_http_request(m->http, "PUT", path, j->body, SEND_TIMEOUT_MS, job_done, j) == 0) {
         j->running = 1;
+        m->sends_running++;
         m->sends_started++;
     }
 }
 
 /* The network's pace (adapter.h): while the homeserver rate-limits the bot's sends, a message
- * costs what is left of the wait it asked for; otherwise nothing. */
+ * costs a turn of its limit (the pace learnt between two sends), or what is left of the wait it
+ * asked for when that is longer; otherwise nothing. */
 static int64_t mx_pace(void *ctx, const store_msg *msg)
 {
     const mx *m = ctx;
     (void)msg;
-    int64_t left = m->limited_until - netrun_mono_ms();
-    return left > 0 ? left : 0;
+    if (!m->throttled) return 0;
+    int64_t left = m->send_not_before - netrun_mono_ms();
+    return left > m->pace_ms ? left : m->pace_ms;
 }
 
 static const char *mx_display_name(void *ctx, const char *room, const char *user, char *buf, size_t len)
@@ -723,6 +1030,12 @@ static const char *mx_room_name(void *ctx, const char *room, char *buf, size_t l
 {
     mx *m = ctx;
     return m->st ? mx_state_room_name(m->st, room, buf, len) : NULL;
+}
+
+static const char *mx_resolve_user(void *ctx, const char *room, const char *text, char *buf, size_t len)
+{
+    mx *m = ctx;
+    return m->st ? mx_state_find_user(m->st, room, text, buf, len) : NULL;
 }
 
 /* The event content of an outbox message (Client-Server API §"m.room.message", m.notice; the
@@ -743,6 +1056,13 @@ static char *content_of(mx *m, const store_msg *msg)
     }
     json_object_set_new(c, "m.mentions", mention ? json_pack("{s:[s]}", "user_ids", mention) : json_object());
     char *text = json_dumps(c, JSON_COMPACT);
+    if (text && strlen(text) > CONTENT_MAX && json_object_get(c, "formatted_body")) {
+        /* an event holds 64 KiB, encrypted a third more: a long message goes without its HTML */
+        free(text);
+        json_object_del(c, "format");
+        json_object_del(c, "formatted_body");
+        text = json_dumps(c, JSON_COMPACT);
+    }
     json_decref(c);
     return text;
 }
@@ -759,7 +1079,7 @@ static void mx_notice(void *ctx, const char *room, const char *text)
 {
     mx *m = ctx;
     store_msg msg = {.text = (char *)text};
-    if (!m->st || mx_state_encrypted(m->st, room) || strlen(room) >= sizeof msg.room) return;
+    if (!m->st || mx_state_encryption(m->st, room) != MX_ENC_NO || strlen(room) >= sizeof msg.room) return;
     snprintf(msg.room, sizeof msg.room, "%s", room);
     char *content = content_of(m, &msg), esc[800], path[1024];
     snprintf(path, sizeof path, API "/rooms/%s/send/m.room.message/crn%" PRId64 "x%d", mx_http_escape(room, esc, sizeof esc),
@@ -768,20 +1088,51 @@ static void mx_notice(void *ctx, const char *room, const char *text)
     free(content);
 }
 
+/* Takes the wire form stored for a message in an earlier attempt. Returns 0, or -1 if it is not
+ * one this adapter writes. */
+static int job_from_wire(send_job *j, const char *wire)
+{
+    json_t *w = json_loads(wire, 0, NULL);
+    const char *room = json_string_value(json_object_get(w, "room"));
+    const char *type = json_string_value(json_object_get(w, "type"));
+    json_t *content = json_object_get(w, "content");
+    int rc = -1;
+    if (room && strlen(room) < sizeof j->room && type && json_is_object(content)) {
+        if (strcmp(type, "m.room.encrypted") == 0) j->type = "m.room.encrypted";
+        else if (strcmp(type, "m.room.message") == 0) j->type = "m.room.message";
+        j->body = j->type ? json_dumps(content, JSON_COMPACT) : NULL;
+        if (j->body) {
+            snprintf(j->room, sizeof j->room, "%s", room);
+            rc = 0;
+        }
+    }
+    json_decref(w);
+    return rc;
+}
+
 static int mx_send(void *ctx, const store_msg *msg)
 {
     mx *m = ctx;
     send_job *j = calloc(1, sizeof *j);
-    if (!j || !(j->content = content_of(m, msg))) {
+    if (!j) return ADAPTER_LATER;
+    if (msg->wire && job_from_wire(j, msg->wire) != 0) {
+        mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " has an unreadable wire form in the store; it is not sent",
+             msg->id);
+        free(j);
+        m->fatal = 1;
+        return ADAPTER_LATER;
+    }
+    if (!msg->wire && !(j->content = content_of(m, msg))) {
         free(j);
         return ADAPTER_LATER;
     }
     j->owner = m;
     j->id = msg->id;
     if (msg->user[0]) snprintf(j->user, sizeof j->user, "%s", msg->user);
-    else snprintf(j->room, sizeof j->room, "%s", msg->room);
-    j->next = m->jobs;
-    m->jobs = j;
+    else if (!msg->wire) snprintf(j->room, sizeof j->room, "%s", msg->room);
+    send_job **tail = &m->jobs;
+    while (*tail) tail = &(*tail)->next;
+    *tail = j;
     start_job(m, j);
     return ADAPTER_QUEUED;
 }
@@ -879,6 +1230,7 @@ static void handle_answer(mx *m, const char *body, size_t len, const char *gaps,
     m->full_state = 0;
     m->sync_errors = 0;
     m->sync_not_before = 0;
+    wake_jobs(m, NULL, netrun_mono_ms()); /* rooms whose members this answer may have brought */
     mx_sync_done(&out);
 }
 
@@ -1030,14 +1382,31 @@ static void start_sync(mx *m)
 typedef struct {
     mx *m;
     int id;
+    const char *what;
 } e2ee_req;
+
+/* Whether an answer is the first step of user-interactive authentication (Client-Server API
+ * §"User-Interactive Authentication API": 401 with the flows to follow and no errcode), which a
+ * request that needs the password is expected to get first. */
+static int asks_for_auth(const mx_response *r)
+{
+    if (r->status != 401) return 0;
+    json_t *a = json_loadb(r->body, r->len, 0, NULL);
+    int uia = json_is_array(json_object_get(a, "flows")) && !json_object_get(a, "errcode");
+    json_decref(a);
+    return uia;
+}
 
 static void e2ee_done(void *ctx, const mx_response *r)
 {
     e2ee_req *q = ctx;
     char buf[300];
     if (!cancelled(r)) {
-        if (r->status != 200) mlog(q->m, CORE_LOG_WARN, "matrix: encryption request failed: %s", why(r, buf, sizeof buf));
+        if (asks_for_auth(r))
+            mlog(q->m, CORE_LOG_INFO, "matrix: %s: the homeserver asks for the account's password (interactive "
+                                      "authentication); sending it", q->what);
+        else if (r->status != 200)
+            mlog(q->m, CORE_LOG_WARN, "matrix: %s failed: %s", q->what, why(r, buf, sizeof buf));
         mx_e2ee_answer(q->m->e2ee, q->id, r->status, r->body, r->len);
     }
     free(q);
@@ -1052,6 +1421,7 @@ static void e2ee_requests(mx *m)
         if (!q) abort();
         q->m = m;
         q->id = r.id;
+        q->what = r.what;
         mlog(m, CORE_LOG_DEBUG, "matrix: %s", r.what);
         if (mx_http_request(m->http, r.method, r.path, r.body, SEND_TIMEOUT_MS, e2ee_done, q) != 0) {
             mx_e2ee_answer(m->e2ee, r.id, 0, "", 0);
@@ -1144,6 +1514,7 @@ static int loop(mx *m)
     while (!netrun_stopping() && !m->fatal) {
         if (m->relogin && relogin(m) != 0) return 1;
         if (!m->sync_running && !core_suspended(m->core) && netrun_mono_ms() >= m->sync_not_before) start_sync(m);
+        throttle_check(m);
         start_due(m);
         core_tick(m->core); /* a failing store suspends the core, which tries it again itself */
         core_flush(m->core);
@@ -1167,18 +1538,18 @@ int matrix_run(const cfg *config, const matrix_options *o)
     char err[512];
     int rc = 1;
     if (strncmp(config->matrix_homeserver, "https://", 8) != 0 && strncmp(config->matrix_homeserver, "http://", 7) != 0) {
-        fprintf(o->err, "cardroom: [matrix] homeserver: must be an address like https://matrix.example.org\n");
+        mlog(&m, CORE_LOG_ERROR, "[matrix] homeserver: must be an address like https://matrix.example.org");
         return 2;
     }
     if (config->matrix_user[0] != '@' || !strchr(config->matrix_user, ':')) {
-        fprintf(o->err, "cardroom: [matrix] user: must be the bot's full user id, like @cardroom:example.org\n");
+        mlog(&m, CORE_LOG_ERROR, "[matrix] user: must be the bot's full user id, like @cardroom:example.org");
         return 2;
     }
     if (netrun_stop_init() != 0) return 1;
     const char *path = o->db ? o->db : config->database;
     int held = store_open_exclusive(&m.db, path, err, sizeof err);
     if (held != 0) {
-        fprintf(o->err, "cardroom: %s\n", err);
+        mlog(&m, CORE_LOG_ERROR, "%s", err);
         rc = held > 0 ? 3 : 1;
         goto done;
     }
@@ -1187,8 +1558,9 @@ int matrix_run(const cfg *config, const matrix_options *o)
     m.creating = json_object();
     m.unsure = json_object();
     m.joining = json_object();
-    if (!m.http || !m.creating || !m.unsure || !m.joining) {
-        fprintf(o->err, "cardroom: %s\n", m.http ? "out of memory" : err);
+    m.asking = json_object();
+    if (!m.http || !m.creating || !m.unsure || !m.joining || !m.asking) {
+        mlog(&m, CORE_LOG_ERROR, "%s", m.http ? "out of memory" : err);
         goto done;
     }
     if (start_up(&m) != 0) {
@@ -1199,10 +1571,11 @@ int matrix_run(const cfg *config, const matrix_options *o)
                        .seed = o->seed};
     m.core = core_new(&co, err, sizeof err);
     adapter a = {.net = NET, .ctx = &m, .send = mx_send, .display_name = mx_display_name, .room_name = mx_room_name,
-                 .private_how = "in your direct chat with me", .notify_off = 1,
-                 .pace_ms = mx_pace, .notice = mx_notice, .leave = mx_leave};
+                 .resolve_user = mx_resolve_user, .private_how = "in your direct chat with me",
+                 .throttled = mx_throttled, .notify_off = 1, .pace_ms = mx_pace, .notice = mx_notice,
+                 .leave = mx_leave};
     if (!m.core || core_add_adapter(m.core, &a) != 0) {
-        fprintf(o->err, "cardroom: %s\n", m.core ? "cannot add the Matrix adapter" : err);
+        mlog(&m, CORE_LOG_ERROR, "%s", m.core ? "cannot add the Matrix adapter" : err);
         goto done;
     }
     if (core_restore(m.core) < 0) goto done;
@@ -1218,10 +1591,12 @@ done:
     json_decref(m.creating);
     json_decref(m.unsure);
     json_decref(m.joining);
+    json_decref(m.asking);
     json_decref(m.gaps);
     free(m.gap_body);
     store_close(m.db);
     sodium_memzero(m.token, sizeof m.token);
+    sodium_memzero(m.skey, sizeof m.skey);
     netrun_stop_close();
     return rc;
 }

@@ -14,9 +14,18 @@
  * Each /sync answer is one core_batch() with its next_batch as the position: the moves it
  * carries, the messages they cause and the new token are stored in one transaction. Messages
  * go out from the core's outbox: m.notice with an HTML formatted_body, the player to act
- * mentioned, PUT …/send/m.room.message/cr<outbox id> so a retry after a crash cannot post twice;
- * 429 waits as long as the server asks, 5xx and network errors back off exponentially with
- * jitter, and nothing is dropped but a message the server refuses for good (4xx).
+ * mentioned, PUT …/send/{type}/cr<outbox id>; 429 waits as long as the server asks, 5xx and
+ * network errors back off exponentially with jitter, and nothing is dropped but a message the
+ * server refuses for good (4xx).
+ *
+ * Nothing reaches an encrypted room in the clear, even right after a restart: which rooms are
+ * encrypted is stored the moment it is learnt (m.room.encryption state, the bot's own direct
+ * chats, an invite's state, asking the homeserver) and is never unlearnt; a room whose state is
+ * not known yet gets nothing until it is (GET …/state/m.room.encryption/), and an encrypted one
+ * nothing until its members are known. A message's wire form (room, type, content: the
+ * encrypted event, or the decision to send it in the clear) is stored in the outbox before its
+ * first attempt, so every retry sends the same thing under the same txn id and cannot post
+ * twice. The access token is sealed in the store with the store key.
  *
  * A private message goes to the player's direct chat, created on first need (is_direct,
  * trusted_private_chat, m.room.encryption in initial_state) and recorded in the store and in

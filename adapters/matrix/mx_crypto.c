@@ -151,6 +151,82 @@ long mx_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen)
     return (long)got;
 }
 
+char *mx_b64_alloc(const uint8_t *in, size_t len)
+{
+    size_t n = mx_b64_len(len) + 1;
+    char *out = malloc(n);
+    if (out && mx_b64_encode(in, len, out, n) == 0 && len) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+uint8_t *mx_unb64_alloc(const char *text, size_t *len)
+{
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    uint8_t *buf = malloc(n / 4 * 3 + 3);
+    long got = buf ? mx_b64_decode(text, n, buf, n / 4 * 3 + 3) : -1;
+    if (got < 0) {
+        free(buf);
+        return NULL;
+    }
+    *len = (size_t)got;
+    return buf;
+}
+
+/* The sealing keys: AES key, HMAC key and IV from HKDF(salt = nonce, key, label). */
+#define SEAL_NONCE 16
+#define SEAL_MAC 32
+
+static void seal_keys(const uint8_t key[32], const char *label, const uint8_t nonce[SEAL_NONCE], uint8_t k[80])
+{
+    mx_hkdf_sha256(nonce, SEAL_NONCE, key, 32, (const uint8_t *)label, strlen(label), k, 80);
+}
+
+char *mx_seal(const uint8_t key[32], const char *label, const uint8_t *plain, size_t len)
+{
+    uint8_t k[80];
+    size_t total = SEAL_NONCE + len / 16 * 16 + 16 + SEAL_MAC;
+    uint8_t *buf = malloc(total);
+    char *out = NULL;
+    if (!buf) return NULL;
+    mx_random(buf, SEAL_NONCE);
+    seal_keys(key, label, buf, k);
+    long n = mx_aes256_cbc_encrypt(k, k + 64, plain, len, buf + SEAL_NONCE);
+    if (n == (long)(total - SEAL_NONCE - SEAL_MAC)) {
+        mx_hmac_sha256(k + 32, 32, buf, total - SEAL_MAC, buf + total - SEAL_MAC);
+        out = mx_b64_alloc(buf, total);
+    }
+    mx_wipe(k, sizeof k);
+    free(buf); /* encrypted */
+    return out;
+}
+
+long mx_unseal(const uint8_t key[32], const char *label, const char *text, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    uint8_t *buf = mx_unb64_alloc(text, &n), k[80], mac[32];
+    long got = -1;
+    if (!buf || n < SEAL_NONCE + 16 + SEAL_MAC || (n - SEAL_NONCE - SEAL_MAC) % 16) {
+        free(buf);
+        return -1;
+    }
+    uint8_t *plain = malloc(n);
+    seal_keys(key, label, buf, k);
+    mx_hmac_sha256(k + 32, 32, buf, n - SEAL_MAC, mac);
+    if (plain && mx_equal(mac, buf + n - SEAL_MAC, SEAL_MAC))
+        got = mx_aes256_cbc_decrypt(k, k + 64, buf + SEAL_NONCE, n - SEAL_NONCE - SEAL_MAC, plain);
+    if (got >= 0 && (size_t)got <= cap) memcpy(out, plain, (size_t)got);
+    else got = -1;
+    if (plain) mx_wipe(plain, n);
+    mx_wipe(k, sizeof k);
+    free(plain);
+    free(buf);
+    return got;
+}
+
 size_t mx_varint_len(uint64_t v)
 {
     size_t n = 1;

@@ -60,6 +60,19 @@ size_t mx_b64_encode(const uint8_t *in, size_t len, char *out, size_t outlen);
  * if the text is not base64 or out is too small. */
 long mx_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen);
 
+/* Base64 of len bytes, malloc'd (NULL: out of memory); and the bytes of base64 text, malloc'd,
+ * their count in *len (NULL: not base64). */
+char *mx_b64_alloc(const uint8_t *in, size_t len);
+uint8_t *mx_unb64_alloc(const char *text, size_t *len);
+
+/* Secrets kept in the store: base64(nonce || AES-256-CBC || HMAC-SHA-256), the keys from
+ * HKDF-SHA-256(salt = the random 16-byte nonce, the 32-byte store key, label). A label per kind
+ * of secret keeps one kind from being taken for another. mx_seal returns the text (malloc'd);
+ * mx_unseal writes the secret into out and returns its length, or -1 if the text was not
+ * sealed with this key and label (or the secret is longer than cap). */
+char *mx_seal(const uint8_t key[32], const char *label, const uint8_t *plain, size_t len);
+long mx_unseal(const uint8_t key[32], const char *label, const char *text, uint8_t *out, size_t cap);
+
 /* Protobuf-style varints (the Olm and Megolm message formats): the length of v, and v written
  * at p (returns the byte after it). */
 size_t mx_varint_len(uint64_t v);

@@ -454,43 +454,12 @@ static json_t *device_keys(mx_e2ee *e)
 }
 
 /* ---- cross-signing (E2EE §"Cross-signing") ----
- * The three seeds are sealed in the store: base64(nonce || AES-256-CBC || HMAC-SHA-256), keys
- * from HKDF(salt = nonce, the store key, "cardroom-cross-signing-v1"). */
+ * The three seeds are sealed in the store with the store key (mx_seal). */
 enum { X_MASTER, X_SELF, X_USER };
 static const char *const x_usage[3] = {"master", "self_signing", "user_signing"};
 static const char *const x_field[3] = {"master_key", "self_signing_key", "user_signing_key"};
 
-static char *seal(const mx_e2ee *e, const uint8_t *plain, size_t len)
-{
-    uint8_t k[80], nonce[16], buf[16 + 128 + 16 + 32];
-    if (len > 128) return NULL;
-    mx_random(nonce, sizeof nonce);
-    mx_hkdf_sha256(nonce, 16, e->key, 32, (const uint8_t *)"cardroom-cross-signing-v1", 25, k, sizeof k);
-    memcpy(buf, nonce, 16);
-    long n = mx_aes256_cbc_encrypt(k, k + 64, plain, len, buf + 16);
-    mx_hmac_sha256(k + 32, 32, buf, 16 + (size_t)n, buf + 16 + n);
-    mx_wipe(k, sizeof k);
-    char *out = malloc(mx_b64_len(16 + (size_t)n + 32) + 1);
-    if (out) mx_b64_encode(buf, 16 + (size_t)n + 32, out, mx_b64_len(16 + (size_t)n + 32) + 1);
-    return out;
-}
-
-static long unseal(const mx_e2ee *e, const char *text, uint8_t *plain, size_t cap)
-{
-    uint8_t k[80], buf[16 + 144 + 32], mac[32];
-    long n = mx_b64_decode(text, strlen(text), buf, sizeof buf);
-    if (n < 16 + 16 + 32) return -1;
-    mx_hkdf_sha256(buf, 16, e->key, 32, (const uint8_t *)"cardroom-cross-signing-v1", 25, k, sizeof k);
-    mx_hmac_sha256(k + 32, 32, buf, (size_t)n - 32, mac);
-    long got = -1;
-    uint8_t tmp[160];
-    if (mx_equal(mac, buf + n - 32, 32)) got = mx_aes256_cbc_decrypt(k, k + 64, buf + 16, (size_t)n - 48, tmp);
-    if (got >= 0 && (size_t)got <= cap) memcpy(plain, tmp, (size_t)got);
-    else got = -1;
-    mx_wipe(tmp, sizeof tmp);
-    mx_wipe(k, sizeof k);
-    return got;
-}
+#define X_SEAL_LABEL "cardroom-cross-signing-v1"
 
 static void x_sign(const mx_e2ee *e, int which, json_t *obj)
 {
@@ -512,11 +481,11 @@ static int load_cross(mx_e2ee *e)
     char *v = NULL, *st = NULL;
     uint8_t seeds[96];
     int rc = store_kv_get(e->db, "e2ee", "cross", &v);
-    if (rc == 0 && unseal(e, v, seeds, sizeof seeds) == 96) {
+    if (rc == 0 && mx_unseal(e->key, X_SEAL_LABEL, v, seeds, sizeof seeds) == 96) {
         memcpy(e->xseed, seeds, 96);
     } else if (rc == 1) {
         mx_random(e->xseed, sizeof e->xseed);
-        char *sealed = seal(e, &e->xseed[0][0], 96);
+        char *sealed = mx_seal(e->key, X_SEAL_LABEL, &e->xseed[0][0], 96);
         rc = sealed ? store_kv_put(e->db, "e2ee", "cross", sealed) : -1;
         free(sealed);
     } else {
@@ -853,7 +822,13 @@ static void answer_query(mx_e2ee *e, long status, json_t *a)
     const char *u;
     json_t *x;
     json_object_foreach(e->query_users, u, x) {
-        json_t *devs = jobj(jobj(a, "device_keys"), u), *known = jobj(e->devices, u), *now = json_object();
+        json_t *devs = jobj(jobj(a, "device_keys"), u), *known = jobj(e->devices, u), *now;
+        if (!devs && known) { /* not answered for (a server not reached): what we knew stands */
+            json_object_set_new(e->tracked, u, json_false());
+            store_kv_del(e->db, "outdated", u);
+            continue;
+        }
+        now = json_object();
         const char *d;
         json_t *k;
         json_object_foreach(devs, d, k) {
@@ -873,6 +848,19 @@ static void answer_query(mx_e2ee *e, long status, json_t *a)
             }
             if (strcmp(u, e->user) == 0 && strcmp(d, e->device) == 0) continue; /* ourselves */
             json_object_set_new(now, d, json_pack("{s:s, s:s}", "curve", curve, "ed", ed));
+        }
+        /* a device that had a room key and is gone (or no longer verifies) must not read what
+         * comes next: that room gets a new key. A new device is given the current one, from its
+         * current index: it cannot read what came before. */
+        for (int k = 0; k < e->nout; k++) {
+            const char *d2;
+            json_t *x2;
+            json_object_foreach(jobj(e->out[k].shared, u), d2, x2) {
+                if (!e->out[k].stale && !json_object_get(now, d2)) {
+                    e->out[k].stale = 1;
+                    save_out(e, &e->out[k]);
+                }
+            }
         }
         json_object_set_new(e->devices, u, now);
         json_object_set_new(e->tracked, u, json_false());
@@ -1018,6 +1006,21 @@ static void room_key(mx_e2ee *e, const char *sender, const char *sender_key, jso
     elog(e, 3, "e2ee: room key for %s from %s", room, sender);
 }
 
+/* The mark of a to-device message: its sender's key and the hash of its ciphertext. */
+static int seen_mark(const char *skey, const char *body, char *out, size_t len)
+{
+    uint8_t h[32];
+    char b[48];
+    mx_sha256((const uint8_t *)body, strlen(body), h);
+    if (!mx_b64_encode(h, sizeof h, b, sizeof b)) return -1;
+    return snprintf(out, len, "%s|%s", skey, b) < (int)len ? 0 : -1;
+}
+
+/* A to-device message (Olm, E2EE §"m.olm.v1.curve25519-aes-sha2"). It is read once: what it
+ * changes (the Olm session's ratchet, a one-time key used up, the room key it carries) and its
+ * mark are stored in the transaction of its sync answer's to-device part, before the core
+ * stores the sync position; a crash in between gets the message again after the restart,
+ * when its session has moved past it, so its mark makes it skip what is stored already. */
 static void to_device(mx_e2ee *e, json_t *ev)
 {
     const char *type = jstr(ev, "type"), *sender = jstr(ev, "sender");
@@ -1032,6 +1035,12 @@ static void to_device(mx_e2ee *e, json_t *ev)
         mx_b64_decode(skey, strlen(skey), their, 32) != 32)
         return;
     int mtype = (int)json_integer_value(t);
+    char seen_key[100], *seen = NULL;
+    if (seen_mark(skey, body, seen_key, sizeof seen_key) != 0) return;
+    if (store_kv_get(e->db, "olm.seen", seen_key, &seen) == 0) { /* done before a restart */
+        free(seen);
+        return;
+    }
     uint8_t *plain = NULL;
     size_t plen = 0;
     olm_sess *used = NULL;
@@ -1058,6 +1067,7 @@ static void to_device(mx_e2ee *e, json_t *ev)
         return;
     }
     save_olm(e, used);
+    if (store_kv_put(e->db, "olm.seen", seen_key, "1") != 0) elog(e, 0, "e2ee: cannot save a to-device message as read");
     json_t *p = json_loadb((const char *)plain, plen, 0, NULL);
     mx_wipe(plain, plen);
     free(plain);
@@ -1086,18 +1096,23 @@ static void to_device(mx_e2ee *e, json_t *ev)
 void mx_e2ee_sync(mx_e2ee *e, json_t *root)
 {
     json_t *evs = json_object_get(jobj(root, "to_device"), "events");
-    for (size_t i = 0; json_is_array(evs) && i < json_array_size(evs); i++) to_device(e, json_array_get(evs, i));
+    if (json_is_array(evs) && json_array_size(evs) > 0) {
+        int tx = store_begin(e->db) == 0; /* each message with all it changes, or none */
+        for (size_t i = 0; i < json_array_size(evs); i++) to_device(e, json_array_get(evs, i));
+        if (tx && store_commit(e->db) != 0) {
+            store_rollback(e->db);
+            elog(e, 0, "e2ee: cannot save what to-device messages changed: %s", store_error(e->db));
+        }
+    }
     json_t *changed = json_object_get(jobj(root, "device_lists"), "changed");
     for (size_t i = 0; json_is_array(changed) && i < json_array_size(changed); i++) {
         const char *u = json_string_value(json_array_get(changed, i));
         if (u && json_object_get(e->tracked, u)) {
+            /* asked for again; what changed decides whether the room keys change (answer_query).
+             * A change is no reason by itself: Synapse reports every member as changed in the
+             * first (full state) sync after each start. */
             json_object_set_new(e->tracked, u, json_true());
             store_kv_put(e->db, "outdated", u, "1"); /* kept: the sync position moves on */
-            for (int k = 0; k < e->nout; k++) /* a new device must not read what was before */
-                if (json_object_get(e->out[k].shared, u)) {
-                    e->out[k].stale = 1;
-                    save_out(e, &e->out[k]);
-                }
         }
     }
     json_t *n = json_object_get(jobj(root, "device_one_time_keys_count"), "signed_curve25519");
@@ -1167,12 +1182,6 @@ json_t *mx_e2ee_decrypt(mx_e2ee *e, const char *room, json_t *event, char *err, 
 
 /* ---- sending ---- */
 
-void mx_e2ee_members_changed(mx_e2ee *e, const char *room)
-{
-    group_out *g = out_of(e, room);
-    if (g) g->stale = 1;
-}
-
 static group_out *fresh_out(mx_e2ee *e, const char *room)
 {
     group_out *g = out_of(e, room);
@@ -1214,7 +1223,9 @@ int mx_e2ee_encrypt(mx_e2ee *e, const char *room, const char *const *users, int 
     if (waiting) return 0; /* their devices are being asked for */
     group_out *g = out_of(e, room);
     if (g && g->sharing) return 0;
-    /* rotation: a count, an age, or someone who had the key is no longer a member */
+    /* rotation: a count, an age, a device that had the key is gone (stale), or someone who had
+     * it is no longer a member; a new member or device gets the current key (E2EE §"Sending an
+     * encrypted message event": the session is shared from its current index) */
     int rotate = !g || g->stale || g->count >= ROTATE_MESSAGES || now_ms() - g->created > ROTATE_MS;
     if (g && !rotate) {
         const char *u;

@@ -12,7 +12,9 @@
  *   e2ee/uploaded           "1" once the device keys are on the server
  *   olm/<curve>|<id>        Olm sessions with other devices
  *   megolm.in/<room>|<key>|<id>   inbound group sessions (with the sender they came from)
- *   megolm.out/<room>       the room's outbound group session and whom it was shared with
+ *   megolm.out/<room>       the room's outbound group session and whom it was shared with: it
+ *                           outlives restarts, and is replaced after 100 messages, a week, or
+ *                           when a member who had it left or one of their devices is gone
  *   megolm.seen/<id>|<n>    the event that used message index n (replays are refused)
  *   devices/<user>          the user's devices whose signed keys verified
  *   e2ee/cross              the sealed seeds of the master, self-signing and user-signing keys
@@ -69,8 +71,6 @@ void mx_e2ee_track(mx_e2ee *e, const char *user);
  * first be fetched or shared (requests are queued: try again later); -1 on failure (err). */
 int mx_e2ee_encrypt(mx_e2ee *e, const char *room, const char *const *users, int n, const char *type,
                     const char *content, char **out, char *err, size_t errlen);
-/* The members of room changed: its next message uses a new group session. */
-void mx_e2ee_members_changed(mx_e2ee *e, const char *room);
 
 /* The account's password, for the interactive auth that uploading cross-signing keys needs
  * (E2EE §"Cross-signing"); without it (a token login) the bot's device is not cross-signed. */

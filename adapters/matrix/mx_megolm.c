@@ -160,18 +160,6 @@ static uint32_t get_be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Unpadded base64 of len bytes, malloc'd. */
-static char *b64(const uint8_t *raw, size_t len)
-{
-    size_t n = mx_b64_len(len) + 1;
-    char *s = malloc(n);
-    if (s && mx_b64_encode(raw, len, s, n) == 0 && len) {
-        free(s);
-        return NULL;
-    }
-    return s;
-}
-
 /* strlen(s), or max + 1 if s is longer than max (reads at most max + 1 characters). */
 static size_t bounded_len(const char *s, size_t max)
 {
@@ -240,7 +228,7 @@ char *mx_megolm_out_session_key(const mx_megolm_out *o)
     memcpy(raw + 5, o->r.data, MX_MEGOLM_RATCHET_BYTES);
     memcpy(raw + 133, o->pub, 32);
     mx_ed25519_sign(o->sec, raw, 165, raw + 165);
-    char *s = b64(raw, sizeof raw);
+    char *s = mx_b64_alloc(raw, sizeof raw);
     mx_wipe(raw, sizeof raw);
     return s;
 }
@@ -369,7 +357,7 @@ char *mx_megolm_in_export(const mx_megolm_in *s, uint32_t index)
     put_be32(raw + 1, index);
     memcpy(raw + 5, r.data, MX_MEGOLM_RATCHET_BYTES);
     memcpy(raw + 133, s->pub, 32);
-    char *text = b64(raw, sizeof raw);
+    char *text = mx_b64_alloc(raw, sizeof raw);
     mx_wipe(&r, sizeof r);
     mx_wipe(raw, sizeof raw);
     return text;
@@ -488,7 +476,7 @@ static char *pickle(char kind, const uint8_t *body, size_t body_len, const uint8
         p += n;
         mx_hmac_sha256(keys + 32, 32, raw, (size_t)(p - raw), p);
         p += PICKLE_MAC;
-        text = b64(raw, (size_t)(p - raw));
+        text = mx_b64_alloc(raw, (size_t)(p - raw));
     }
     mx_wipe(keys, sizeof keys);
     mx_wipe(raw, sizeof raw);

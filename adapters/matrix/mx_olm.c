@@ -186,34 +186,6 @@ static int prekey_parse(const uint8_t *in, size_t len, prekey *pk)
     return 0;
 }
 
-/* Decodes unpadded (or padded) base64 text into a malloc'd buffer; NULL if it is not base64. */
-static uint8_t *b64_decode_alloc(const char *text, size_t *len)
-{
-    if (!text) return NULL;
-    size_t n = strlen(text);
-    size_t cap = n / 4 * 3 + 3;
-    uint8_t *buf = malloc(cap);
-    if (!buf) return NULL;
-    long got = mx_b64_decode(text, n, buf, cap);
-    if (got < 0) {
-        free(buf);
-        return NULL;
-    }
-    *len = (size_t)got;
-    return buf;
-}
-
-static char *b64_encode_alloc(const uint8_t *in, size_t len)
-{
-    size_t n = mx_b64_len(len) + 1;
-    char *out = malloc(n);
-    if (out && mx_b64_encode(in, len, out, n) == 0 && len) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
 /* ---- the ratchet primitives ------------------------------------------------------------- */
 
 static void hmac_byte(const uint8_t key[KEY], uint8_t byte, uint8_t out[KEY])
@@ -617,7 +589,7 @@ mx_olm_session *mx_olm_inbound(mx_olm_account *a, const uint8_t *their_identity,
     *plain_len = 0;
     if (!a || !body) return NULL;
     size_t len = 0;
-    uint8_t *buf = b64_decode_alloc(body, &len);
+    uint8_t *buf = mx_unb64_alloc(body, &len);
     if (!buf) return NULL;
     mx_olm_session *s = NULL;
     prekey pk;
@@ -664,7 +636,7 @@ int mx_olm_session_matches(const mx_olm_session *s, const char *body)
 {
     if (!s || !body) return 0;
     size_t len = 0;
-    uint8_t *buf = b64_decode_alloc(body, &len);
+    uint8_t *buf = mx_unb64_alloc(body, &len);
     if (!buf) return 0;
     prekey pk;
     int r = prekey_parse(buf, len, &pk) == 0 && prekey_matches(s, &pk);
@@ -720,7 +692,7 @@ int mx_olm_encrypt(mx_olm_session *s, const uint8_t *plain, size_t len, int *typ
     if (mx_aes256_cbc_encrypt(aes, iv, plain ? plain : empty, len, ct) != (long)ct_len) goto done;
     mx_hmac_sha256(mac_key, KEY, msg, mlen - MAC_LEN, mac);
     memcpy(msg + mlen - MAC_LEN, mac, MAC_LEN);
-    if (!(*body = b64_encode_alloc(buf, total))) goto done;
+    if (!(*body = mx_b64_alloc(buf, total))) goto done;
     *type = t->received ? 1 : 0;
     *s = *t;
     rc = 0;
@@ -743,7 +715,7 @@ int mx_olm_decrypt(mx_olm_session *s, int type, const char *body, uint8_t **plai
     *plain_len = 0;
     if (!s || !body || (type != 0 && type != 1)) return -1;
     size_t len = 0;
-    uint8_t *buf = b64_decode_alloc(body, &len);
+    uint8_t *buf = mx_unb64_alloc(body, &len);
     if (!buf) return -1;
     const uint8_t *m = buf;
     size_t n = len;
@@ -877,7 +849,7 @@ static char *seal(char kind, const uint8_t *state, size_t n, const uint8_t key[3
     pickle_keys(buf + 2, kind, key, aes, mac_key, iv);
     if (mx_aes256_cbc_encrypt(aes, iv, state, n, buf + 2 + PICKLE_NONCE) == (long)ct_len) {
         mx_hmac_sha256(mac_key, KEY, buf, total - KEY, buf + total - KEY);
-        out = b64_encode_alloc(buf, total);
+        out = mx_b64_alloc(buf, total);
     }
     mx_wipe(aes, sizeof aes);
     mx_wipe(mac_key, sizeof mac_key);
@@ -891,7 +863,7 @@ static long unseal(char kind, const char *pickle, const uint8_t key[32], uint8_t
 {
     if (!pickle || !key) return -1;
     size_t len = 0;
-    uint8_t *buf = b64_decode_alloc(pickle, &len);
+    uint8_t *buf = mx_unb64_alloc(pickle, &len);
     if (!buf) return -1;
     long rc = -1;
     uint8_t aes[KEY], mac_key[KEY], iv[MX_AES_IV_BYTES], mac[KEY];

@@ -2,13 +2,20 @@
  *
  * The state is kept in jansson objects (hash tables):
  *   rooms: { room_id: { "members": { user: {"name": displayname|null, "ms": membership} },
- *                       "pl": power levels content, "creator": user, "name": …, "alias": … } }
+ *                       "pl": power levels content, "creator": user, "name": …, "alias": …,
+ *                       "enc": true once m.room.encryption was seen } }
+ *     (a room is in it once its whole state was read: its members and encryption are known)
+ *   enc: { room_id: true (encrypted, from the store or the homeserver), false (not, as the
+ *          homeserver answered in this run) }
  *   dm_user: { user: room }   dm_room: { room: user } */
 #include "mx_sync.h"
 
+#include <ctype.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MX_ID_MAX 255      /* longer ids are not kept (the core ignores them too) */
 #define MX_BATCH_MAX 1024  /* a next_batch token longer than this is refused */
@@ -18,7 +25,7 @@ struct mx_state {
     char *me;
     char *server;       /* the part of me after the first ':' */
     char *invites;
-    json_t *rooms, *dm_user, *dm_room;
+    json_t *rooms, *enc, *dm_user, *dm_room;
 };
 
 static const char *server_of(const char *id)
@@ -35,9 +42,10 @@ mx_state *mx_state_new(const char *me, const char *invites)
     s->server = strdup(server_of(me));
     s->invites = strdup(invites ? invites : "");
     s->rooms = json_object();
+    s->enc = json_object();
     s->dm_user = json_object();
     s->dm_room = json_object();
-    if (!s->me || !s->server || !s->invites || !s->rooms || !s->dm_user || !s->dm_room) {
+    if (!s->me || !s->server || !s->invites || !s->rooms || !s->enc || !s->dm_user || !s->dm_room) {
         mx_state_free(s);
         return NULL;
     }
@@ -51,6 +59,7 @@ void mx_state_free(mx_state *s)
     free(s->server);
     free(s->invites);
     json_decref(s->rooms);
+    json_decref(s->enc);
     json_decref(s->dm_user);
     json_decref(s->dm_room);
     free(s);
@@ -99,10 +108,28 @@ static int id_ok(const char *id) { return id && *id && strlen(id) <= MX_ID_MAX; 
 
 void mx_state_set_hooks(mx_state *s, const mx_sync_hooks *h) { s->hooks = *h; }
 
-int mx_state_encrypted(const mx_state *s, const char *room)
+int mx_state_encryption(const mx_state *s, const char *room)
 {
-    json_t *r = obj_of(s->rooms, room ? room : "");
-    return json_is_true(json_object_get(r, "enc"));
+    json_t *r = obj_of(s->rooms, room ? room : ""), *known = json_object_get(s->enc, room ? room : "");
+    if (json_is_true(json_object_get(r, "enc")) || json_is_true(known)) return MX_ENC_YES;
+    if (r || json_is_false(known)) return MX_ENC_NO;
+    return MX_ENC_UNKNOWN;
+}
+
+void mx_state_set_encryption(mx_state *s, const char *room, int encrypted)
+{
+    if (!id_ok(room) || json_is_true(json_object_get(s->enc, room))) return;
+    json_object_set_new(s->enc, room, json_boolean(encrypted));
+}
+
+int mx_state_members_known(const mx_state *s, const char *room) { return obj_of(s->rooms, room ? room : "") != NULL; }
+
+/* The room is encrypted: recorded, and the adapter told the first time. */
+static void learn_encrypted(mx_state *s, const char *room_id)
+{
+    if (mx_state_encryption(s, room_id) == MX_ENC_YES) return;
+    json_object_set_new(s->enc, room_id, json_true());
+    if (s->hooks.encrypted) s->hooks.encrypted(s->hooks.ctx, room_id);
 }
 
 /* ---- invites ---- */
@@ -235,6 +262,64 @@ const char *mx_state_room_name(const mx_state *s, const char *room, char *buf, s
     return buf;
 }
 
+/* The user id in a matrix.to link ("https://matrix.to/#/@alice:example.org", percent-encoded
+ * or not) into buf; 0 if text is not one. */
+static int matrix_to_user(const char *text, size_t n, char *buf, size_t len)
+{
+    static const char prefix[] = "https://matrix.to/#/";
+    if (n < sizeof prefix || strncmp(text, prefix, sizeof prefix - 1) != 0) return 0;
+    size_t k = 0;
+    for (size_t i = sizeof prefix - 1; i < n && k + 1 < len; i++) {
+        unsigned v;
+        if (text[i] == '%' && i + 2 < n && sscanf(text + i + 1, "%2x", &v) == 1 && isxdigit((unsigned char)text[i + 1]) &&
+            isxdigit((unsigned char)text[i + 2])) {
+            buf[k++] = (char)v;
+            i += 2;
+        } else if (text[i] == '?') {
+            break; /* via= parameters */
+        } else {
+            buf[k++] = text[i];
+        }
+    }
+    buf[k] = 0;
+    return buf[0] == '@' && strchr(buf, ':') && !memchr(buf, 0, k) && k <= MX_ID_MAX && strlen(buf) == k;
+}
+
+const char *mx_state_find_user(const mx_state *s, const char *room, const char *text, char *buf, size_t len)
+{
+    if (!text || !*text || len == 0) return NULL;
+    size_t n = strlen(text);
+    if (matrix_to_user(text, n, buf, len)) return buf;
+    if (text[0] == '@' && strchr(text, ':')) {
+        if (n > MX_ID_MAX || n >= len) return NULL;
+        snprintf(buf, len, "%s", text);
+        return buf;
+    }
+    const char *local = text[0] == '@' ? text + 1 : text;
+    json_t *members = obj_of(obj_of(s->rooms, room ? room : ""), "members");
+    const char *by_local = NULL, *by_name = NULL, *user;
+    int names = 0;
+    json_t *m;
+    json_object_foreach(members, user, m) {
+        const char *colon = strchr(user, ':'), *name = str_of(m, "name");
+        if (colon && (size_t)(colon - user - 1) == strlen(local) && strncasecmp(user + 1, local, strlen(local)) == 0)
+            by_local = user;
+        if (name && strcasecmp(name, text) == 0) {
+            by_name = user;
+            names++;
+        }
+    }
+    const char *found = by_local ? by_local : names == 1 ? by_name : NULL;
+    if (found && strlen(found) < len) {
+        snprintf(buf, len, "%s", found);
+        return buf;
+    }
+    if (found || names > 1 || !*local || strpbrk(local, " :@")) return NULL;
+    if (snprintf(buf, len, "@%s:%s", local, s->server) >= (int)len) return NULL;
+    for (char *p = buf + 1; *p && *p != ':'; p++) *p = (char)tolower((unsigned char)*p);
+    return buf;
+}
+
 const char **mx_state_members(const mx_state *s, const char *room, int *n)
 {
     json_t *members = obj_of(obj_of(s->rooms, room ? room : ""), "members");
@@ -265,7 +350,10 @@ void mx_state_made_dm(mx_state *s, const char *room_id, const char *user, int en
     json_t *members = obj_of(room, "members");
     if (!obj_of(members, s->me)) json_object_set_new(members, s->me, json_pack("{s:s}", "ms", "join"));
     if (!obj_of(members, user)) json_object_set_new(members, user, json_pack("{s:s}", "ms", "invite"));
-    if (encrypted) json_object_set_new(room, "enc", json_true());
+    if (encrypted) {
+        json_object_set_new(room, "enc", json_true());
+        json_object_set_new(s->enc, room_id, json_true());
+    }
     mx_state_set_dm(s, user, room_id);
 }
 
@@ -305,7 +393,7 @@ static void add_id(const char ***v, int *n, int *cap, const char *id)
 }
 
 /* A state event (in "state" or in the timeline) updates what we know of the room. */
-static void apply_state(json_t *room, json_t *e)
+static void apply_state(mx_state *s, const char *room_id, json_t *room, json_t *e)
 {
     const char *type = str_of(e, "type"), *key = str_of(e, "state_key");
     json_t *content = obj_of(e, "content");
@@ -327,7 +415,10 @@ static void apply_state(json_t *room, json_t *e)
         json_object_set_new(room, "name", json_string(name && strlen(name) < 256 ? name : ""));
     } else if (strcmp(type, "m.room.encryption") == 0 && !*key) {
         /* once encrypted, always: E2EE §"Enabling end-to-end encryption" */
-        if (str_of(content, "algorithm")) json_object_set_new(room, "enc", json_true());
+        if (str_of(content, "algorithm")) {
+            learn_encrypted(s, room_id);
+            json_object_set_new(room, "enc", json_true());
+        }
     } else if (strcmp(type, "m.room.canonical_alias") == 0 && !*key) {
         const char *alias = str_of(content, "alias");
         json_object_set_new(room, "alias", json_string(alias && strlen(alias) < 256 ? alias : ""));
@@ -364,6 +455,63 @@ static const char *strip_reply(json_t *content, const char *body)
     return p;
 }
 
+/* The text of an HTML link from `from` on (after href=): its target, its text with the five
+ * entities the bot's HTML uses resolved. Returns the end of the link, or NULL. */
+static const char *html_link(const char *from, char *href, size_t hlen, char *text, size_t tlen)
+{
+    char quote = *from;
+    if (quote != '"' && quote != '\'') return NULL;
+    const char *end = strchr(from + 1, quote), *gt = end ? strchr(end, '>') : NULL;
+    const char *close = gt ? strstr(gt, "</a>") : NULL;
+    if (!close || (size_t)(end - from - 1) >= hlen) return NULL;
+    snprintf(href, hlen, "%.*s", (int)(end - from - 1), from + 1);
+    static const char *const ents[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}};
+    size_t k = 0;
+    for (const char *p = gt + 1; p < close && k + 1 < tlen;) {
+        size_t e = 0;
+        while (e < 5 && strncmp(p, ents[e][0], strlen(ents[e][0])) != 0) e++;
+        if (e < 5) {
+            text[k++] = ents[e][1][0];
+            p += strlen(ents[e][0]);
+        } else {
+            text[k++] = *p++;
+        }
+    }
+    text[k] = 0;
+    return close + 4;
+}
+
+/* The body with each pilled name (Client-Server API §"User and room mentions": a link to
+ * https://matrix.to/#/@user:server in formatted_body) replaced by the user id, in order; the
+ * body itself when it has none. A rewritten body is kept in o until mx_sync_done(). */
+static const char *unpill(mx_sync_out *o, json_t *content, const char *body)
+{
+    const char *html = str_of(content, "formatted_body"), *fmt = str_of(content, "format");
+    if (!html || !fmt || strcmp(fmt, "org.matrix.custom.html") != 0 || !strstr(html, "https://matrix.to/#/") ||
+        strlen(body) > 4096)
+        return body;
+    char out[4096 + 8 * (MX_ID_MAX + 1)], href[1024], name[512], user[MX_ID_MAX + 1];
+    size_t used = 0;
+    const char *rest = body, *p = html;
+    int pills = 0;
+    while ((p = strstr(p, "href=")) && pills < 8) {
+        p = html_link(p + 5, href, sizeof href, name, sizeof name);
+        if (!p) break;
+        const char *at = name[0] && matrix_to_user(href, strlen(href), user, sizeof user) ? strstr(rest, name) : NULL;
+        if (!at) continue;
+        used += (size_t)snprintf(out + used, sizeof out - used, "%.*s%s", (int)(at - rest), rest, user);
+        rest = at + strlen(name);
+        pills++;
+    }
+    if (!pills) return body;
+    snprintf(out + used, sizeof out - used, "%s", rest);
+    if (!o->keep) o->keep = json_array();
+    json_t *kept = json_string(out);
+    if (!kept) return body;
+    json_array_append_new(o->keep, kept);
+    return json_string_value(kept);
+}
+
 /* The index of the timeline event in which the bot joined the room (-1: none): what came
  * before it happened before the bot was there. */
 static int own_join(mx_state *s, json_t *events)
@@ -391,11 +539,7 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
         const char *before = str_of(obj_of(obj_of(room, "members"), key), "ms");
         char was[16] = "";
         if (before) snprintf(was, sizeof was, "%s", before);
-        apply_state(room, e);
-        if (strcmp(type, "m.room.member") == 0 && s->hooks.members) {
-            const char *now = str_of(content, "membership");
-            if (!now || strcmp(was, now) != 0) s->hooks.members(s->hooks.ctx, room_id);
-        }
+        apply_state(s, room_id, room, e);
         if (!keep || strcmp(type, "m.room.member") != 0 || !id_ok(key) || strcmp(key, s->me) == 0) return;
         const char *ms = str_of(content, "membership");
         if (!ms) return;
@@ -432,7 +576,7 @@ static void read_timeline_event(mx_state *s, const char *room_id, json_t *room, 
     if (rel && strcmp(rel, "m.replace") == 0) return;                 /* edits */
     const char *dm = mx_state_dm_user(s, room_id);
     adapter_event ev = {.kind = ADAPTER_MESSAGE, .room = dm ? NULL : room_id, .sender = sender,
-                        .text = strip_reply(content, body), .is_private = dm != NULL};
+                        .text = unpill(o, content, strip_reply(content, body)), .is_private = dm != NULL};
     ev.moderator = !dm && is_moderator(room, sender);
     add_event(o, ev);
 }
@@ -441,7 +585,7 @@ static void read_joined(mx_state *s, const char *room_id, json_t *jr, json_t *ga
 {
     json_t *room = room_of(s, room_id);
     json_t *state = arr_of(obj_of(jr, "state"), "events");
-    for (size_t i = 0; i < json_array_size(state); i++) apply_state(room, json_array_get(state, i));
+    for (size_t i = 0; i < json_array_size(state); i++) apply_state(s, room_id, room, json_array_get(state, i));
     json_t *tl = obj_of(jr, "timeline");
     json_t *events = arr_of(tl, "events");
     json_t *all = json_array(); /* the skipped events, then the timeline */
@@ -470,6 +614,12 @@ static void read_invite(mx_state *s, const char *room_id, json_t *ir, mx_sync_ou
             return;
         }
         add_id(&o->join, &o->njoin, &o->cjoin, room_id);
+        for (size_t k = 0; k < json_array_size(events); k++) { /* stripped state may say it already */
+            json_t *st = json_array_get(events, k);
+            const char *kind = str_of(st, "type"), *skey = str_of(st, "state_key");
+            if (kind && strcmp(kind, "m.room.encryption") == 0 && skey && !*skey && str_of(obj_of(st, "content"), "algorithm"))
+                learn_encrypted(s, room_id);
+        }
         if (json_is_true(json_object_get(content, "is_direct"))) {
             mx_state_set_dm(s, sender, room_id);
             o->direct_changed = 1;
@@ -565,6 +715,7 @@ int mx_sync_read(mx_state *s, const char *body, size_t len, const char *gaps_jso
     json_object_foreach(obj_of(rooms, "leave"), id, r) {
         if (!id_ok(id)) continue;
         json_object_del(s->rooms, id);
+        if (json_is_false(json_object_get(s->enc, id))) json_object_del(s->enc, id); /* known again on return */
         if (mx_state_dm_user(s, id)) {
             forget_dm_room(s, id);
             o->direct_changed = 1;

@@ -77,6 +77,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 FAKE_SERVER = os.path.join(REPO, "tests", "matrix", "fake_homeserver.py")
 SERVER_NAME = "example.org"
 BOT_ID = f"@cardroom:{SERVER_NAME}"
+STAMP_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ")   # the time a log line starts with
 BOT_PASSWORD = "bench password 304"
 USER_PASSWORD = "user password"
 V3 = "/_matrix/client/v3"
@@ -854,6 +855,7 @@ class Bench:
         problems = []
         for label, out in self.all_bot_stderr:
             for line in out.splitlines():
+                line = STAMP_RE.sub("", line)
                 if re.match(r"^cardroom: (error|warn):", line) or (
                         line and not line.startswith("cardroom: info:")):
                     problems.append(f"[{label}] {line}")

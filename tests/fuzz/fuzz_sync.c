@@ -3,7 +3,7 @@
  * the rest is the answer; it is read twice into the same state, as the second answer of a
  * session would be. Whatever the bytes, an accepted answer must give well-formed events: a
  * sender, text for every message, no room for a private one, ids the core can store; and the
- * state must answer names and direct chats without crashing. */
+ * state must answer names, direct chats, encryption and whom a text names without crashing. */
 #include <jansson.h>
 #include <string.h>
 
@@ -21,12 +21,19 @@ static void check(mx_state *st, const mx_sync_out *o)
             if (!e->text) abort();
             if (e->is_private && e->room) abort();
             if (!e->is_private && !e->room) abort();
+            /* whoever a message names (!standings NAME, a pill made into an id) is an id */
+            char who[300];
+            const char *u = mx_state_find_user(st, e->room, e->text, who, sizeof who);
+            if (u && (u != who || u[0] != '@' || !strchr(u, ':') || strlen(u) > 255)) abort();
         } else if (e->kind == ADAPTER_JOIN || e->kind == ADAPTER_LEAVE || e->kind == ADAPTER_GONE) {
             if (!e->room || e->is_private) abort();
             if ((e->kind == ADAPTER_GONE) != !strcmp(e->sender, "@cardroom:example.org")) abort(); /* the bot's own */
         } else {
             abort();
         }
+        int enc = mx_state_encryption(st, e->room);
+        if (enc != MX_ENC_UNKNOWN && enc != MX_ENC_NO && enc != MX_ENC_YES) abort();
+        if (enc == MX_ENC_UNKNOWN && e->room && mx_state_members_known(st, e->room)) abort();
         const char *n = mx_state_display_name(st, e->room, e->sender, buf, sizeof buf);
         if (n && strlen(n) >= sizeof buf) abort();
         mx_state_room_name(st, e->room, buf, sizeof buf);

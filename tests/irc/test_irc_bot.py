@@ -107,10 +107,11 @@ def bot_lines(client, bot_nick="cardroom"):
 
 
 def wait_log(bot, pattern, count=1, timeout=90):
-    """Waits until the bot's log holds count lines matching pattern; returns the matches."""
+    """Waits until the bot's log holds count lines matching pattern (each line read without the time
+    it starts with); returns the matches."""
     deadline = time.monotonic() + timeout
     while True:
-        found = re.findall(pattern, bot.log_text(), re.M)
+        found = re.findall(pattern, mh.LOG_STAMP.sub("", bot.log_text()), re.M)
         if len(found) >= count:
             return found
         if bot.proc.poll() is not None or time.monotonic() > deadline:

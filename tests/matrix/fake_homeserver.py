@@ -22,11 +22,16 @@ What it is, in one sitting:
     take stream positions like everything else.  Signatures are stored, never verified: the
     client-side tests check them with libolm.
   * A test control API under /_fake/ (users, acting as a user, fault injection, event dumps,
-    devices and to-device queues, reset, health).  It is not Matrix and never sees injected
-    faults.
+    devices and to-device queues, rate limits, reset, health).  It is not Matrix and never sees
+    injected faults.
+  * Synapse's message rate limit (rc_message: a token bucket per user, 0.2 events per second
+    with bursts of 10 on a stock server) can be switched on, from the command line or the
+    control API, with Synapse's own arithmetic and answers (429 M_LIMIT_EXCEEDED with
+    retry_after_ms).
 
 Command line:
     python3 fake_homeserver.py --port 0 --server-name example.org [--state FILE] [--verbose]
+        [--rate-limit [PER_SECOND,BURST]]
 prints exactly one line "LISTENING <port>" on stdout once it accepts connections.
 
 Only the Python 3.11 standard library is used.
@@ -519,12 +524,17 @@ def unreachable():
 class Homeserver:
     """All server state and every operation on it."""
 
-    def __init__(self, server_name, state_file=None):
+    def __init__(self, server_name, state_file=None, rate_limit=None):
         self.server_name = server_name
+        self.rate_limit_start = rate_limit
         self.state_file = state_file
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.faults = []
+        self.holds = set()           # names of "hold" faults not yet released
+        self.held = collections.Counter()  # name -> requests waiting on it now
+        self.rate_limit = rate_limit  # {"per_second", "burst_count"} or None: no limit
+        self.rate_actions = {}       # user_id -> [action_count, time_start] (Synapse's bucket)
         self.request_log = collections.deque(maxlen=10000)
         self._fresh()
         if state_file and os.path.exists(state_file):
@@ -558,6 +568,9 @@ class Homeserver:
     def reset(self):
         self._fresh()
         self.faults = []
+        self.release_holds()
+        self.rate_limit = self.rate_limit_start
+        self.rate_actions = {}
         self.request_log.clear()
         self._changed()
 
@@ -935,8 +948,10 @@ class Homeserver:
 
     # ---- room creation ---------------------------------------------------------------------
 
-    def create_room(self, user_id, body):
-        """CS API §"POST /_matrix/client/v3/createRoom": events in the spec's order 1-8."""
+    def create_room(self, user_id, body, before_join=None):
+        """CS API §"POST /_matrix/client/v3/createRoom": events in the spec's order 1-8.
+        before_join() runs once the room exists and may refuse the creator's join (Synapse's
+        rate limit does): the room is then left as it is, with nobody in it."""
         request = self._check_create_request(body)
         request["invite"] = [u for u in request["invite"] if u != user_id]
         levels = self._initial_power_levels(user_id, request, request["initial_state"])
@@ -950,6 +965,12 @@ class Homeserver:
         if int(request["room_version"]) < 11:
             create["creator"] = user_id
         self._emit(room, user_id, "m.room.create", create, "")
+        if before_join is not None:
+            try:
+                before_join()
+            except MatrixError:
+                self._changed()
+                raise
         # 2. the creator joins
         joined = self._member_profile(user_id)
         joined["membership"] = "join"
@@ -1052,6 +1073,73 @@ class Homeserver:
         except MatrixError as err:   # createRoom: "the initial state ... is invalid"
             raise MatrixError(400, "M_INVALID_ROOM_STATE", err.error) from None
         return levels
+
+    # ---- rate limits ---------------------------------------------------------------------------
+
+    def ratelimit(self, user_id, device_id, update=False):
+        """Synapse's rc_message limiter (synapse/api/ratelimiting.py, Ratelimiter.can_do_action,
+        as RequestRatelimiter applies it to every event a client makes but memberships, and to
+        createRoom): a bucket per user that leaks per_second; an action is refused when the
+        actions not yet leaked out exceed burst_count - 1.  Synapse checks before it makes the
+        event (update=False: a refused request counts for nothing) and counts the event once
+        it is made (update=True).  A refusal is 429 M_LIMIT_EXCEEDED with retry_after_ms until
+        the next action is allowed.  Requests made through /_fake/as are never limited."""
+        limit = self.rate_limit
+        if limit is None or device_id == FAKE_AS_DEVICE:
+            return
+        now = time.time()
+        rate, burst = limit["per_second"], limit["burst_count"]
+        count, start = self.rate_actions.get(user_id, (0.0, now))
+        performed = count - (now - start) * rate
+        if performed < 0:
+            count, start, performed = 0.0, now, 0.0
+        allowed = performed <= burst - 1
+        if allowed and update:
+            count += 1
+        self.rate_actions[user_id] = (count, start)
+        if not allowed:
+            allowed_at = max(now, start + (count - burst + 1) / rate)
+            raise MatrixError(429, "M_LIMIT_EXCEEDED", "Too Many Requests",
+                              retry_after_ms=int(1000 * (allowed_at - now)))
+
+    # ---- the plaintext audit -------------------------------------------------------------------
+
+    def plaintext_in_encrypted(self):
+        """Every non-state event sent in a room after the room had m.room.encryption, whose type
+        is not m.room.encrypted: what a client must never send (E2EE §"Messaging
+        Algorithms").  Read from the rooms' event lists, so it survives restarts with --state."""
+        found = []
+        for room in self.rooms.values():
+            for event in room.events:
+                if "state_key" in event or event["type"] == "m.room.encrypted":
+                    continue
+                if room.state_event("m.room.encryption", "", event["pos"] - 1) is not None:
+                    found.append({"room_id": room.room_id, "event_id": event["event_id"],
+                                  "sender": event["sender"], "type": event["type"],
+                                  "pos": event["pos"],
+                                  "txn_id": (event.get("txn") or {}).get("txn_id")})
+        return found
+
+    # ---- holding requests ----------------------------------------------------------------------
+
+    def hold(self, name):
+        """A request under a "hold" fault waits here until the hold is released, then runs."""
+        with self.cond:
+            self.held[name] += 1
+            self.cond.notify_all()
+            try:
+                while name in self.holds:
+                    self.cond.wait()
+            finally:
+                self.held[name] -= 1
+
+    def release_holds(self, name=None):
+        with self.cond:
+            names = set(self.holds) if name is None else {name}
+            self.holds -= names
+            self.faults = [r for r in self.faults
+                           if not (r["action"] == "hold" and r["name"] in names)]
+            self.cond.notify_all()
 
     # ---- sending -------------------------------------------------------------------------------
 
@@ -1643,6 +1731,10 @@ class SyncBuilder:
                                             for m in self.delivered]}
         changed, left = ([], []) if self.since is None else self.hs.device_list_changes(
             self.user_id, self.since, self.now)
+        if self.since is not None and self.full_state:
+            # Synapse (handlers/sync.py, SyncResultBuilder.calculate_user_changes) reads the
+            # member events of the full state as new joins: every member comes as changed.
+            changed = sorted(set(changed) | self._joined_members())
         response["device_lists"] = {"changed": changed, "left": left}
         response["device_one_time_keys_count"] = one_time_key_counts(record)
         response["device_unused_fallback_key_types"] = unused_fallback_key_types(record)
@@ -1650,6 +1742,17 @@ class SyncBuilder:
         claimed = (record is not None and self.since is not None
                    and record.get("otk_pos", 0) > self.since)
         return bool(self.delivered or changed or left or claimed)
+
+    def _joined_members(self):
+        members = set()
+        for room_id in self.hs.user_rooms.get(self.user_id, ()):
+            room = self.hs.rooms[room_id]
+            if room.membership(self.user_id, self.now) != "join":
+                continue
+            members.update(key for (kind, key), e in room.state_at(self.now).items()
+                           if kind == "m.room.member"
+                           and e["content"].get("membership") in ("join", "invite", "knock"))
+        return members
 
     def _room(self, room, rooms):
         now_member = room.state_event("m.room.member", self.user_id, self.now)
@@ -1906,7 +2009,14 @@ def api_sync(hs, req):
 # CS API §"POST /_matrix/client/v3/createRoom"
 @route("POST", V3 + "/createRoom")
 def api_create_room(hs, req):
-    return 200, {"room_id": hs.create_room(req.user_id, req.json())}
+    # As Synapse 1.67 (handlers/room.py, create_room): the request counts against the message
+    # limit at once, and the creator's join counts again once the room exists; a refused join
+    # leaves the room behind, empty, and answers 429: a new room needs two turns of the bucket.
+    body = req.json()
+    hs.ratelimit(req.user_id, req.device_id, update=True)
+    room_id = hs.create_room(req.user_id, body,
+                             before_join=lambda: hs.ratelimit(req.user_id, req.device_id, update=True))
+    return 200, {"room_id": room_id}
 
 
 # CS API §"POST /_matrix/client/v3/join/{roomIdOrAlias}"
@@ -2002,8 +2112,11 @@ def api_send(hs, req):
     cached = hs.txns.get(hs.txn_key(req.user_id, req.device_id, req.path))
     if cached is not None:   # a retransmission is known by device and path alone
         return 200, cached
-    return 200, hs.send_message(req.user_id, req.device_id, room_id, kind, txn_id, req.json(),
-                                req.path)
+    content = req.json()
+    hs.ratelimit(req.user_id, req.device_id)
+    answer = hs.send_message(req.user_id, req.device_id, room_id, kind, txn_id, content, req.path)
+    hs.ratelimit(req.user_id, req.device_id, update=True)
+    return 200, answer
 
 
 # CS API §"PUT /_matrix/client/v3/rooms/{roomId}/state/{eventType}/{stateKey}" (an empty
@@ -2011,7 +2124,12 @@ def api_send(hs, req):
 @route("PUT", V3 + "/rooms/" + P + "/state/" + P + "(?:/([^/]*))?")
 def api_put_state(hs, req):
     room_id, kind, state_key = req.params
-    event_id = hs.set_state(req.user_id, room_id, kind, state_key or "", req.json())
+    content = req.json()
+    if kind != "m.room.member":       # memberships have limits of their own in Synapse
+        hs.ratelimit(req.user_id, req.device_id)
+    event_id = hs.set_state(req.user_id, room_id, kind, state_key or "", content)
+    if kind != "m.room.member":
+        hs.ratelimit(req.user_id, req.device_id, update=True)
     return 200, {"event_id": event_id}
 
 
@@ -2291,7 +2409,7 @@ def handle_matrix(hs, method, path, query, body, headers, as_user=None):
 # Test control API (/_fake/...) and fault injection.  Not Matrix; never faulted.
 # --------------------------------------------------------------------------------------------
 
-FAULT_ACTIONS = {"429", "500", "error", "slow", "drop", "garbage", "huge"}
+FAULT_ACTIONS = {"429", "500", "error", "slow", "drop", "garbage", "huge", "hold"}
 
 
 def validate_fault(rule):
@@ -2308,7 +2426,25 @@ def validate_fault(rule):
     rule["count"] = count
     rule.setdefault("path_regex", "")
     rule.setdefault("process", rule["action"] == "drop")
+    if rule["action"] == "hold":
+        rule.setdefault("name", "hold")
+        if not isinstance(rule["name"], str) or not rule["name"]:
+            raise MatrixError(400, "M_BAD_JSON", "A hold needs a name")
     return rule
+
+
+def validate_rate_limit(data):
+    """{"per_second": >0, "burst_count": >=1}, or null / {} to switch the limit off."""
+    if data is None or data == {}:
+        return None
+    if not isinstance(data, dict):
+        raise MatrixError(400, "M_BAD_JSON", "Expected an object")
+    rate, burst = data.get("per_second"), data.get("burst_count")
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0 \
+            or not is_int(burst) or burst < 1:
+        raise MatrixError(400, "M_BAD_JSON", "per_second must be above 0 and burst_count at "
+                                             "least 1")
+    return {"per_second": float(rate), "burst_count": burst}
 
 
 def take_fault(hs, method, target):
@@ -2382,6 +2518,20 @@ def handle_control(hs, method, path, query, body, headers):
                                           unquote(inbox.group(2))), {}
         if path == "/_fake/faults":
             return control_faults(hs, method, req)
+        if path == "/_fake/holds" and method == "GET":
+            return 200, {"active": sorted(hs.holds),
+                         "waiting": {k: v for k, v in hs.held.items() if v}}, {}
+        hold = re.match(r"^/_fake/holds/([^/]+)$", path)
+        if hold and method == "DELETE":
+            hs.release_holds(unquote(hold.group(1)))
+            return 200, {}, {}
+        if path == "/_fake/ratelimit":
+            if method == "POST":
+                hs.rate_limit = validate_rate_limit(req.json(allow_empty=True))
+                hs.rate_actions = {}
+            return 200, {"rate_limit": hs.rate_limit}, {}
+        if path == "/_fake/plaintext" and method == "GET":
+            return 200, {"events": hs.plaintext_in_encrypted()}, {}
         if path == "/_fake/requests":
             if method == "DELETE":
                 hs.request_log.clear()
@@ -2449,6 +2599,7 @@ def control_faults(hs, method, req):
         return 200, {"faults": hs.faults}, {}
     if method == "DELETE":
         hs.faults = []
+        hs.release_holds()
         return 200, {}, {}
     if method == "POST":
         try:
@@ -2459,7 +2610,9 @@ def control_faults(hs, method, req):
             rules = rules.get("rules", [rules])
         if not isinstance(rules, list):
             raise MatrixError(400, "M_BAD_JSON", "Expected a list of rules")
-        hs.faults.extend(validate_fault(rule) for rule in rules)
+        rules = [validate_fault(rule) for rule in rules]
+        hs.faults.extend(rules)
+        hs.holds.update(rule["name"] for rule in rules if rule["action"] == "hold")
         return 200, {"faults": hs.faults}, {}
     raise MatrixError(405, "M_UNRECOGNIZED", "Unrecognized request")
 
@@ -2531,6 +2684,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 rule = take_fault(hs, self.command, self.path)
                 entry["fault"] = rule["action"] if rule else None
+                if rule and rule["action"] == "429":
+                    entry["asked_ms"] = asked_ms(rule)
                 self._matrix(hs, rule, split.path, query, body, entry)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -2559,6 +2714,10 @@ class Handler(BaseHTTPRequestHandler):
             real = self._run(handle_matrix, hs, path, query, body) if rule["process"] else None
             time.sleep(rule.get("delay_ms", 1000) / 1000.0)
             self._answer(*(real or self._run(handle_matrix, hs, path, query, body)))
+            return
+        if action == "hold":
+            hs.hold(rule["name"])
+            self._answer(*self._run(handle_matrix, hs, path, query, body))
             return
         real = self._run(handle_matrix, hs, path, query, body) if rule["process"] else None
         if action == "drop":
@@ -2604,6 +2763,15 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
+def asked_ms(rule):
+    """The wait an injected 429 asks for: Retry-After (whole seconds) and/or retry_after_ms, the
+    shorter one when both are given."""
+    ms = rule.get("retry_after_ms", 1000)
+    waits = ([math.ceil(ms / 1000) * 1000] if rule.get("header", True) else []) + (
+        [ms] if rule.get("body_ms", True) else [])
+    return min(waits)
+
+
 def fault_response(rule):
     """(status, body, headers) of an injected answer."""
     action = rule["action"]
@@ -2643,8 +2811,18 @@ def main(argv=None):
     parser.add_argument("--server-name", default="example.org")
     parser.add_argument("--state", help="persist all state to this JSON file and reload it")
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument("--rate-limit", nargs="?", const="0.2,10", metavar="PER_SECOND,BURST",
+                        help="Synapse's message rate limit (rc_message; without a value its "
+                             "defaults, 0.2,10)")
     args = parser.parse_args(argv)
-    hs = Homeserver(args.server_name, args.state)
+    rate_limit = None
+    if args.rate_limit:
+        try:
+            rate, burst = args.rate_limit.split(",")
+            rate_limit = validate_rate_limit({"per_second": float(rate), "burst_count": int(burst)})
+        except (ValueError, MatrixError):
+            parser.error("--rate-limit takes PER_SECOND,BURST, e.g. 0.2,10")
+    hs = Homeserver(args.server_name, args.state, rate_limit)
     server = FakeServer((args.host, args.port), Handler)
     server.hs = hs
     server.verbose = args.verbose

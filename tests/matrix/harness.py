@@ -14,6 +14,10 @@ people with their own logins, and reads back what the bot posted:
                       `cardroom console --script` prints for it, which is what the bot must
                       post over Matrix (where players get no private turn notices at first).
 
+Every test ends with one check whatever it did: no event of the bot in an encrypted room may be
+anything but m.room.encrypted (the fake's /_fake/plaintext audit, read from its rooms' events,
+so it covers the bot's restarts and the homeserver's).
+
 "Handled" is read from the fake's request log: the bot handles each /sync answer as one
 durable batch and only then asks for the next one with since=<that answer's next_batch>.  A
 next_batch token is "s<pos>_<epoch>", where pos is the fake's stream position when the answer
@@ -51,6 +55,8 @@ BOT_ID = f"@{BOT_LOCALPART}:{SERVER_NAME}"
 BOT_PASSWORD = "correct horse battery staple 304"
 PLAYERS = ("alice", "bob", "carol", "dave")
 ROOM_NAME = "Card night"
+# The local time a log line starts with when the bot writes to a file or a terminal (not under systemd).
+LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ", re.M)
 V3 = "/_matrix/client/v3"
 TIMERS = "[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
 HEAD_RE = re.compile(r"^\[[^\]]* · table (\d+)\] ")
@@ -459,11 +465,28 @@ class Harness:
             self.closed = True
             for bot in self.bots:
                 bot.kill()
-        self.server.kill()
-        if KEEP:
-            sys.stderr.write(f"kept {self.dir}\n")
-        else:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            leaks = self.plaintext_leaks()
+            if leaks:
+                self.fail("the bot sent events in the clear into encrypted rooms:\n"
+                          + "\n".join(f"  {e['type']} (txn {e['txn_id']}) in {e['room_id']} at "
+                                      f"pos {e['pos']}" for e in leaks[:20]))
+        finally:
+            self.server.kill()
+            if KEEP:
+                sys.stderr.write(f"kept {self.dir}\n")
+            else:
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+    def plaintext_leaks(self):
+        """The bot's events in encrypted rooms that are not m.room.encrypted (the homeserver
+        is started again from its state file if a test left it down)."""
+        if not self.server.running():
+            if not (self.server.state and os.path.exists(self.server.state)):
+                return []
+            self.server.start()
+        events = self.server.ok("GET", "/_fake/plaintext")["events"]
+        return [e for e in events if e["sender"] == BOT_ID]
 
     # ---- failing with context ------------------------------------------------------------------
 
@@ -729,7 +752,7 @@ class Harness:
 
     def send(self, name, room_id, content, kind="m.room.message", retry_for=20.0):
         """Sends an event as a person; returns (event_id, fake pos).  Retries (same txn id)
-        while the fake is down."""
+        while the fake is down, and when it asks to wait (429), as a client does."""
         self.txn += 1
         txn = f"t{self.txn}"
         path = f"{V3}/rooms/{q(room_id)}/send/{q(kind)}/{txn}"
@@ -740,7 +763,9 @@ class Harness:
                 if before is None:
                     before = self.stream_position()
                 resp = self.user_call(name, "PUT", path, content)
-                break
+                if resp.status != 429 or time.monotonic() > deadline:
+                    break
+                time.sleep((resp.json or {}).get("retry_after_ms", 100) / 1000)  # rate-limited too
             except OSError:
                 if time.monotonic() > deadline:
                     raise

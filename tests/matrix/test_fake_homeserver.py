@@ -32,9 +32,9 @@ HS = "example.org"
 V3 = "/_matrix/client/v3"
 
 
-def start_server(port=0, state=None):
+def start_server(port=0, state=None, extra=()):
     """Start the server; return (process, port) once it printed "LISTENING <port>"."""
-    args = [sys.executable, SERVER, "--port", str(port), "--server-name", HS]
+    args = [sys.executable, SERVER, "--port", str(port), "--server-name", HS, *extra]
     if state:
         args += ["--state", state]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
@@ -639,6 +639,111 @@ class FakeHomeserverTest(ServerCase):
         worker.join(10)
         self.assertEqual(list(rooms), [done["answer"]["room_id"]])
 
+    def test_fault_hold_waits_until_released(self):
+        alice = self.make_user("alice")
+        self.faults({"path_regex": "/sync", "action": "hold", "name": "sync", "count": -1})
+        self.assertEqual(self.ok("GET", "/_fake/holds")["active"], ["sync"])
+        answers = []
+        thread = threading.Thread(target=lambda: answers.append(
+            self.call("GET", V3 + "/sync", token=alice["token"])))
+        thread.start()
+        deadline = time.monotonic() + 10
+        while self.ok("GET", "/_fake/holds")["waiting"].get("sync") != 1:
+            self.assertLess(time.monotonic(), deadline, "the held /sync never arrived")
+            time.sleep(0.02)
+        self.ok("GET", V3 + "/account/whoami", token=alice["token"])   # others go on
+        self.assertEqual(answers, [])
+        self.ok("DELETE", "/_fake/holds/sync")
+        thread.join(10)
+        self.assertEqual(answers[0].status, 200)
+        self.assertIn("next_batch", answers[0].json)
+        self.assertEqual(self.ok("GET", "/_fake/holds"), {"active": [], "waiting": {}})
+        self.assertEqual(self.ok("GET", "/_fake/faults")["faults"], [], "the rule went too")
+        self.sync(alice)                                # no longer held
+
+    # ---- Synapse's message rate limit --------------------------------------------------------
+
+    def test_rate_limit_is_synapses_bucket(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        self.ok("POST", "/_fake/ratelimit", {"per_second": 0.5, "burst_count": 3})
+        for n in range(3):
+            self.send(bot, room_id, f"burst {n}", f"b{n}")
+        path = f"{V3}/rooms/{q(room_id)}/send/m.room.message/b3"
+        limited = self.call("PUT", path, {"body": "one too many"}, bot["token"])
+        self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
+        self.assertNotIn("Retry-After", limited.headers, "Synapse 1.67 sends no header")
+        # the next action is allowed once one of three leaked out: 1 / 0.5 s after the start
+        self.assertGreater(limited.json["retry_after_ms"], 1500)
+        self.assertLessEqual(limited.json["retry_after_ms"], 2000)
+        self.assertEqual(self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/b0",
+                                   {"body": "burst 0"}, bot["token"]).status, 200,
+                         "a retransmission is answered from the txn cache")
+        self.send(alice, room_id, "alice has a bucket of her own", "a1")
+        self.join(alice, room_id)                       # memberships are not counted
+        self.ok("POST", f"/_fake/as/{q(bot['user_id'])}/send",
+                {"room_id": room_id, "content": {"body": "control API: never limited"}})
+        state = self.call("PUT", f"{V3}/rooms/{q(room_id)}/state/m.room.topic/",
+                          {"topic": "state counts"}, bot["token"])
+        self.assertError(state, 429, "M_LIMIT_EXCEEDED")
+        self.assertError(self.call("POST", V3 + "/createRoom", {"preset": "private_chat"},
+                                   bot["token"]), 429, "M_LIMIT_EXCEEDED")
+        bodies = [e["content"].get("body") for e in self.room_events(room_id)
+                  if e["type"] == "m.room.message"]
+        self.assertNotIn("one too many", bodies, "a refused event is not made")
+        self.assertEqual(self.ok("GET", "/_fake/ratelimit")["rate_limit"],
+                         {"per_second": 0.5, "burst_count": 3})
+        self.ok("POST", "/_fake/ratelimit", {})
+        self.send(bot, room_id, "no limit now", "b4")
+        self.assertError(self.call("POST", "/_fake/ratelimit", {"per_second": 0,
+                                                                "burst_count": 3}),
+                         400, "M_BAD_JSON")
+
+    def test_rate_limit_a_new_room_takes_two_turns(self):
+        """As Synapse: createRoom counts, and so does the creator's join in the new room; a
+        refused join answers 429 and leaves the room there with nobody in it."""
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        self.ok("POST", "/_fake/ratelimit", {"per_second": 0.5, "burst_count": 3})
+        room_id = self.create_room(bot, [alice])                       # two of three
+        self.assertEqual(self.ok("GET", "/_fake/rooms")["rooms"][room_id]["members"],
+                         {bot["user_id"]: "join", alice["user_id"]: "invite"})
+        before = set(self.ok("GET", "/_fake/rooms")["rooms"])
+        limited = self.call("POST", V3 + "/createRoom", {"preset": "private_chat"}, bot["token"])
+        self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
+        left = set(self.ok("GET", "/_fake/rooms")["rooms"]) - before
+        self.assertEqual(len(left), 1, "the room made before the refused join is not there")
+        self.assertEqual(self.ok("GET", "/_fake/rooms")["rooms"][left.pop()]["members"], {})
+        self.assertGreater(limited.json["retry_after_ms"], 0)
+
+    def test_rate_limit_refills_at_its_rate(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        self.ok("POST", "/_fake/ratelimit", {"per_second": 20, "burst_count": 1})
+        self.send(bot, room_id, "first", "r0")
+        limited = self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/r1",
+                            {"body": "second"}, bot["token"])
+        self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
+        self.assertLessEqual(limited.json["retry_after_ms"], 50)
+        time.sleep(limited.json["retry_after_ms"] / 1000 + 0.01)
+        self.send(bot, room_id, "second", "r1")
+
+    # ---- the plaintext audit -----------------------------------------------------------------
+
+    def test_plaintext_in_encrypted_rooms_is_listed(self):
+        bot, alice = self.make_user("bot"), self.make_user("alice")
+        room_id = self.room_with(bot, alice)
+        self.send(bot, room_id, "before encryption: fine", "p1")
+        self.ok("PUT", f"{V3}/rooms/{q(room_id)}/state/m.room.encryption/",
+                {"algorithm": "m.megolm.v1.aes-sha2"}, bot["token"])
+        self.ok("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.encrypted/p2",
+                {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "x"}, bot["token"])
+        self.ok("PUT", f"{V3}/rooms/{q(room_id)}/state/m.room.topic/", {"topic": "state"},
+                bot["token"])
+        leak = self.send(bot, room_id, "your hand: J♠", "p3")
+        found = self.ok("GET", "/_fake/plaintext")["events"]
+        self.assertEqual([(e["event_id"], e["sender"], e["type"], e["txn_id"]) for e in found],
+                         [(leak, bot["user_id"], "m.room.message", "p3")])
+
     # ---- transport and control API -----------------------------------------------------------
 
     def test_keep_alive_serves_several_requests_on_one_connection(self):
@@ -663,6 +768,29 @@ class FakeHomeserverTest(ServerCase):
         rooms = self.ok("GET", f"/_fake/as/{q(alice['user_id'])}{V3}/joined_rooms")
         self.assertEqual(rooms["joined_rooms"], [room_id])
         self.assertTrue(self.ok("GET", "/_fake/health")["ok"])
+
+
+class StockRateLimitTest(ServerCase):
+    """--rate-limit without a value: Synapse's stock rc_message, kept over a reset."""
+
+    def test_stock_limit_from_the_command_line(self):
+        proc, self.port = start_server(extra=["--rate-limit"])
+        try:
+            stock = {"per_second": 0.2, "burst_count": 10}
+            self.assertEqual(self.ok("GET", "/_fake/ratelimit")["rate_limit"], stock)
+            self.ok("POST", "/_fake/reset")
+            self.assertEqual(self.ok("GET", "/_fake/ratelimit")["rate_limit"], stock)
+            bot, alice = self.make_user("bot"), self.make_user("alice")
+            room_id = self.room_with(bot, alice)     # createRoom and the bot's join: two of ten
+            for n in range(8):
+                self.send(bot, room_id, f"burst {n}", f"s{n}")
+            limited = self.call("PUT", f"{V3}/rooms/{q(room_id)}/send/m.room.message/s8",
+                                {"body": "the eleventh"}, bot["token"])
+            self.assertError(limited, 429, "M_LIMIT_EXCEEDED")
+            self.assertGreater(limited.json["retry_after_ms"], 4000)
+            self.assertLessEqual(limited.json["retry_after_ms"], 5000)
+        finally:
+            stop_server(proc)
 
 
 class RestartTest(ServerCase):
@@ -1138,6 +1266,18 @@ class E2EETest(E2EECase):
                                    query={"to": start}), 400, "M_MISSING_PARAM")
         self.assertError(self.call("GET", changes, token=bob["token"],
                                    query={"from": "garbage"}), 400, "M_UNKNOWN")
+
+    def test_full_state_sync_reports_every_member_as_changed(self):
+        """As Synapse: a full_state sync with a since counts the members of the joined rooms
+        as new joins, so device_lists.changed lists them all (the caller too)."""
+        alice, bob = self.make_user("alice"), self.make_user("bob")
+        carol = self.make_user("carol")
+        self.room_with(alice, bob)
+        self.create_room(carol, invite=[alice])              # alice only invited there
+        since = self.sync(alice)["next_batch"]
+        self.assertEqual(self.sync(alice, since=since, timeout=0)["device_lists"]["changed"], [])
+        full = self.sync(alice, since=since, full_state="true")["device_lists"]
+        self.assertEqual(full, {"changed": sorted([alice["user_id"], bob["user_id"]]), "left": []})
 
     def test_long_poll_woken_by_key_change(self):
         alice = self.make_user("alice", device_id="PHONE")

@@ -16,7 +16,6 @@ Run:  /usr/bin/python3 -m unittest tests/matrix/test_matrix_bot.py -v   (python3
       CARDROOM_MX_VERBOSE=1            progress on stderr;  CARDROOM_MX_KEEP=1  keep temp dirs
 """
 
-import math
 import os
 import random
 import re
@@ -28,7 +27,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE,  # noqa: E402
+from harness import (BOT_ID, BOT_PASSWORD, BOT_SEND_REGEX, HEAD_RE, LOG_LINE_RE, LOG_STAMP,  # noqa: E402
                      PLAYERS, ROOM_NAME, SYNC_REGEX, V3, Harness, Killer, Transcript, bot_binary,
                      console_reference, matrix_reference, normalize_private, parse_script, q,
                      read_script, uid)
@@ -39,6 +38,7 @@ if OLM_MISSING is None:
     from olm_client import MEGOLM  # noqa: E402
 
 KILL_SEED = 304
+ASK_REGEX = r"^/_matrix/client/v3/rooms/[^/]+/state/m\.room\.encryption/"
 SERVER_RESTART_SEED = 11
 SIX_PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
 SIX_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "console",
@@ -80,29 +80,19 @@ class MatrixBotTest(unittest.TestCase):
         return room
 
     def match_with_faults(self, h, lines, schedule, timeout=45):
-        """Plays lines, adding schedule[i] (fault rules) before line i.  Returns the room and
-        when (ms since the epoch, the clock of the request log) each group went in."""
+        """Plays lines, adding schedule[i] (fault rules) before line i.  Returns the room."""
         room = self.start_game(h)
-        added = {}
 
         def before_line(i, line):
             if i in schedule:
-                added[i] = time.time() * 1000
                 h.server.add_faults(*schedule[i])
         h.play(lines, room, before_line=before_line, timeout=timeout)
-        return room, added
+        return room
 
     @staticmethod
-    def retried_too_soon(log, schedule, added):
+    def retried_too_soon(log):
         """Requests answered 429 that were tried again before the wait the answer asked for
-        (Retry-After in seconds and/or retry_after_ms; the shorter one when both are given,
-        with 20% slack)."""
-        def asked(rule):
-            ms = rule.get("retry_after_ms", 1000)
-            waits = ([math.ceil(ms / 1000) * 1000] if rule.get("header", True) else []) + (
-                [ms] if rule.get("body_ms", True) else [])
-            return min(waits)
-
+        (the fake's asked_ms, with 20% slack)."""
         def key(entry):      # a /sync is retried with the same since, maybe another timeout
             split = urllib.parse.urlsplit(entry["path"])
             if split.path.endswith("/sync"):
@@ -112,13 +102,7 @@ class MatrixBotTest(unittest.TestCase):
         for n, entry in enumerate(log):
             if entry["fault"] != "429":
                 continue
-            group = max((i for i, t in added.items() if t <= entry["ts"] + 5),
-                        key=lambda i: added[i])
-            rules = [r for r in schedule[group] if r["action"] == "429"
-                     and re.search(r["path_regex"], entry["path"])]
-            if not rules:
-                continue
-            need = min(asked(r) for r in rules)
+            need = entry["asked_ms"]
             again = next((e for e in log[n + 1:] if key(e) == key(entry)), None)
             if again is not None and again["ts"] - entry["ts"] < 0.8 * need:
                 problems.append(f"{entry['method']} {entry['path'][:90]}: 429 asking for "
@@ -242,7 +226,7 @@ class MatrixBotTest(unittest.TestCase):
                   dict(sync, action="500", count=1)],
         }
         expected = matrix_reference(lines)
-        room, added = self.match_with_faults(h, lines, schedule)
+        room = self.match_with_faults(h, lines, schedule)
         h.assert_transcript(room, expected)
         self.assert_clean_events(h, [room] + self.all_dms(h))
         self.assertEqual(h.server.faults(), [], "fault rules the bot never ran into")
@@ -252,7 +236,7 @@ class MatrixBotTest(unittest.TestCase):
         for want in [("429", "send"), ("429", "sync"), ("500", "send"), ("500", "sync"),
                      ("drop", "send"), ("drop", "sync")]:
             self.assertIn(want, hit)
-        self.assertEqual(self.retried_too_soon(log, schedule, added), [],
+        self.assertEqual(self.retried_too_soon(log), [],
                          "Retry-After / retry_after_ms not honoured")
         self.assertTrue(h.bot.alive())
         h.stop_bot()
@@ -563,6 +547,158 @@ class MatrixBotTest(unittest.TestCase):
         off = matrix_reference(read_script(limit=70))
         self.assertFalse([line for user in PLAYERS for line in off.private[user]
                           if "Your turn. Your hand: " in line])
+
+    # ---- 14 --------------------------------------------------------------------------------------
+
+    def test_14_secrets_at_rest(self):
+        """The access token is stored sealed with the store key, and a token an older cardroom
+        stored in the clear is sealed at the next start; a delivered private message keeps
+        neither its text nor its wire form in the database."""
+        import base64
+        import sqlite3
+
+        def stored(db_path):
+            db = sqlite3.connect(db_path)
+            try:
+                token = db.execute("SELECT position FROM positions WHERE adapter = "
+                                   "'matrix:token'").fetchone()[0]
+                kept = db.execute("SELECT count(*) FROM outbox WHERE sent = 1 AND user != '' "
+                                  "AND (text != '' OR wire IS NOT NULL)").fetchone()[0]
+                private = db.execute("SELECT count(*) FROM outbox WHERE sent = 1 AND "
+                                     "user != ''").fetchone()[0]
+            finally:
+                db.close()
+            return token, kept, private
+
+        h = Harness(self)
+        room = self.start_game(h)
+        lines = read_script(limit=6)                 # open, four joins, start: hands dealt
+        h.play(lines, room)
+        expected = matrix_reference(lines)
+        h.assert_transcript(room, expected)
+        h.stop_bot()
+        token, kept, private = stored(h.bot.db)
+        self.assertTrue(token.startswith("sealed1:"), "the access token is stored in the clear")
+        self.assertGreaterEqual(len(base64.b64decode(token[8:] + "==")), 16 + 16 + 32)
+        self.assertGreaterEqual(private, 4, "no private message was delivered")
+        self.assertEqual(kept, 0, "delivered private messages keep their text in the store")
+
+        # an older database: the token in the clear
+        mine = h.login("cardroom", BOT_PASSWORD)
+        db = sqlite3.connect(h.bot.db)
+        with db:
+            db.execute("UPDATE positions SET position = ? WHERE adapter = 'matrix:token'",
+                       (mine["token"],))
+            db.execute("UPDATE positions SET position = ? WHERE adapter = 'matrix:device'",
+                       (mine["device_id"],))
+            db.execute("DELETE FROM kv WHERE ns LIKE 'e2ee%' OR ns LIKE 'olm%' OR ns LIKE "
+                       "'megolm%' OR ns IN ('devices', 'outdated')")   # keys of another device
+        db.close()
+        h.reset_log()
+        bot = h.start_bot(h.bot.config, password=None, db=h.bot.db)
+        h.say_and_wait("alice", room, "!table")
+        h.wait_for(lambda: h.bot_events(room)[-1]["fake"]["device_id"] == mine["device_id"], 20,
+                   "the answer to !table from the device of the stored token")
+        self.assertEqual(h.requests("POST", r"^/_matrix/client/v3/login"), [])
+        h.stop_bot()
+        self.assertIn("sealed with the store key", bot.stderr())
+        token, _, _ = stored(h.bot.db)
+        self.assertTrue(token.startswith("sealed1:"))
+        self.assertNotIn(mine["token"], token)
+
+    # ---- 15 --------------------------------------------------------------------------------------
+
+    def test_15_restart_asks_whether_a_room_is_encrypted(self):
+        """After a restart, before any /sync is answered, the bot does not know whether the
+        game room is encrypted: it asks (GET …/state/m.room.encryption/, retried after a
+        500), learns from the 404 that it is not, and sends what was queued; the message
+        under way at the stop is sent again as it was (one event)."""
+        h = Harness(self)
+        room = self.start_game(h)
+        hold = {"action": "hold", "path_regex": BOT_SEND_REGEX, "method": "PUT", "count": -1}
+        h.server.add_faults(dict(hold, name="send"))
+        h.say_and_wait("alice", room, "!new 304")
+        h.say_and_wait("alice", room, "!join")
+        h.wait_for(lambda: h.server.ok("GET", "/_fake/holds")["waiting"].get("send"), 20,
+                   "the bot's first answer, held")
+        h.stop_bot()
+        h.server.add_faults(dict(hold, name="sync", path_regex=SYNC_REGEX, method="GET"),
+                            {"action": "500", "path_regex": ASK_REGEX, "method": "GET"})
+        h.server.ok("DELETE", "/_fake/holds/send")
+        h.bot.expected_down = False
+        h.bot.start()
+        expected = matrix_reference(parse_script("alice> !new 304\nalice> !join\n"))
+        h.assert_transcript(room, Transcript(room=expected.room))   # while /sync is held
+        self.assertTrue(h.server.ok("GET", "/_fake/holds")["waiting"].get("sync"))
+        asked = [e["status"] for e in h.requests("GET", ASK_REGEX)]
+        self.assertEqual(asked, [500, 404])
+        h.server.ok("DELETE", "/_fake/holds/sync")
+        h.say_and_wait("bob", room, "!join")
+        expected = matrix_reference(parse_script("alice> !new 304\nalice> !join\nbob> !join\n"))
+        h.assert_transcript(room, Transcript(room=expected.room))
+        self.assert_clean_events(h, [room])
+
+    # ---- 16 --------------------------------------------------------------------------------------
+
+    def test_16_rate_limited_table(self):
+        """Under a homeserver's message rate limit (Synapse's bucket, here 1 event per second
+        with bursts of 3) the bot sends one message at a time at the pace the server asks for
+        (seldom told to wait again), merges what waits for a room into one event, says once
+        that it is rate-limited and once (after 30 s without a 429 or a send held back) that
+        it no longer is; the transcript is exact and nothing is lost."""
+        import sqlite3
+        h = Harness(self)
+        room = self.start_game(h)
+        h.server.ok("POST", "/_fake/ratelimit", {"per_second": 1, "burst_count": 3})
+        lines = read_script(limit=40)
+        expected = matrix_reference(lines)
+        h.play(lines, room)
+        h.assert_transcript(room, expected, timeout=120)
+        self.assert_clean_events(h, [room] + self.all_dms(h))
+        h.server.ok("POST", "/_fake/ratelimit", {})
+        h.wait_for(lambda: "no longer rate-limits" in h.bot.stderr(), 60,
+                   "the bot to say it is no longer rate-limited")
+        err = h.bot.stderr()
+        self.assertEqual(err.count("is rate-limiting the bot"), 1, err[-3000:])
+        self.assertEqual(err.count("no longer rate-limits"), 1)
+        self.assertNotIn("M_LIMIT_EXCEEDED", err, "each 429 was logged")
+        limited = [e for e in h.requests("PUT", BOT_SEND_REGEX) if e["status"] == 429]
+        sent = [e for e in h.requests("PUT", BOT_SEND_REGEX) if e["status"] == 200]
+        self.assertTrue(limited, "the limit never bit")
+        self.assertLess(len(limited) * 3, len(sent), "the bot kept knocking while it was told to wait")
+        h.stop_bot()
+        db = sqlite3.connect(h.bot.db)
+        try:
+            merged = db.execute("SELECT count(*) FROM outbox WHERE merged_into IS NOT NULL").fetchone()[0]
+        finally:
+            db.close()
+        self.assertGreater(merged, 0, "nothing was merged while the bot was rate-limited")
+
+    # ---- 17 --------------------------------------------------------------------------------------
+
+    def test_17_log_lines_carry_the_time_except_in_the_journal(self):
+        """Written to a file (or a terminal) every log line starts with the local date and time
+        to the millisecond; under systemd, whose journal stamps lines itself (JOURNAL_STREAM
+        names the bot's stderr), they do not."""
+        h = Harness(self)
+        room = self.start_game(h)
+        h.say_and_wait("alice", room, "!new 304")
+        h.stop_bot()
+        lines = [line for line in h.bot.stderr().splitlines() if not line.startswith("===")]
+        self.assertGreater(len(lines), 3)
+        stamped = re.compile(LOG_STAMP.pattern + r"cardroom: (error|warn|info|debug): ")
+        self.assertEqual([line for line in lines if not stamped.match(line)], [])
+        mark = len(h.bot.stderr().splitlines())
+        st = os.stat(h.bot.stderr_path)
+        h.bot.env = dict(h.bot.env, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+        h.bot.expected_down = False
+        h.bot.start()
+        h.say_and_wait("bob", room, "!join")
+        h.stop_bot()
+        journal = [line for line in h.bot.stderr().splitlines()[mark:] if not line.startswith("===")]
+        self.assertGreater(len(journal), 2)
+        self.assertEqual([line for line in journal
+                          if not re.match(r"^cardroom: (error|warn|info|debug): ", line)], [])
 
 
     # ---- 14 --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ Run (the olm bindings are Debian's python3-olm, so use the system Python):
 """
 
 import os
+import random
 import re
 import subprocess
 import sys
@@ -24,9 +25,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (BOT_ID, BOT_LOCALPART, BOT_PASSWORD, HEAD_RE, ROOM_NAME,  # noqa: E402
-                     Harness, Transcript, bot_binary, matrix_reference, normalize_private,
-                     parse_script, q)
+from harness import (BOT_ID, BOT_LOCALPART, BOT_PASSWORD, BOT_TXN_RE, HEAD_RE,  # noqa: E402
+                     PLAYERS, ROOM_NAME, Harness, Transcript, bot_binary, matrix_reference,
+                     normalize_private, parse_script, q, read_script)
 
 try:
     import olm  # noqa: F401
@@ -39,6 +40,9 @@ except ImportError as exc:        # not Debian's /usr/bin/python3, or no python3
 STORE_KEY = "cardroom e2ee test store key"
 ALGORITHM = "signed_curve25519"
 LOW_OTK = 50                      # "at least about half of 100" one-time keys on the server
+BOT_SENDS = r"^/_matrix/client/v3/rooms/[^/]+/send/m\.room\.(message|encrypted)/cr\d+"
+BOT_SYNCS = r"^/_matrix/client/v3/sync"
+E2EE_KILL_SEED = 1304
 SETUP = ("alice> !new 304\nalice> !join\nalice> !bot\nalice> !bot\nalice> !bot\n"
          "alice> !start\n")
 
@@ -314,6 +318,88 @@ class MatrixE2EETest(E2EETestBase):
                             f"no {what} before the bot's first m.room.encrypted event:\n"
                             f"{h.e2ee_log()}")
         self.assertEqual([p for p in paths if re.search(r"/sendToDevice/m\.room_key/", p)], [])
+
+    # ---- holding the bot's requests (fake_homeserver "hold" faults) ------------------------
+
+    @staticmethod
+    def hold(h, name, path_regex, method):
+        h.server.add_faults({"action": "hold", "name": name, "path_regex": path_regex,
+                             "method": method, "count": -1})
+
+    @staticmethod
+    def wait_held(h, name, timeout=30):
+        h.wait_for(lambda: h.server.ok("GET", "/_fake/holds")["waiting"].get(name, 0) > 0,
+                   timeout, f"a request of the bot held by {name!r}")
+
+    @staticmethod
+    def release(h, name):
+        h.server.ok("DELETE", f"/_fake/holds/{q(name)}")
+
+    def restart_blind(self, h, clean):
+        """Stops the bot (SIGTERM when clean, else SIGKILL) and starts it again while the
+        homeserver answers none of its /sync requests, so it knows only what it stored; once
+        its first /sync is waiting (its queued messages have been offered by then), the sync
+        is let through."""
+        if clean:
+            h.stop_bot()
+        else:
+            h.bot.expected_down = True
+            h.bot.kill()
+        self.hold(h, "sync", BOT_SYNCS, "GET")
+        h.bot.expected_down = False
+        h.bot.start()
+        self.wait_held(h, "sync")
+        return lambda: self.release(h, "sync")
+
+    def e2ee_transcript(self, h, clients, room, expected, timeout=60):
+        """The bot's lines as the players read them (the room decrypted by the first player,
+        each DM by its owner), once at least what is expected arrived and decrypts (or
+        something differs); with a moment to settle, so a late duplicate shows."""
+        users = sorted(expected.private)
+
+        def read():
+            out = Transcript(private={u: [] for u in users})
+            reader = clients[users[0]]
+            reader.sync()
+            for event in self.bot_events(h, room):
+                got = reader.try_decrypt(event, room)
+                if got is None:
+                    return None
+                out.room.extend(got.content.get("body", "").split("\n"))
+            for user in users:
+                clients[user].sync()
+                events = sorted((e for dm in h.dm_rooms(user) for e in self.bot_events(h, dm)),
+                                key=lambda e: e["fake"]["pos"])
+                for event in events:
+                    got = clients[user].try_decrypt(event)
+                    if got is None:
+                        return None
+                    out.private[user].extend(normalize_private(line) for line in
+                                             got.content.get("body", "").split("\n"))
+            return out
+
+        def ready():
+            got = read()
+            if got is None:
+                return None
+            prefix, complete = h.prefix_ok(got, expected)
+            return got if (complete or not prefix) else None
+        h.wait_for(ready, timeout, "the bot's messages, decrypted")
+        time.sleep(1.0)
+        return h.wait_for(read, timeout, "the bot's messages, decrypted, after a moment")
+
+    def assert_txn_ids_once(self, h, rooms):
+        """Every bot event (none in the clear) carries a txn id cr<N> used once: no message
+        was posted twice, under one txn id or two."""
+        seen = {}
+        for room in rooms:
+            for event in self.bot_events(h, room):
+                self.assertEqual(event["type"], "m.room.encrypted", event)
+                txn = event["unsigned"].get("transaction_id")
+                self.assertRegex(txn or "", BOT_TXN_RE)
+                self.assertNotIn(txn, seen, f"txn id {txn} posted twice")
+                seen[txn] = event["event_id"]
+        return seen
 
     def warnings_after(self, h, mark):
         lines = h.bot.stderr().splitlines()[mark:]
@@ -679,6 +765,11 @@ class MatrixE2EETest(E2EETestBase):
         uploads = h.requests("POST", r"/keys/device_signing/upload")
         self.assertEqual([r["status"] for r in uploads], [401, 200],
                          "the first upload is asked for the password, the second carries it")
+        err = h.bot.stderr()
+        self.assertIn("info: matrix: uploading cross-signing keys: the homeserver asks for the account's "
+                      "password", err)
+        self.assertEqual(self.warnings_after(h, 0), [], "the expected 401 of the first step logged as a "
+                                                        "failure")
         # the owner's own view has the user-signing key, signed by the master key
         bot_view = h.server.as_user(BOT_LOCALPART, "POST", "/_matrix/client/v3/keys/query",
                                     {"device_keys": {BOT_ID: []}})
@@ -718,6 +809,136 @@ class MatrixE2EETest(E2EETestBase):
         self.assertIn("other encryption keys for device", err)
         keys = h.bot_devices()[device]
         self.assertEqual(keys["device_keys"], record["device_keys"], "the device keys were replaced")
+
+    # ---- 11 ----------------------------------------------------------------------------------
+
+    def test_11_queued_messages_stay_encrypted_across_restarts(self):
+        """Messages queued for an encrypted room and an encrypted DM when the bot stops (a
+        clean SIGTERM with one send under way and the rest never tried; then a SIGKILL after a
+        send was made but its answer lost) go out encrypted after restarts during which the
+        homeserver answers no /sync: the bot keeps which rooms are encrypted, waits for what
+        it must know, and a retry sends what the first attempt sent under the same txn id."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice)
+        for line in parse_script(SETUP):
+            self.say(h, alice, "alice", room, line.text)
+        dm = h.dm_room("alice")
+        script = SETUP
+
+        # 1. sends held: the first message of each destination under way, the others queued
+        self.hold(h, "send", BOT_SENDS, "PUT")
+        self.say(h, alice, "alice", room, "!table")
+        self.say(h, alice, "alice", dm, "!hand")
+        script += "alice> !table\nalice>> !hand\n"
+        self.wait_held(h, "send")
+        release_sync = self.restart_blind(h, clean=True)
+        self.release(h, "send")         # the stopped bot's send arrives late, and is made
+        release_sync()
+
+        # 2. a send made, its answer lost, the retry held: SIGKILL
+        h.server.add_faults({"action": "drop", "path_regex": BOT_SENDS, "method": "PUT",
+                             "process": True},
+                            {"action": "hold", "name": "resend", "path_regex": BOT_SENDS,
+                             "method": "PUT", "count": -1})
+        self.say(h, alice, "alice", room, "!last")
+        script += "alice> !last\n"
+        self.wait_held(h, "resend")
+        release_sync = self.restart_blind(h, clean=False)
+        self.release(h, "resend")
+        release_sync()
+
+        expected = matrix_reference(parse_script(script))
+        expected = Transcript(expected.room, {"alice": expected.private["alice"]})
+        got = self.e2ee_transcript(h, {"alice": alice}, room, expected)
+        problem = h.mismatch(got, expected)
+        if problem:
+            h.fail("the bot's messages (decrypted) differ from the console's:\n" + problem)
+        self.assert_txn_ids_once(h, [room, dm])
+        self.assert_only_encrypted(h, room, alice)
+        self.assert_only_encrypted(h, dm, alice)
+        drops = [e for e in h.requests("PUT", BOT_SENDS) if e["fault"] == "drop"]
+        self.assertEqual(len(drops), 1, "the lost answer was not tried")
+
+    # ---- 12 ----------------------------------------------------------------------------------
+
+    def test_12_match_with_crashes_stays_encrypted(self):
+        """Two hands of the match in an encrypted room, four people on E2EE clients, the DMs
+        encrypted, and the bot SIGKILLed at random moments (seeded), some restarts while the
+        homeserver answers no /sync: the players read exactly what the console prints, every
+        bot event is encrypted, and no txn id is used twice."""
+        rng = random.Random(E2EE_KILL_SEED)
+        h = E2EEHarness(self)
+        clients = {name: h.olm_user(name, name.upper() + "1") for name in PLAYERS}
+        self.start_bot(h)
+        room = h.create_room("alice", ROOM_NAME, invite=[BOT_ID, *PLAYERS[1:]],
+                             initial_state=encrypted_room_state())
+        for name in PLAYERS[1:]:
+            h.join(name, room)
+        h.wait_bot_membership(room)
+        lines = read_script(limit=150)
+        expected = matrix_reference(lines)
+        kills = set(rng.sample(range(6, len(lines) - 2), 10))
+        for i, line in enumerate(lines):
+            target = h.dm_room(line.user) if line.private else room
+            content = clients[line.user].encrypt(target, {"msgtype": "m.text", "body": line.text})
+            _, pos = h.send(line.user, target, content, kind="m.room.encrypted")
+            if i in kills:
+                time.sleep(rng.choice((0.0, 0.0, 0.05, 0.2)))
+                if rng.random() < 0.5:
+                    self.restart_blind(h, clean=False)()
+                else:
+                    h.restart_bot()
+            h.wait_handled(pos, f"script line {line.number} ({line})", 60)
+        got = self.e2ee_transcript(h, clients, room, expected, timeout=120)
+        problem = h.mismatch(got, expected)
+        if problem:
+            h.fail("the bot's messages (decrypted) differ from the console's:\n" + problem)
+        self.assert_txn_ids_once(h, [room] + [dm for u in PLAYERS for dm in h.dm_rooms(u)])
+        self.assertEqual(len(h.requests("POST", r"^/_matrix/client/v3/login")), 1)
+
+    # ---- 13 ----------------------------------------------------------------------------------
+
+    def test_13_room_key_kept_across_restarts(self):
+        """The bot's Megolm session of a room outlives restarts (SIGTERM and SIGKILL, with its
+        members' device lists asked again): the messages after them continue its ratchet and
+        the players get no new room key; a member leaving still makes a new one."""
+        h = E2EEHarness(self)
+        alice = h.olm_user("alice", "ALICE1")
+        bob = h.olm_user("bob", "BOB1")
+        self.start_bot(h)
+        room = self.encrypted_room(h, alice, invite=["bob"])
+        h.join("bob", room)
+        said = ["!new 304", "!join"]
+        self.say(h, alice, "alice", room, said[0])
+        self.decrypted(h, alice, room, 1, what="the answer to !new 304")
+        for n, clean in ((2, True), (3, False)):
+            if clean:
+                h.stop_bot()
+            else:
+                h.bot.expected_down = True
+                h.bot.kill()
+            h.bot.expected_down = False
+            h.bot.start()
+            self.say(h, alice, "alice", room, said[n - 1] if n - 1 < len(said) else "!table")
+            self.decrypted(h, alice, room, n, what=f"the answer after restart {n - 1}")
+        pairs = self.decrypted(h, alice, room, 3)
+        self.assertEqual(len({d.session_id for _, d in pairs}), 1,
+                         f"a new room key after a restart: {[(d.session_id, d.index) for _, d in pairs]}")
+        self.assertEqual([d.index for _, d in pairs], [0, 1, 2])
+        for client in (alice, bob):
+            client.sync()
+            keys = [k for k in client.room_keys(BOT_ID) if k["room_id"] == room]
+            self.assertEqual(len({k["session_id"] for k in keys}), 1, f"{client.device_id}: {keys}")
+        # bob leaves: the next message is under a new key, which he does not get
+        h.user_ok("bob", "POST", f"/_matrix/client/v3/rooms/{q(room)}/leave", {})
+        self.say(h, alice, "alice", room, "!table")
+        pairs = self.decrypted(h, alice, room, 4, what="the answer after bob left")
+        self.assertNotEqual(pairs[3][1].session_id, pairs[0][1].session_id)
+        bob.sync()
+        self.assertNotIn(pairs[3][1].session_id, {k["session_id"] for k in bob.room_keys(BOT_ID)})
+        self.assert_only_encrypted(h, room, alice)
 
 
 if __name__ == "__main__":
