@@ -73,7 +73,7 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(unit.get("WorkingDirectory"), "/var/lib/cardroom")
         self.assertEqual(os.path.dirname(db), "/var/lib/cardroom")
         # the untouched configuration names no network: exit 2, which is not restarted
-        self.assertEqual(unit.get("RestartPreventExitStatus"), "2")
+        self.assertEqual(unit.get("RestartPreventExitStatus"), "2 3")
         with tempfile.TemporaryDirectory() as state:
             run = subprocess.run([under(self.dest, program), "run", "--config", under(self.dest, config), "--db",
                                   os.path.join(state, "cardroom.db")], capture_output=True, text=True, timeout=30)
