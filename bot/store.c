@@ -132,8 +132,7 @@ static const char *const store_migrations[STORE_SCHEMA_VERSION] = {
     ") WITHOUT ROWID;",
     /* 4 -> 5: what an adapter put on the wire for a message (stored before its first attempt,
      * so a retry sends the same), and the message a throttled one was merged into. */
-    "ALTER TABLE outbox ADD COLUMN wire TEXT;"
-    "ALTER TABLE outbox ADD COLUMN merged_into INTEGER;",
+    "ALTER TABLE outbox ADD COLUMN wire TEXT; ALTER TABLE outbox ADD COLUMN merged_into INTEGER;",
 };
 
 /* ---- Statements, prepared once at open ---- */
