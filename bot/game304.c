@@ -165,38 +165,37 @@ static int set_players(g304_rules *r, const char *value, g304_error *e)
     return -1;
 }
 
-/* Option level, the table's own beside the rules: the level, or -1 with the refusal in msg. */
-static int level_option(const char *value, char *msg, size_t msg_len)
+/* Sets option name to value in r, or in *level for the table's own option level (beside the
+ * rules). Returns 0, or -1 with the refusal in msg. */
+static int set_option(g304_rules *r, uint8_t *level, const char *name, const char *value, char *msg, size_t msg_len)
 {
-    int level = aiplay_level_parse(value);
-    if (level < 0) snprintf(msg, msg_len, "option level is one of easy, normal, expert, not '%.40s'", value);
-    return level;
+    g304_error e;
+    if (strcmp(name, "level") == 0) {
+        int l = aiplay_level_parse(value);
+        if (l < 0) {
+            snprintf(msg, msg_len, "option level is one of easy, normal, expert, not '%.40s'", value);
+            return -1;
+        }
+        *level = (uint8_t)l;
+        return 0;
+    }
+    if ((strcmp(name, "players") == 0 ? set_players(r, value, &e) : g304_rules_set(r, name, value, &e)) != 0) {
+        snprintf(msg, msg_len, "%s", e.msg);
+        return -1;
+    }
+    return 0;
 }
 
 static int option(const void *gs, const char *name, const char *value, char *canon, size_t canon_len, char *msg,
                   size_t msg_len)
 {
-    g304_rules r = ((const game304_state *)gs)->rules;
-    g304_error e;
-    if (strcmp(name, "players") == 0) {
-        if (set_players(&r, value, &e) != 0) {
-            snprintf(msg, msg_len, "%s", e.msg);
-            return -1;
-        }
-        snprintf(canon, canon_len, "%d", g304_seats(&r));
-        return 0;
-    }
-    if (strcmp(name, "level") == 0) {
-        int level = level_option(value, msg, msg_len);
-        if (level < 0) return -1;
-        snprintf(canon, canon_len, "%s", aiplay_level_name(level));
-        return 0;
-    }
-    if (g304_rules_set(&r, name, value, &e) != 0) {
-        snprintf(msg, msg_len, "%s", e.msg);
-        return -1;
-    }
-    g304_rules_get(&r, name, canon, canon_len);
+    const game304_state *g = gs;
+    g304_rules r = g->rules;
+    uint8_t level = g->level;
+    if (set_option(&r, &level, name, value, msg, msg_len) != 0) return -1;
+    if (strcmp(name, "players") == 0) snprintf(canon, canon_len, "%d", g304_seats(&r));
+    else if (strcmp(name, "level") == 0) snprintf(canon, canon_len, "%s", aiplay_level_name(level));
+    else g304_rules_get(&r, name, canon, canon_len);
     return 0;
 }
 
@@ -365,18 +364,12 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
 static int entry_set(game304_state *g, const game_host *h, const char *rest, char *err, size_t errlen)
 {
     char name[64], value[64], msg[G304_MSG_MAX];
-    g304_error e;
-    int ok = sscanf(rest, "%63s %63s", name, value) == 2, players = ok && strcmp(name, "players") == 0;
-    if (ok && strcmp(name, "level") == 0) {
-        int level = level_option(value, msg, sizeof msg);
-        if ((ok = level >= 0)) g->level = (uint8_t)level;
-    } else if (ok) {
-        ok = (players ? set_players(&g->rules, value, &e) : g304_rules_set(&g->rules, name, value, &e)) == 0;
-    }
-    if (!ok) {
+    if (sscanf(rest, "%63s %63s", name, value) != 2 ||
+        set_option(&g->rules, &g->level, name, value, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "entry \"set %.56s\" sets no option", rest);
         return -1;
     }
+    int players = strcmp(name, "players") == 0;
     if (players && h->talk) {
         char teams[RENDER_MAX];
         render_teams(&g->rules, NULL, teams, sizeof teams);
