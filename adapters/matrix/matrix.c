@@ -563,6 +563,16 @@ static void set_dm(mx *m, const char *user, const char *room)
     m->direct_dirty = 1;
 }
 
+/* Room is the direct chat the bot made for user (open_dm), encrypted when encrypt_dms asked for
+ * it: that is stored before the chat is used. */
+static void made_dm(mx *m, const char *user, const char *room)
+{
+    int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
+    if (encrypted) remember_encrypted(m, room);
+    set_dm(m, user, room);
+    mx_state_made_dm(m->st, room, user, encrypted);
+}
+
 static void unsure_of(mx *m, const char *user, const char *nonce, int64_t after)
 {
     json_object_set_new(m->unsure, user, json_pack("{s:s, s:I}", "nonce", nonce, "after", (json_int_t)after));
@@ -599,10 +609,7 @@ static void adopt_dms(mx *m, json_t *root)
                     if (strcmp(json_string_value(json_object_get(u, "nonce")), nonce) != 0) continue;
                     mlog(m, CORE_LOG_INFO, "matrix: the direct chat with %s made earlier (its answer never came) "
                                            "is taken instead of a new one", user);
-                    int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
-                    if (encrypted) remember_encrypted(m, room_id); /* it was made so */
-                    set_dm(m, user, room_id);
-                    mx_state_made_dm(m->st, room_id, user, encrypted);
+                    made_dm(m, user, room_id);
                     json_object_del(m->unsure, user);
                 }
             }
@@ -623,11 +630,8 @@ static void dm_created(void *ctx, const mx_response *r)
     if (room) m->room_refused = 0;
     else if (r->status == 429 && m->throttled) m->room_refused++;
     if (room && strlen(room) < 256) {
-        int encrypted = strcmp(m->config->matrix_encrypt_dms, "true") == 0;
         json_object_del(m->creating, d->user);
-        if (encrypted) remember_encrypted(m, room);
-        set_dm(m, d->user, room);
-        mx_state_made_dm(m->st, room, d->user, encrypted);
+        made_dm(m, d->user, room);
         mlog(m, CORE_LOG_INFO, "matrix: opened a direct chat with %s", d->user);
     } else if (cancelled(r)) {
         json_object_del(m->creating, d->user);
