@@ -965,13 +965,21 @@ Test(mx_e2ee, first_upload)
  * 2. Persistence, a wrong store key, a refused first upload
  * ============================================================================================== */
 
+/* The store at path, opened (the test stops if it cannot be). */
+static store *store_at(const char *path)
+{
+    char err[512] = "";
+    store *db = NULL;
+    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    return db;
+}
+
 Test(mx_e2ee, persistence)
 {
     char *dir = temp_dir("mx_e2ee");
-    char path[512], err[512] = "";
+    char path[512];
     snprintf(path, sizeof path, "%s/store.db", dir);
-    store *db = NULL;
-    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    store *db = store_at(path);
     machine m;
     machine_start(&m, db);
     char curve[44], ed[44];
@@ -1000,7 +1008,7 @@ Test(mx_e2ee, persistence)
     mx_e2ee_free(m.e);
     store_close(db);
     db = NULL;
-    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    db = store_at(path);
     machine_start(&m, db);
     cr_assert_str_eq(m.curve, curve, "another identity after a restart");
     cr_assert_str_eq(m.ed, ed, "another identity after a restart");
@@ -1026,7 +1034,7 @@ Test(mx_e2ee, persistence)
     uint8_t wrong[32];
     memcpy(wrong, KEY, 32);
     wrong[0] ^= 1;
-    err[0] = 0;
+    char err[512] = "";
     mx_e2ee *bad = mx_e2ee_new(db, BOT, BOTDEV, wrong, err, sizeof err);
     cr_assert_null(bad, "a wrong store key is accepted");
     cr_assert(strstr(err, "CARDROOM_MATRIX_STORE_KEY") && strstr(err, "cannot be read"), "unclear: %s", err);
@@ -1496,10 +1504,9 @@ Test(mx_e2ee, own_other_device)
 Test(mx_e2ee, device_change_survives_restart)
 {
     char *dir = temp_dir("mx_e2ee");
-    char path[512], err[512] = "";
+    char path[512];
     snprintf(path, sizeof path, "%s/store.db", dir);
-    store *db = NULL;
-    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    store *db = store_at(path);
     machine m;
     machine_start(&m, db);
     json_decref(first_upload(&m));
@@ -1518,7 +1525,7 @@ Test(mx_e2ee, device_change_survives_restart)
     /* restart (the sync's next_batch is stored by then) */
     mx_e2ee_free(m.e);
     store_close(db);
-    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    db = store_at(path);
     machine_start(&m, db);
     int queries = s.n[K_QUERY];
     char *out = send_text(&s, ROOM, MEMBERS_P, 2, "after");
@@ -1547,10 +1554,9 @@ static void count_warnings(void *ctx, int level, const char *line)
 Test(mx_e2ee, to_device_read_once_across_a_restart)
 {
     char *dir = temp_dir("mx_e2ee");
-    char path[512], err[512] = "";
+    char path[512];
     snprintf(path, sizeof path, "%s/store.db", dir);
-    store *db = NULL;
-    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    store *db = store_at(path);
     machine m;
     machine_start(&m, db);
     json_t *up = first_upload(&m);
@@ -1568,7 +1574,7 @@ Test(mx_e2ee, to_device_read_once_across_a_restart)
     /* the crash, and the same sync answer again */
     mx_e2ee_free(m.e);
     store_close(db);
-    cr_assert_eq(store_open(&db, path, err, sizeof err), 0, "%s", err);
+    db = store_at(path);
     machine_start(&m, db);
     int warnings = 0;
     mx_e2ee_set_log(m.e, count_warnings, &warnings);
