@@ -72,8 +72,20 @@ int arena_spec_parse(const char *text, arena_spec *spec, char *err, size_t errle
     return 0;
 }
 
+/* Whether these players can play these rules: 0, or -1 with a sentence in err. */
+static int arena_check(const arena_options *o, char *err, size_t errlen)
+{
+    int exec = o->a.kind == ARENA_EXEC || o->b.kind == ARENA_EXEC || o->a_partner.kind == ARENA_EXEC;
+    if (exec && g304_seats(&o->rules) != G304_SEATS) {
+        snprintf(err, errlen, "outside players (exec:) play the four-player game only");
+        return -1;
+    }
+    return 0;
+}
+
 arena *arena_new(const arena_options *o, char *err, size_t errlen)
 {
+    if (arena_check(o, err, errlen) != 0) return NULL;
     arena *ar = calloc(1, sizeof *ar);
     if (!ar) {
         snprintf(err, errlen, "out of memory");
@@ -83,11 +95,6 @@ arena *arena_new(const arena_options *o, char *err, size_t errlen)
     const arena_spec *specs[ARENA_ROLES] = {&o->a, &o->b, &o->a_partner};
     int searching = 0;
     for (int r = 0; r < ARENA_ROLES; r++) {
-        if (specs[r]->kind == ARENA_EXEC && g304_seats(&o->rules) != G304_SEATS) {
-            snprintf(err, errlen, "outside players (exec:) play the four-player game only");
-            arena_free(ar);
-            return NULL;
-        }
         searching |= specs[r]->kind == ARENA_BUILTIN && specs[r]->level != AIPLAY_EASY;
         if (specs[r]->kind == ARENA_EXEC && !(ar->ex[r] = aiexec_new(specs[r]->command, o->limit_ms))) goto oom;
     }
@@ -626,6 +633,10 @@ int arena_main(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if (!have_partner) o.a_partner = o.a;
+    if (arena_check(&o, why, sizeof why) != 0) {
+        fprintf(err, "cardroom arena: %s\n", why);
+        return 2;
+    }
     o.rules.cut = 0; /* a cut would only rotate the same random deck */
     arena_totals t;
     memset(&t, 0, sizeof t);
