@@ -527,7 +527,7 @@ class Harness:
             starts = self.server.starts
             try:
                 got = self.server.activity(seq, boot, 20)
-            except (OSError, AssertionError):
+            except (OSError, AssertionError, ValueError, http.client.HTTPException):
                 with self.server.started:
                     self.server.started.wait_for(
                         lambda: self.closed or self.server.starts != starts, 5)
@@ -619,7 +619,8 @@ class Harness:
 
     def wait_for(self, predicate, timeout, what, check_bot=True):
         """Returns predicate()'s value once it is true, asking again only when there is news
-        (a step of the fake's requests, a line of the bot's stderr, the bot's exit)."""
+        (a step of the fake's requests, a line of the bot's stderr, the bot's exit).  what
+        names it for the failure message (a function: called then)."""
         deadline = self.deadline(timeout)
         while True:
             seen = self.news_seen()
@@ -629,7 +630,8 @@ class Harness:
             if check_bot:
                 self.check_bot()
             if not self.await_news(seen, deadline):
-                self.fail(f"timed out after {timeout * SLACK} s waiting for {what}")
+                self.fail(f"timed out after {timeout * SLACK} s waiting for "
+                          f"{what() if callable(what) else what}")
 
     # ---- users and rooms -----------------------------------------------------------------------
 
@@ -815,8 +817,8 @@ class Harness:
         """Waits until the bot asked for a /sync with since >= pos: it has durably handled
         every event up to that stream position."""
         self.wait_for(lambda: self.max_since >= pos, timeout,
-                      f"the bot to handle {what} (event at stream position {pos}); the "
-                      f"highest since of its /sync requests is {self.max_since}")
+                      lambda: f"the bot to handle {what} (event at stream position {pos}); "
+                              f"the highest since of its /sync requests is {self.max_since}")
 
     def wait_first_sync(self, timeout=20):
         """Waits until the bot's initial /sync (no since) has been answered."""

@@ -305,8 +305,19 @@ class MatrixBotTest(unittest.TestCase):
         room = self.start_game(h)
         marks = {}                 # schedule index -> stderr lines before its faults
 
+        def logged_since(i):
+            return any(LOG_LINE_RE.search(line) for line in h.bot.stderr().splitlines()[marks[i]:])
+
         def before_line(i, line):
             if i in schedule:
+                # The faults before are all met (and a malformed answer's line is written)
+                # before the next come: each one's log lines are those between the marks.
+                h.wait_for(lambda: h.server.faults() == [], 60, f"the faults before line {i} met")
+                if marks:
+                    last = max(marks)
+                    if any(r.get("status", 200) == 200 for r in schedule[last]):
+                        h.wait_for(lambda: logged_since(last), 60,
+                                   f"a warning or an error about the faults before line {last}")
                 marks[i] = h.bot.stderr().count("\n")
                 h.server.add_faults(*schedule[i])
         h.play(lines, room, before_line=before_line)
