@@ -30,9 +30,9 @@ was built, so it covers every event with fake.pos <= pos.  A /sync arriving with
 pos >= the fake.pos of an event therefore proves the bot has durably handled that event.
 
 "Nothing more is coming" (before a transcript is compared, so a late duplicate shows) is also
-an event, not a pause: the bot has handled every event the fake holds (its own messages
-included) and every message its outbox has not marked sent is on the homeserver already,
-under its txn id (so a retry of it is the same event, never a second one).
+an event, not a pause: the bot has handled every event others sent in the rooms it is in, and
+every message its outbox has not marked sent is on the homeserver already, under its txn id
+(so a retry of it is the same event, never a second one).
 
 Only the Python standard library is used.
 """
@@ -976,8 +976,11 @@ class Harness:
     def outbox_on_server(self):
         """Whether every message the bot's outbox has not marked sent is on the homeserver
         under its txn id cr<outbox id> (so sending it again is the same event)."""
-        with sqlite3.connect(f"file:{self.bot.db}?mode=ro", uri=True, timeout=30) as db:
+        db = sqlite3.connect(f"file:{self.bot.db}?mode=ro", uri=True, timeout=30)
+        try:
             waiting = {f"cr{row[0]}" for row in db.execute("SELECT id FROM outbox WHERE sent = 0")}
+        finally:
+            db.close()
         if not waiting:
             return True
         on_server = {e["unsigned"].get("transaction_id") for room_id in self.bot_rooms()
