@@ -1327,6 +1327,26 @@ class Client:
         pred.__name__ = "%s %s from %s: %r" % (command, target, sender, text)
         return self.read_until(pred, timeout)
 
+    def wait_until(self, predicate, timeout=None, what="a condition"):
+        """Waits until predicate() (which reads what this client received) is true, asking
+        again at each message this client receives; returns its value.  ClientError on
+        timeout or if the connection closed."""
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                if self.closed.is_set():
+                    raise ClientError("%s: connection closed (%s) while waiting for %s\n%s"
+                                      % (self.name, self.close_reason, what, self.transcript()))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ClientError("%s: timeout (%.1fs) waiting for %s\n%s"
+                                      % (self.name, timeout, what, self.transcript()))
+                self._cond.wait(left)
+
     def wait_closed(self, timeout=None):
         """Wait until the server closed the connection; returns the ERROR
         message (or None if there was none)."""

@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -108,17 +109,16 @@ def bot_lines(client, bot_nick="cardroom"):
 
 def wait_log(bot, pattern, count=1, timeout=90):
     """Waits until the bot's log holds count lines matching pattern (each line read without the time
-    it starts with); returns the matches."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = re.findall(pattern, mh.LOG_STAMP.sub("", bot.log_text()), re.M)
-        if len(found) >= count:
-            return found
-        if bot.proc.poll() is not None or time.monotonic() > deadline:
+    it starts with), looking again at each line the bot writes; returns the matches."""
+    def found():
+        return re.findall(pattern, mh.LOG_STAMP.sub("", bot.log_text()), re.M)
+    with bot.lines:
+        if not bot.lines.wait_for(lambda: len(found()) >= count or bot.output_ended, timeout) \
+                or len(found()) < count:
             raise AssertionError("%d of %d log lines like %r (bot %s)\n%s" % (
-                len(found), count, pattern, "exited" if bot.proc.poll() is not None else "running",
+                len(found()), count, pattern, "exited" if bot.proc.poll() is not None else "running",
                 bot.tail()))
-        time.sleep(0.2)
+        return found()
 
 
 def check_short_lines(test, people, order, limit):
@@ -126,11 +126,10 @@ def check_short_lines(test, people, order, limit):
     line fits limit bytes, no word is cut, a four-card hand is one line."""
     for name, c in people.items():
         want = words_in_order([e for e in order if e[0] in ("#", "@" + name)])
-        deadline = time.monotonic() + 120
-        while words_in_order(bot_lines(c)) != want:
-            if time.monotonic() > deadline:
-                test.assertEqual(words_in_order(bot_lines(c)), want, "words of the bot's lines for " + name)
-            time.sleep(0.2)
+        try:
+            c.wait_until(lambda: words_in_order(bot_lines(c)) == want, 120, "the bot's lines for " + name)
+        except ircservers.ClientError:
+            test.assertEqual(words_in_order(bot_lines(c)), want, "words of the bot's lines for " + name)
         for m in c.received:
             if m.nick == "cardroom" and m.command in ("PRIVMSG", "NOTICE"):
                 test.assertLessEqual(len(m.raw.encode("utf-8")) + 2, limit, m.raw)
@@ -181,13 +180,34 @@ class Bot:
             for key, value in settings.items():
                 f.write(f"{key} = {value}\n")
         self.proc = None
+        self.lines = threading.Condition()  # notified at each line of output and at its end
+        self.output_ended = False
+        self.copier = None
 
     def start(self):
-        self.logf = open(self.log, "ab")
-        self.proc = subprocess.Popen([bot_binary(), "run", "--config", self.config, "--db", self.db,
-                                      "--seed", "1"], stdin=subprocess.DEVNULL, stdout=self.logf,
-                                     stderr=self.logf, env=self.env, cwd=self.workdir)
+        read_end, write_end = os.pipe()
+        try:
+            self.proc = subprocess.Popen([bot_binary(), "run", "--config", self.config, "--db", self.db,
+                                          "--seed", "1"], stdin=subprocess.DEVNULL, stdout=write_end,
+                                         stderr=write_end, env=self.env, cwd=self.workdir)
+        finally:
+            os.close(write_end)
+        self.output_ended = False
+        self.copier = threading.Thread(target=self.copy_output, args=(os.fdopen(read_end, "rb"),), daemon=True)
+        self.copier.start()
         return self
+
+    def copy_output(self, pipe):
+        """Copies the bot's output to its log file line by line, waking the waits on each."""
+        with pipe, open(self.log, "ab") as log:
+            for line in pipe:
+                log.write(line)
+                log.flush()
+                with self.lines:
+                    self.lines.notify_all()
+        with self.lines:
+            self.output_ended = True
+            self.lines.notify_all()
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -197,8 +217,8 @@ class Bot:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc:
-            self.logf.close()
+        if self.copier:
+            self.copier.join()
         return self.proc.returncode if self.proc else None
 
     def tail(self, n=40):
@@ -325,21 +345,26 @@ class MatchOnNgircd(IrcTestCase):
         want_room = squash(ref.room)
         want_private = {u: squash(ref.private.get(u, [])) for u in people}
         deadline = time.monotonic() + timeout
-        while True:
-            room, private = self.transcript(people, watcher)
-            got_room = squash(room)
-            got_private = {u: squash(private[u]) for u in people}
-            if got_room == want_room and got_private == want_private:
-                return room, private
-            if time.monotonic() > deadline:
-                import difflib
-                diff = "\n".join(list(difflib.unified_diff(ref.room, room, "console", "irc", lineterm=""))[:60])
-                for u in people:
-                    if got_private[u] != want_private[u]:
-                        diff += "\n" + "\n".join(list(difflib.unified_diff(
-                            ref.private.get(u, []), private[u], "console @" + u, "irc @" + u, lineterm=""))[:40])
-                self.fail("the bot's lines differ from the console's:\n" + diff)
-            time.sleep(0.2)
+        waits = [(watcher, lambda: squash(self.transcript({}, watcher)[0]) == want_room, "the channel")]
+        waits += [(c, lambda u=u, c=c: squash(self.transcript({u: c}, watcher)[1][u]) == want_private[u],
+                   "the lines to " + u) for u, c in people.items()]
+        try:
+            for c, done, what in waits:
+                c.wait_until(done, max(0.0, deadline - time.monotonic()), what)
+        except ircservers.ClientError:
+            pass
+        room, private = self.transcript(people, watcher)
+        got_room = squash(room)
+        got_private = {u: squash(private[u]) for u in people}
+        if got_room == want_room and got_private == want_private:
+            return room, private
+        import difflib
+        diff = "\n".join(list(difflib.unified_diff(ref.room, room, "console", "irc", lineterm=""))[:60])
+        for u in people:
+            if got_private[u] != want_private[u]:
+                diff += "\n" + "\n".join(list(difflib.unified_diff(
+                    ref.private.get(u, []), private[u], "console @" + u, "irc @" + u, lineterm=""))[:40])
+        self.fail("the bot's lines differ from the console's:\n" + diff)
 
     def check_lines(self, people, room, private):
         # No hand in the channel: private heads name the table; the channel never gets them.
@@ -421,6 +446,9 @@ class MatchOnNgircd(IrcTestCase):
             @property
             def received(self):
                 return self.old + list(self.new.received)
+
+            def wait_until(self, predicate, timeout, what):
+                return self.new.wait_until(predicate, timeout, what)
 
         merged = {u: Merged(before[u], c) for u, c in people2.items()}
         self.wait_transcript(merged, merged["alice"], ref, timeout=180)
@@ -789,21 +817,20 @@ class OnInspircd(IrcTestCase):
         self.wait_bot_in(watcher, nick=nick)
         # One command that makes a lot of output: help for every command, privately (as
         # NOTICEs), 3 times.
-        t0 = time.monotonic()
         for _ in range(3):
             self.say(watcher, nick, "!help")
-        return bot, watcher, t0
+        return bot, watcher
 
     def test_flood_control_keeps_under_the_servers_limit(self):
         # inspircd here: threshold 10, 5 lines/s, no fake lag: 10 lines at once = "Excess Flood".
-        bot, watcher, t0 = self.flood_run("cardflood", 4, 300)
-        got = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            got = [m for m in watcher.received if m.nick == "cardflood" and m.command in ("PRIVMSG", "NOTICE")]
-            if len(got) >= 30 and time.monotonic() - t0 > 8:
-                break
-            time.sleep(0.5)
+        bot, watcher = self.flood_run("cardflood", 4, 300)
+        want = words_in_order(console_order(mh.parse_script(watcher.name + ">> !help\n")) * 3)
+        try:  # all of it: the server has read every line the bot sent by then
+            watcher.wait_until(lambda: words_in_order(bot_lines(watcher, "cardflood")) == want, 120,
+                               "the paced bot's three answers")
+        except ircservers.ClientError:
+            self.assertEqual(words_in_order(bot_lines(watcher, "cardflood")), want, "the paced bot's three answers")
+        got = [m for m in watcher.received if m.nick == "cardflood" and m.command in ("PRIVMSG", "NOTICE")]
         self.assertGreaterEqual(len(got), 30, "the paced bot should keep talking")
         quits = [m for m in watcher.received if m.command == "QUIT" and m.nick == "cardflood"]
         self.assertEqual(quits, [], "the paced bot was thrown out")
@@ -813,7 +840,7 @@ class OnInspircd(IrcTestCase):
 
     def test_without_flood_control_the_server_throws_the_bot_out(self):
         # The same output with a bucket of 1000 lines and no pacing: the server's limit bites.
-        bot, watcher, _ = self.flood_run("cardfast", 1000, 0)
+        bot, watcher = self.flood_run("cardfast", 1000, 0)
         watcher.read_until(lambda m: m.command == "QUIT" and m.nick == "cardfast"
                            and "Excess Flood" in m.params[-1], timeout=30)
         bot.stop()

@@ -23,7 +23,8 @@ What it is, in one sitting:
     client-side tests check them with libolm.
   * A test control API under /_fake/ (users, acting as a user, fault injection, event dumps,
     devices and to-device queues, rate limits, reset, health).  It is not Matrix and never sees
-    injected faults.
+    injected faults.  One of its calls is how tests wait without polling: /_fake/activity
+    blocks until a Matrix request arrives, is held or is answered, and lists those steps.
   * Synapse's message rate limit (rc_message: a token bucket per user, 0.2 events per second
     with bursts of 10 on a stock server) can be switched on, from the command line or the
     control API, with Synapse's own arithmetic and answers (429 M_LIMIT_EXCEEDED with
@@ -536,6 +537,11 @@ class Homeserver:
         self.rate_limit = rate_limit  # {"per_second", "burst_count"} or None: no limit
         self.rate_actions = {}       # user_id -> [action_count, time_start] (Synapse's bucket)
         self.request_log = collections.deque(maxlen=10000)
+        # Steps of Matrix requests as they happen (arrived, held, answered), for tests to wait
+        # on: numbered from 1 in this process, which `boot` names (a restart starts over).
+        self.activity = collections.deque(maxlen=10000)
+        self.activity_seq = 0
+        self.boot = random_letters(8)
         self._fresh()
         if state_file and os.path.exists(state_file):
             self._load()
@@ -1122,11 +1128,11 @@ class Homeserver:
 
     # ---- holding requests ----------------------------------------------------------------------
 
-    def hold(self, name):
+    def hold(self, name, method, target):
         """A request under a "hold" fault waits here until the hold is released, then runs."""
         with self.cond:
             self.held[name] += 1
-            self.cond.notify_all()
+            self.note_activity("held", method, target)
             try:
                 while name in self.holds:
                     self.cond.wait()
@@ -1140,6 +1146,31 @@ class Homeserver:
             self.faults = [r for r in self.faults
                            if not (r["action"] == "hold" and r["name"] in names)]
             self.cond.notify_all()
+
+    # ---- activity (a test hook) ----------------------------------------------------------------
+
+    def note_activity(self, stage, method, target, status=None):
+        """Records one step of a Matrix request and wakes whoever waits for one."""
+        with self.cond:
+            self.activity_seq += 1
+            self.activity.append({"seq": self.activity_seq, "stage": stage, "method": method,
+                                  "path": target, "status": status})
+            self.cond.notify_all()
+
+    def activity_after(self, seq, boot, timeout):
+        """The steps after seq (all of them when boot is not this process's), waiting up to
+        timeout seconds for one when there are none yet."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            if boot != self.boot:
+                seq = 0
+            while self.activity_seq <= seq:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.cond.wait(remaining)
+            return {"boot": self.boot, "seq": self.activity_seq,
+                    "steps": [step for step in self.activity if step["seq"] > seq]}
 
     # ---- sending -------------------------------------------------------------------------------
 
@@ -2530,6 +2561,9 @@ def handle_control(hs, method, path, query, body, headers):
                 hs.rate_limit = validate_rate_limit(req.json(allow_empty=True))
                 hs.rate_actions = {}
             return 200, {"rate_limit": hs.rate_limit}, {}
+        if path == "/_fake/activity" and method == "GET":
+            timeout = min(max(0, req.int_arg("timeout_ms", 0)), 60000) / 1000.0
+            return 200, hs.activity_after(req.int_arg("after", 0), req.arg("boot"), timeout), {}
         if path == "/_fake/plaintext" and method == "GET":
             return 200, {"events": hs.plaintext_in_encrypted()}, {}
         if path == "/_fake/requests":
@@ -2682,6 +2716,7 @@ class Handler(BaseHTTPRequestHandler):
             elif split.path.startswith("/_fake/"):
                 self._answer(*self._run(handle_control, hs, split.path, query, body))
             else:
+                hs.note_activity("arrived", self.command, self.path)
                 rule = take_fault(hs, self.command, self.path)
                 entry["fault"] = rule["action"] if rule else None
                 if rule and rule["action"] == "429":
@@ -2693,6 +2728,7 @@ class Handler(BaseHTTPRequestHandler):
         if not split.path.startswith("/_fake/"):
             with hs.lock:
                 hs.request_log.append(entry)
+                hs.note_activity("answered", self.command, self.path, self._status)
 
     def _run(self, function, hs, path, query, body):
         try:
@@ -2716,7 +2752,7 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(*(real or self._run(handle_matrix, hs, path, query, body)))
             return
         if action == "hold":
-            hs.hold(rule["name"])
+            hs.hold(rule["name"], self.command, self.path)
             self._answer(*self._run(handle_matrix, hs, path, query, body))
             return
         real = self._run(handle_matrix, hs, path, query, body) if rule["process"] else None

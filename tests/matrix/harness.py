@@ -18,14 +18,21 @@ Every test ends with one check whatever it did: no event of the bot in an encryp
 anything but m.room.encrypted (the fake's /_fake/plaintext audit, read from its rooms' events,
 so it covers the bot's restarts and the homeserver's).
 
-"Handled" is read from the fake's request log: the bot handles each /sync answer as one
+Waiting is never polling: a thread of the harness long-polls the fake's /_fake/activity (a
+test hook that answers when a Matrix request arrives, is held or is answered) and each bot
+process's stderr is read through a pipe; every such step wakes the waits (`wait_for`), which
+look at the fake's state again only then.
+
+"Handled" is read from the /sync requests the bot makes: it handles each /sync answer as one
 durable batch and only then asks for the next one with since=<that answer's next_batch>.  A
 next_batch token is "s<pos>_<epoch>", where pos is the fake's stream position when the answer
-was built, so it covers every event with fake.pos <= pos.  A logged /sync whose since has
-pos >= the fake.pos of an event therefore proves the bot has durably handled that event.  The
-fake logs a request when it completes; a long-poll that nothing wakes completes only after
-sync_timeout, so when the bot's own answers do not wake it soon, the harness nudges it with a
-room event of a private type (org.cardroom.test.nudge, not a message), which it must ignore.
+was built, so it covers every event with fake.pos <= pos.  A /sync arriving with a since whose
+pos >= the fake.pos of an event therefore proves the bot has durably handled that event.
+
+"Nothing more is coming" (before a transcript is compared, so a late duplicate shows) is also
+an event, not a pause: the bot has handled every event others sent in the rooms it is in, and
+every message its outbox has not marked sent is on the homeserver already, under its txn id
+(so a retry of it is the same event, never a second one).
 
 Only the Python standard library is used.
 """
@@ -38,6 +45,7 @@ import queue
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -67,6 +75,9 @@ BOT_TXN_RE = re.compile(r"^cr\d+$")
 BOT_SEND_REGEX = r"^/_matrix/client/v3/rooms/[^/]+/send/m\.room\.message/cr\d+"
 SYNC_REGEX = r"^/_matrix/client/v3/sync"
 LOG_LINE_RE = re.compile(r"cardroom: (error|warn): ")
+# A wait's deadline is only there to end a hung test: every timeout a test names is stretched
+# this much, for a busy machine running the sanitizer build.
+SLACK = 4
 KEEP = bool(os.environ.get("CARDROOM_MX_KEEP"))      # keep temp dirs to look at afterwards
 VERBOSE = bool(os.environ.get("CARDROOM_MX_VERBOSE"))
 
@@ -257,6 +268,7 @@ class FakeHomeserver:
         self.proc = None
         self.port = 0
         self.starts = 0
+        self.started = threading.Condition()   # notified at each start
 
     def start(self):
         args = [sys.executable, FAKE_SERVER, "--port", str(self.port),
@@ -286,7 +298,9 @@ class FakeHomeserver:
                                    f"{tail(self.stderr_path)}")
             time.sleep(0.2)
         self.port = int(match.group(1))
-        self.starts += 1
+        with self.started:
+            self.starts += 1
+            self.started.notify_all()
         note(f"fake homeserver up on port {self.port} (start {self.starts})")
 
     def running(self):
@@ -345,6 +359,12 @@ class FakeHomeserver:
     def faults(self):
         return self.ok("GET", "/_fake/faults")["faults"]
 
+    def activity(self, after, boot, timeout):
+        """The fake's request steps after `after` (see fake_homeserver.activity_after), waiting
+        up to timeout seconds for one."""
+        return self.ok("GET", f"/_fake/activity?after={after}&boot={boot or ''}"
+                              f"&timeout_ms={int(timeout * 1000)}", timeout=timeout + 30)
+
     def clear_faults(self):
         self.ok("DELETE", "/_fake/faults")
 
@@ -356,8 +376,9 @@ class FakeHomeserver:
 class BotProcess:
     """One `cardroom run`, restartable on the same database."""
 
-    def __init__(self, workdir, config, db, env, name="bot"):
+    def __init__(self, workdir, config, db, env, name="bot", on_output=lambda: None):
         self.workdir = workdir
+        self.on_output = on_output   # called for each line of stderr, and at its end
         self.config = config
         self.db = db
         self.env = env
@@ -366,17 +387,40 @@ class BotProcess:
         self.proc = None
         self.starts = 0
         self.expected_down = False   # set while a test kills and restarts it on purpose
+        self.journal = False         # JOURNAL_STREAM names its stderr, as under systemd
+        self.copier = None           # the thread copying its stderr to the file
         self.exit_codes = []
 
     def start(self):
         args = [bot_binary(), "run", "--config", self.config, "--db", self.db, "--seed", "1"]
         self.starts += 1
-        with open(self.stderr_path, "ab") as err, open(self.stdout_path, "ab") as out:
+        with open(self.stderr_path, "ab") as err:
             err.write(f"=== harness: bot start {self.starts} ===\n".encode())
-            err.flush()
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=err, env=self.env, cwd=self.workdir)
+        read_end, write_end = os.pipe()
+        env = self.env
+        if self.journal:
+            st = os.fstat(write_end)
+            env = dict(env, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+        try:
+            with open(self.stdout_path, "ab") as out:
+                self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                             stderr=write_end, env=env, cwd=self.workdir)
+        finally:
+            os.close(write_end)
+        self.copier = threading.Thread(target=self.copy_stderr,
+                                       args=(os.fdopen(read_end, "rb"),), daemon=True)
+        self.copier.start()
         note(f"bot started (start {self.starts}, pid {self.proc.pid})")
+
+    def copy_stderr(self, pipe):
+        """Copies the bot's stderr to its file line by line, telling on_output of each line and
+        of the end (the bot exited)."""
+        with pipe, open(self.stderr_path, "ab") as err:
+            for line in pipe:
+                err.write(line)
+                err.flush()
+                self.on_output()
+        self.on_output()
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -388,9 +432,14 @@ class BotProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         rc = self.proc.wait()
+        self.ended(rc)
+        return rc
+
+    def ended(self, rc):
+        """The process is gone: its stderr is all in the file once the copier is done."""
+        self.copier.join()
         self.exit_codes.append(rc)
         self.proc = None
-        return rc
 
     def terminate(self, timeout=15):
         """SIGTERM and wait; returns the exit status (None if it had to be killed)."""
@@ -404,8 +453,7 @@ class BotProcess:
             self.proc.kill()
             self.proc.wait()
             rc = None
-        self.exit_codes.append(rc)
-        self.proc = None
+        self.ended(rc)
         return rc
 
     def wait_exit(self, timeout):
@@ -413,8 +461,7 @@ class BotProcess:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
-        self.exit_codes.append(rc)
-        self.proc = None
+        self.ended(rc)
         return rc
 
     def stderr(self):
@@ -438,6 +485,8 @@ class Harness:
 
     def __init__(self, test, use_state=True):
         self.test = test
+        self.news = threading.Condition()   # notified at each step of the fake or the bot
+        self.news_count = 0
         self.dir = tempfile.mkdtemp(prefix="cardroom-mx-")
         self.server = FakeHomeserver(self.dir, use_state)
         self.users = {}            # name -> {"user_id", "token", "device_id"}
@@ -449,14 +498,53 @@ class Harness:
         self.clear_log_allowed = True
         self.max_since = -1        # highest since pos of any /sync the bot made
         self.txn = 0
-        self.nudges = 0
         self.dm_kind = {}          # room_id -> user name the DM is with, or None
-        self.last_said = None      # (room_id, name) of the last event a person sent
         self.closed = False
         self.life_lock = threading.Lock()   # close() vs. a Killer restarting the bot
         test.addCleanup(self.close)
         self.server.start()
         self.epoch = self.server.health()["epoch"]
+        threading.Thread(target=self.watch_activity, daemon=True).start()
+
+    # ---- news: what wakes the waits -------------------------------------------------------------
+
+    def tell_news(self):
+        with self.news:
+            self.news_count += 1
+            self.news.notify_all()
+
+    def counts(self, step):
+        """Whether a request step of the fake is news for the waits (a subclass leaves out its
+        own clients' requests, which its waits make)."""
+        return True
+
+    def watch_activity(self):
+        """Follows the fake's request steps (long-polling /_fake/activity) until the harness
+        closes: each step the waits care about is news, and each /sync that arrives raises
+        max_since.  While the fake is down it waits for its next start."""
+        seq, boot = 0, None
+        while not self.closed:
+            starts = self.server.starts
+            try:
+                got = self.server.activity(seq, boot, 20)
+            except (OSError, AssertionError, ValueError, http.client.HTTPException):
+                with self.server.started:
+                    self.server.started.wait_for(
+                        lambda: self.closed or self.server.starts != starts, 5)
+                continue
+            if got["boot"] != boot:
+                seq, boot = 0, got["boot"]
+            news = False
+            for step in got["steps"]:
+                seq = max(seq, step["seq"])
+                if step["stage"] == "arrived":
+                    pos = self.since_pos(step)
+                    with self.log_lock:
+                        if pos is not None and pos > self.max_since:
+                            self.max_since = pos
+                news = news or self.counts(step)
+            if news:
+                self.tell_news()
 
     def close(self):
         with self.life_lock:
@@ -465,6 +553,7 @@ class Harness:
             self.closed = True
             for bot in self.bots:
                 bot.kill()
+        self.tell_news()
         try:
             leaks = self.plaintext_leaks()
             if leaks:
@@ -512,18 +601,37 @@ class Harness:
             return                 # killed (or being restarted) by the test itself
         self.fail(f"the bot exited unexpectedly with status {proc.returncode}")
 
-    def wait_for(self, predicate, timeout, what, interval=0.05, check_bot=True):
-        """Polls predicate() until it returns a true value; returns that value."""
-        deadline = time.monotonic() + timeout
+    def news_seen(self):
+        with self.news:
+            return self.news_count
+
+    @staticmethod
+    def deadline(timeout):
+        """The time.monotonic() by which a wait of `timeout` seconds has hung."""
+        return time.monotonic() + timeout * SLACK
+
+    def await_news(self, seen, deadline):
+        """Waits for news after `seen` (a news_seen() value); False when the deadline (a
+        time.monotonic() value) passes first."""
+        with self.news:
+            return self.news.wait_for(lambda: self.news_count != seen,
+                                      deadline - time.monotonic())
+
+    def wait_for(self, predicate, timeout, what, check_bot=True):
+        """Returns predicate()'s value once it is true, asking again only when there is news
+        (a step of the fake's requests, a line of the bot's stderr, the bot's exit).  what
+        names it for the failure message (a function: called then)."""
+        deadline = self.deadline(timeout)
         while True:
+            seen = self.news_seen()
             value = predicate()
             if value:
                 return value
             if check_bot:
                 self.check_bot()
-            if time.monotonic() > deadline:
-                self.fail(f"timed out after {timeout} s waiting for {what}")
-            time.sleep(interval)
+            if not self.await_news(seen, deadline):
+                self.fail(f"timed out after {timeout * SLACK} s waiting for "
+                          f"{what() if callable(what) else what}")
 
     # ---- users and rooms -----------------------------------------------------------------------
 
@@ -621,7 +729,8 @@ class Harness:
         """Starts `cardroom run` (a new BotProcess unless the current one is restarted)."""
         config = config or self.write_config()
         db = db or os.path.join(self.dir, f"{name}.db")
-        bot = BotProcess(self.dir, config, db, self.bot_env(password, token), name)
+        bot = BotProcess(self.dir, config, db, self.bot_env(password, token), name,
+                         self.tell_news)
         self.bots.append(bot)
         self.bot = bot
         bot.start()
@@ -704,41 +813,12 @@ class Harness:
                 if (method is None or e["method"] == method)
                 and (path_regex is None or re.search(path_regex, e["path"]))]
 
-    def nudge(self):
-        """Wakes the bot's long-poll with an event of a private type that a client must
-        ignore (not a message), sent in the room of the last line by its sender."""
-        if self.last_said is None:
-            return
-        room_id, name = self.last_said
-        self.nudges += 1
-        try:
-            self.server.ok("POST", f"/_fake/as/{q(uid(name))}/send",
-                           {"room_id": room_id, "type": "org.cardroom.test.nudge",
-                            "content": {"n": self.nudges}})
-        except (OSError, AssertionError):
-            pass
-
     def wait_handled(self, pos, what, timeout=45):
-        """Waits until the bot made a /sync with since >= pos: it has durably handled every
-        event up to that stream position."""
-        start = time.monotonic()
-        gap = 0.25
-        next_nudge = start + gap
-        while True:
-            self.poll_log()
-            if self.max_since >= pos:
-                return time.monotonic() - start
-            now = time.monotonic()
-            if now - start > timeout:
-                self.fail(f"the bot did not handle {what} (event at stream position {pos}) "
-                          f"within {timeout} s; the highest since of its /sync requests is "
-                          f"{self.max_since}")
-            self.check_bot()
-            if now >= next_nudge:
-                self.nudge()
-                gap = min(gap * 2, 2.0)
-                next_nudge = now + gap
-            time.sleep(0.02)
+        """Waits until the bot asked for a /sync with since >= pos: it has durably handled
+        every event up to that stream position."""
+        self.wait_for(lambda: self.max_since >= pos, timeout,
+                      lambda: f"the bot to handle {what} (event at stream position {pos}); "
+                              f"the highest since of its /sync requests is {self.max_since}")
 
     def wait_first_sync(self, timeout=20):
         """Waits until the bot's initial /sync (no since) has been answered."""
@@ -773,7 +853,6 @@ class Harness:
         if resp.status != 200:
             self.fail(f"{name} could not send to {room_id}: {resp.status} {resp.raw[:300]!r}")
         event_id = resp.json["event_id"]
-        self.last_said = (room_id, name)
         after = self.stream_position()
         if after == before + 1:
             return event_id, after
@@ -839,8 +918,7 @@ class Harness:
             if after_send:
                 after_send(i, line, pos)
             self.wait_handled(pos, f"script line {line.number} ({line})", timeout)
-        note(f"played {len(lines)} lines in {time.monotonic() - started:.1f} s, "
-             f"{self.nudges} nudges")
+        note(f"played {len(lines)} lines in {time.monotonic() - started:.1f} s")
 
     # ---- what the bot said ----------------------------------------------------------------------
 
@@ -895,18 +973,55 @@ class Harness:
                 complete = False
         return prefix, complete
 
-    def wait_transcript(self, room_id, expected, timeout=30, settle=1.0):
-        """Waits until the bot has posted at least what is expected (or something differs),
-        lets it settle (so a late duplicate shows), and returns the transcript."""
-        deadline = time.monotonic() + timeout
+    def outbox_on_server(self):
+        """Whether every message the bot's outbox has not marked sent is on the homeserver
+        under its txn id cr<outbox id> (so sending it again is the same event)."""
+        db = sqlite3.connect(f"file:{self.bot.db}?mode=ro", uri=True, timeout=30)
+        try:
+            waiting = {f"cr{row[0]}" for row in db.execute("SELECT id FROM outbox WHERE sent = 0")}
+        finally:
+            db.close()
+        if not waiting:
+            return True
+        on_server = {e["unsigned"].get("transaction_id") for room_id in self.bot_rooms()
+                     for e in self.server.events(room_id) if e["sender"] == BOT_ID}
+        return waiting <= on_server
+
+    def last_event_of_others(self):
+        """The stream position of the last event in the rooms the bot is in that the bot did
+        not send (its own need no handling: what they settle is in its outbox)."""
+        rooms = [rid for rid, info in self.server.rooms().items()
+                 if info["members"].get(BOT_ID) == "join"]
+        return max((e["fake"]["pos"] for room_id in rooms
+                    for e in self.server.events(room_id) if e["sender"] != BOT_ID), default=0)
+
+    def wait_quiet(self, what, timeout=60):
+        """Waits until nothing more can come from the bot: it has handled every event others
+        sent in its rooms and its outbox holds nothing that is not on the homeserver (a bot
+        that is not running sends nothing)."""
+        if not self.bot.alive():
+            return
+        self.wait_handled(self.last_event_of_others(), what, timeout)
+        self.wait_for(self.outbox_on_server, timeout,
+                      f"the bot's outbox to be on the homeserver ({what})")
+
+    def wait_transcript(self, room_id, expected, timeout=30):
+        """Waits until the bot has posted at least what is expected and nothing more can come
+        (so a late duplicate shows), or something differs, or the time is up; returns the
+        transcript (the caller compares it)."""
+        deadline = self.deadline(timeout)
         while True:
+            seen = self.news_seen()
             actual = self.transcript(room_id, sorted(expected.private))
             prefix, complete = self.prefix_ok(actual, expected)
-            if not prefix or complete or time.monotonic() > deadline:
+            if not prefix:
+                return actual
+            if complete:
                 break
             self.check_bot()
-            time.sleep(0.25)
-        time.sleep(settle)
+            if not self.await_news(seen, deadline):
+                return actual
+        self.wait_quiet("its messages", timeout)
         return self.transcript(room_id, sorted(expected.private))
 
     def assert_transcript(self, room_id, expected, timeout=30):

@@ -9,7 +9,7 @@ and claim (one-time keys, then the fallback), send-to-device delivery and acknow
 device lists in /sync and /keys/changes, cross-signing with user-interactive auth, signature
 upload, and a restart that keeps all of it.
 
-Run: python3 -m unittest tests/matrix/test_fake_homeserver.py -v   (about three seconds)
+Run: python3 -m unittest tests/matrix/test_fake_homeserver.py -v   (about ten seconds)
 """
 
 import http.client
@@ -30,6 +30,7 @@ import urllib.request
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_homeserver.py")
 HS = "example.org"
 V3 = "/_matrix/client/v3"
+LONG_POLL_MS = 600000   # longer than any test waits: a long-poll that answers was woken
 
 
 def start_server(port=0, state=None, extra=()):
@@ -149,6 +150,48 @@ class ServerCase(unittest.TestCase):
 
     def faults(self, *rules):
         self.ok("POST", "/_fake/faults", list(rules))
+
+    # ---- waiting for the server (its /_fake/activity), never polling it ----------------------
+
+    def activity_mark(self):
+        """(seq, boot) of the server's request steps so far."""
+        got = self.ok("GET", "/_fake/activity")
+        return got["seq"], got["boot"]
+
+    def wait_step(self, mark, stage, path):
+        """The first step `stage` (arrived, held, answered) after mark of a request whose path
+        starts with path, waiting for it."""
+        seq, boot = mark
+        while True:
+            got = self.ok("GET", "/_fake/activity",
+                          query={"after": seq, "boot": boot, "timeout_ms": 15000})
+            self.assertTrue(got["steps"], f"no request for 15 s while waiting for {stage} {path}")
+            for step in got["steps"]:
+                if step["stage"] == stage and step["path"].startswith(path):
+                    return step
+            seq = got["seq"]
+
+    def poll_in_background(self, user, since):
+        """Starts a long-poll that only news can end (its timeout is longer than any wait
+        here); returns once it is at the server."""
+        mark = self.activity_mark()
+        result = {}
+
+        def poll():
+            result["response"] = self.call("GET", V3 + "/sync", token=user["token"],
+                                           query={"since": since, "timeout": LONG_POLL_MS},
+                                           timeout=LONG_POLL_MS / 1000 + 30)
+        result["thread"] = threading.Thread(target=poll, daemon=True)
+        result["thread"].start()
+        self.wait_step(mark, "arrived", V3 + "/sync")
+        return result
+
+    def finish_poll(self, result):
+        """The long-poll's answer, once news woke it."""
+        result["thread"].join(120)
+        self.assertFalse(result["thread"].is_alive(), "the long-poll was not woken")
+        self.assertEqual(result["response"].status, 200, result["response"].raw[:500])
+        return result["response"].json
 
 
 class FakeHomeserverTest(ServerCase):
@@ -361,20 +404,9 @@ class FakeHomeserverTest(ServerCase):
         bot, alice = self.make_user("bot"), self.make_user("alice")
         room_id = self.room_with(bot, alice)
         since = self.sync(alice)["next_batch"]
-        result = {}
-
-        def poll():
-            result["response"] = self.sync(alice, since=since, timeout=10000)
-            result["returned"] = time.monotonic()
-        poller = threading.Thread(target=poll)
-        poller.start()
-        time.sleep(0.3)
-        self.assertTrue(poller.is_alive(), "the long-poll returned before any news")
-        sent_at = time.monotonic()
+        result = self.poll_in_background(alice, since)
         event_id = self.send(bot, room_id, "your turn", "t1")
-        poller.join(5)
-        self.assertLess(result["returned"] - sent_at, 1.0)
-        events = result["response"]["rooms"]["join"][room_id]["timeline"]["events"]
+        events = self.finish_poll(result)["rooms"]["join"][room_id]["timeline"]["events"]
         self.assertEqual([e["event_id"] for e in events], [event_id])
         self.assertEqual(events[0]["sender"], bot["user_id"])
 
@@ -622,22 +654,47 @@ class FakeHomeserverTest(ServerCase):
 
     def test_fault_slow_after_processing_holds_the_answer(self):
         alice = self.make_user("alice")
-        self.faults({"path_regex": "/createRoom", "action": "slow", "delay_ms": 600, "process": True})
+        self.faults({"path_regex": "/createRoom", "action": "slow", "delay_ms": 5000, "process": True})
+        since = self.sync(alice)["next_batch"]
         done = {}
 
         def create():
             done["answer"] = self.ok("POST", V3 + "/createRoom", {"preset": "private_chat"},
                                      alice["token"])
         worker = threading.Thread(target=create)
+        poll = self.poll_in_background(alice, since)
         worker.start()
-        deadline = time.monotonic() + 10
-        while not self.ok("GET", "/_fake/rooms")["rooms"] and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self.finish_poll(poll)                          # alice's join in the new room woke it
         rooms = self.ok("GET", "/_fake/rooms")["rooms"]
         self.assertEqual(len(rooms), 1, "the room is made before the answer")
         self.assertNotIn("answer", done, "the answer is held back")
         worker.join(10)
         self.assertEqual(list(rooms), [done["answer"]["room_id"]])
+
+    def test_activity_tells_each_step_of_a_request(self):
+        alice = self.make_user("alice")
+        seq, boot = self.activity_mark()
+        woken = []
+        waiter = threading.Thread(target=lambda: woken.append(self.ok(
+            "GET", "/_fake/activity", query={"after": seq, "boot": boot, "timeout_ms": 15000})))
+        waiter.start()
+        self.ok("GET", V3 + "/account/whoami", token=alice["token"])
+        waiter.join(60)
+        whoami = V3 + "/account/whoami"
+        self.assertEqual([(s["stage"], s["path"]) for s in woken[0]["steps"]][:1],
+                         [("arrived", whoami)])
+        after = self.ok("GET", "/_fake/activity", query={"after": seq, "boot": boot})
+        self.assertEqual([(s["seq"], s["stage"], s["method"], s["path"], s["status"])
+                          for s in after["steps"]],
+                         [(seq + 1, "arrived", "GET", whoami, None),
+                          (seq + 2, "answered", "GET", whoami, 200)])
+        self.assertEqual((after["seq"], after["boot"]), (seq + 2, boot))
+        self.ok("GET", "/_fake/rooms")                  # the control API is not activity
+        elsewhere = self.ok("GET", "/_fake/activity", query={"after": seq + 2, "boot": "other"})
+        self.assertEqual(elsewhere["steps"][0]["seq"], 1, "another boot's seq means nothing here")
+        self.assertEqual(self.ok("GET", "/_fake/activity",
+                                 query={"after": seq + 2, "boot": boot, "timeout_ms": 50}),
+                         {"boot": boot, "seq": seq + 2, "steps": []})
 
     def test_fault_hold_waits_until_released(self):
         alice = self.make_user("alice")
@@ -646,11 +703,10 @@ class FakeHomeserverTest(ServerCase):
         answers = []
         thread = threading.Thread(target=lambda: answers.append(
             self.call("GET", V3 + "/sync", token=alice["token"])))
+        mark = self.activity_mark()
         thread.start()
-        deadline = time.monotonic() + 10
-        while self.ok("GET", "/_fake/holds")["waiting"].get("sync") != 1:
-            self.assertLess(time.monotonic(), deadline, "the held /sync never arrived")
-            time.sleep(0.02)
+        self.wait_step(mark, "held", V3 + "/sync")
+        self.assertEqual(self.ok("GET", "/_fake/holds")["waiting"], {"sync": 1})
         self.ok("GET", V3 + "/account/whoami", token=alice["token"])   # others go on
         self.assertEqual(answers, [])
         self.ok("DELETE", "/_fake/holds/sync")
@@ -1086,25 +1142,6 @@ class E2EETest(E2EECase):
         self.claim(bob, {alice["user_id"]: {"PHONE": "signed_curve25519"}})
         response = self.finish_poll(result)
         self.assertEqual(response["device_one_time_keys_count"], {"signed_curve25519": 1})
-
-    def poll_in_background(self, user, since):
-        """Start a 10 s long-poll; check it is still waiting 0.2 s later."""
-        result = {}
-
-        def poll():
-            result["response"] = self.sync(user, since=since, timeout=10000)
-            result["returned"] = time.monotonic()
-        result["thread"] = threading.Thread(target=poll)
-        result["thread"].start()
-        time.sleep(0.2)
-        self.assertTrue(result["thread"].is_alive(), "the long-poll returned before any news")
-        result["woken"] = time.monotonic()
-        return result
-
-    def finish_poll(self, result):
-        result["thread"].join(5)
-        self.assertLess(result["returned"] - result["woken"], 1.0)
-        return result["response"]
 
     # ---- send-to-device ----------------------------------------------------------------------
 

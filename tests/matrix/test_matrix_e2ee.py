@@ -26,8 +26,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (BOT_ID, BOT_LOCALPART, BOT_PASSWORD, BOT_TXN_RE, HEAD_RE,  # noqa: E402
-                     PLAYERS, ROOM_NAME, Harness, Transcript, bot_binary, matrix_reference,
-                     normalize_private, parse_script, q, read_script)
+                     PLAYERS, ROOM_NAME, SLACK, Harness, Transcript, bot_binary,
+                     matrix_reference, normalize_private, parse_script, q, read_script)
 
 try:
     import olm  # noqa: F401
@@ -59,6 +59,9 @@ class E2EEHarness(Harness):
 
     def since_pos(self, entry):
         return None if MARK in entry["path"] else super().since_pos(entry)
+
+    def counts(self, step):
+        return MARK not in step["path"]
 
     def requests(self, method=None, path_regex=None):
         return [e for e in super().requests(method, path_regex) if MARK not in e["path"]]
@@ -251,17 +254,17 @@ class MatrixE2EETest(E2EETestBase):
     def decrypted(self, h, client, room, count, timeout=30, what=None):
         """Waits until the bot has sent at least count events in room and client (syncing)
         decrypts them all; returns [(event, Decrypted)]."""
-        deadline = time.monotonic() + timeout
+        deadline = h.deadline(timeout)
         while True:
+            seen = h.news_seen()
             client.sync()
             events = self.bot_events(h, room)
             pairs = [(e, client.try_decrypt(e, room)) for e in events]
             if len(pairs) >= count and all(d for _, d in pairs):
                 return pairs
             h.check_bot()
-            if time.monotonic() > deadline:
+            if not h.await_news(seen, deadline):
                 break
-            time.sleep(0.1)
         report = []
         for event in events:
             try:
@@ -270,7 +273,7 @@ class MatrixE2EETest(E2EETestBase):
             except DecryptError as err:
                 report.append(f"  {event['type']} {str(event['content'])[:90]}: {err}")
         h.fail(f"{client.device_id} expected {count} decryptable bot events in {room} "
-               f"({what or ''}) within {timeout} s; the bot sent {len(events)}:\n"
+               f"({what or ''}) within {timeout * SLACK} s; the bot sent {len(events)}:\n"
                + "\n".join(report) +
                f"\nroom keys {client.device_id} got from the bot: "
                f"{[(k.get('room_id'), k.get('session_id')) for k in client.room_keys(BOT_ID)]}"
@@ -354,7 +357,8 @@ class MatrixE2EETest(E2EETestBase):
     def e2ee_transcript(self, h, clients, room, expected, timeout=60):
         """The bot's lines as the players read them (the room decrypted by the first player,
         each DM by its owner), once at least what is expected arrived and decrypts (or
-        something differs); with a moment to settle, so a late duplicate shows."""
+        something differs) and nothing more can come from the bot (so a late duplicate
+        shows)."""
         users = sorted(expected.private)
 
         def read():
@@ -385,8 +389,8 @@ class MatrixE2EETest(E2EETestBase):
             prefix, complete = h.prefix_ok(got, expected)
             return got if (complete or not prefix) else None
         h.wait_for(ready, timeout, "the bot's messages, decrypted")
-        time.sleep(1.0)
-        return h.wait_for(read, timeout, "the bot's messages, decrypted, after a moment")
+        h.wait_quiet("its messages", timeout)
+        return h.wait_for(read, timeout, "the bot's messages, decrypted, at the end")
 
     def assert_txn_ids_once(self, h, rooms):
         """Every bot event (none in the clear) carries a txn id cr<N> used once: no message
@@ -525,7 +529,7 @@ class MatrixE2EETest(E2EETestBase):
         self.decrypted(h, alice, dm, shown + 1, what="the answer to !hand")
         h.wait_for(lambda: len(dm_lines(self.decrypted(h, alice, dm, 1))) >=
                    len(ref.private["alice"]), 20, "the whole answer to !hand")
-        time.sleep(0.5)
+        h.wait_quiet("the answer to !hand")
         pairs = self.decrypted(h, alice, dm, shown + 1)
         self.assertEqual(dm_lines(pairs), ref.private["alice"])
         self.assertTrue(all(HEAD_RE.match(b) for b in self.bodies(pairs)))
@@ -547,7 +551,7 @@ class MatrixE2EETest(E2EETestBase):
         self.say(h, alice, "alice", room, "!new 304")
         ref = matrix_reference(parse_script("alice> !new 304\n")).room
         self.decrypted(h, alice, room, 1, what="the answer to !new 304")
-        time.sleep(0.5)
+        h.wait_quiet("the answer to !new 304")
         pairs = self.decrypted(h, alice, room, 1)
         self.assertEqual(self.bodies(pairs), ref)
         self.assertTrue(ref[0].startswith("Table 1 is open for 304"))
@@ -575,14 +579,16 @@ class MatrixE2EETest(E2EETestBase):
         h.wait_handled(h.stream_position(), "alice's second device (a device-list change)")
         self.say(h, alice, "alice", room, "!join")
         ref = matrix_reference(parse_script("alice> !new 304\nalice> !join\n")).room
-        deadline = time.monotonic() + 30
+        deadline = h.deadline(30)
         while True:
+            seen = h.news_seen()
             alice2.sync()
             events = self.bot_events(h, room)
             later = [alice2.try_decrypt(e, room) for e in events[len(earlier):]]
             if later and all(later):
                 break
-            if time.monotonic() > deadline:
+            h.check_bot()
+            if not h.await_news(seen, deadline):
                 errors = []
                 for e in events:
                     try:
@@ -593,7 +599,6 @@ class MatrixE2EETest(E2EETestBase):
                 h.fail(f"ALICE2 cannot decrypt the bot's message after it joined: {errors}; "
                        f"room keys it got from the bot: {alice2.room_keys(BOT_ID)}; problems "
                        f"{alice2.problems}\nthe bot's E2EE requests:\n{h.e2ee_log()}")
-            time.sleep(0.1)
         self.assertEqual([d.content["body"] for d in later], ref[1:])
         for event, _ in earlier:
             with self.assertRaises(DecryptError, msg="ALICE2 read a message sent before it "
@@ -624,7 +629,7 @@ class MatrixE2EETest(E2EETestBase):
         h.wait_handled(h.stream_position(), "alice's second bad device (a device-list change)")
         self.say(h, alice, "alice", room, "!join")
         self.decrypted(h, alice, room, 2, what="the answer to !join (good device)")
-        time.sleep(0.5)
+        h.wait_quiet("the answer to !join")
         for client in (bad, bad2):
             client.sync()
             from_bot = [m for m in client.to_device_raw if m["sender"] == BOT_ID]
@@ -650,13 +655,13 @@ class MatrixE2EETest(E2EETestBase):
         h.join("bob", room)
         _, _, content = self.say(h, alice, "alice", room, "!new 304")
         self.decrypted(h, alice, room, 1, what="the answer to !new 304")
-        time.sleep(0.5)
+        h.wait_quiet("the answer to !new 304")
         answered = len(self.bot_events(h, room))
 
         mark = len(h.bot.stderr().splitlines())
         _, pos = h.send("alice", room, content, kind="m.room.encrypted")
         h.wait_handled(pos, "the replayed !new 304")
-        time.sleep(1.0)
+        h.wait_quiet("the replayed !new 304")
         self.assertEqual(len(self.bot_events(h, room)), answered,
                          f"the bot answered a replayed event: "
                          f"{self.bodies(self.decrypted(h, alice, room, answered))}")
@@ -665,7 +670,7 @@ class MatrixE2EETest(E2EETestBase):
 
         _, pos = h.send("bob", room, content, kind="m.room.encrypted")
         h.wait_handled(pos, "bob's event with alice's session")
-        time.sleep(1.0)
+        h.wait_quiet("bob's event with alice's session")
         self.assertEqual(len(self.bot_events(h, room)), answered,
                          "the bot acted on alice's session under bob's name")
 
@@ -715,7 +720,7 @@ class MatrixE2EETest(E2EETestBase):
         for _ in range(100):
             self.say(h, alice, "alice", room, "!table")
         pairs = self.decrypted(h, alice, room, 101, what="101 answers")
-        time.sleep(0.5)
+        h.wait_quiet("101 answers")
         pairs = self.decrypted(h, alice, room, 101)
         self.assertEqual(len(pairs), 101)
         sessions = [d.session_id for _, d in pairs]
@@ -779,7 +784,7 @@ class MatrixE2EETest(E2EETestBase):
         # after a restart nothing is uploaded again (start_bot clears the request log)
         h.stop_bot()
         self.start_bot(h)
-        time.sleep(1.0)
+        h.wait_handled(h.stream_position(), "the restarted bot's first answer")
         self.assertEqual(h.requests("POST", r"/keys/device_signing/upload"), [])
         self.assertEqual(answer()["master_keys"][BOT_ID], master, "the master key changed")
 
@@ -799,11 +804,9 @@ class MatrixE2EETest(E2EETestBase):
         db.close()
         h.bot.expected_down = True
         h.bot.start()
-        deadline = time.monotonic() + 15
-        while h.bot.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertFalse(h.bot.alive(), "the bot went on without its encryption keys")
-        self.assertEqual(h.bot.proc.returncode, 2)
+        rc = h.bot.wait_exit(120)
+        self.assertIsNotNone(rc, "the bot went on without its encryption keys")
+        self.assertEqual(rc, 2)
         with open(h.bot.stderr_path, encoding="utf-8") as f:
             err = f.read()
         self.assertIn("other encryption keys for device", err)

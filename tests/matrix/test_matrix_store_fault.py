@@ -19,7 +19,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -65,9 +64,11 @@ class StoreFaultTest(unittest.TestCase):
         def without_notices():
             got = h.transcript(room, sorted(want.private))
             return Transcript([x for x in got.room if not x.startswith((DOWN, UP))], got.private)
-        deadline = time.monotonic() + 60
-        while h.mismatch(without_notices(), want) and time.monotonic() < deadline:
-            time.sleep(0.25)
+        deadline = h.deadline(60)
+        while True:
+            seen = h.news_seen()
+            if not h.mismatch(without_notices(), want) or not h.await_news(seen, deadline):
+                break
         problem = h.mismatch(without_notices(), want)
         if problem:
             h.fail("after the store worked again the bot's messages differ from the console's:\n" + problem)
