@@ -3390,3 +3390,148 @@ Test(console, players_option_of_the_program)
                      runs[i].status);
     }
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* !hint and !review: tests/console/hint-review.txt                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+#define HINT_SCRIPT_FILE SOURCE_DIR "/tests/console/hint-review.txt"
+#define HINT_SCRIPT_SEED 1
+#define HINT_SCRIPT_POLICY 5
+
+/* Four people: !hint before the option is on, !set hints on, the refusals (not your turn, not
+ * seated, no finished hand), a hint asked in the room and one privately in play, then the
+ * first hand that is played out, its review asked twice, and a hint in the next hand's
+ * bidding. */
+static void hint_script(const cfg *c, sbuf *script, sim *g)
+{
+    sb_add(script, "# !hint and !review at a 304 table of four people. Made by tests/test_console.c\n"
+                   "# (hint_review_file_is_generated); the Matrix and IRC tests play it too. Run it:\n"
+                   "# cardroom console --script --seed %d < tests/console/hint-review.txt\n",
+           HINT_SCRIPT_SEED);
+    sim_blank(g, c, HINT_SCRIPT_SEED, 1, 4);
+    g->script = script;
+    g->max_hands = MAX_HANDS - 1;
+    g->rng = HINT_SCRIPT_POLICY;
+    for (int s = 0; s < 4; s++) sim_seat(g, s, people[s]);
+    sb_add(script, "alice> !new 304\n");
+    for (int s = 0; s < 4; s++) sb_add(script, "%s> !join\n", people[s]);
+    sb_add(script, "alice> !hint\nbob> !set hints on\ncarol> !review\nbob> !start\n");
+    g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
+    sim_deal(g);
+    int first = g->st.to_act;
+    sb_add(script, "%s> !hint\n%s> !hint\nerin> !hint\ndave> !review\n", people[first], people[(first + 1) & 3]);
+    int asked_in_play = 0;
+    for (;;) {
+        int played = g->hand_no >= 2 && g->hands[g->hand_no - 2].result.end == G304_END_PLAYED;
+        if (played) break;
+        if (!asked_in_play && g->st.phase == G304_PHASE_PLAY && g->st.trick_no == 1) {
+            sb_add(script, "%s>> !hint\n", people[g->st.to_act]);
+            asked_in_play = 1;
+        }
+        cr_assert(sim_step(g), "the match ended before a hand was played out");
+    }
+    sb_add(script, "alice> !review\nbob> !review\n%s>> !hint\n", people[g->st.to_act]);
+}
+
+/* The room's lines and one person's private lines, without their heads. */
+static void hint_lines(const lines *all, const char *user, lines *room, lines *mine)
+{
+    char head[64];
+    snprintf(head, sizeof head, "[@%s] [" ROOM " · table 1] ", user);
+    memset(room, 0, sizeof *room);
+    memset(mine, 0, sizeof *mine);
+    for (int i = 0; i < all->n; i++) {
+        if (starts(all->v[i], ROOM_PREFIX)) lines_add(room, all->v[i] + strlen(ROOM_PREFIX));
+        else if (starts(all->v[i], head)) lines_add(mine, all->v[i] + strlen(head));
+    }
+}
+
+Test(console, hint_review_file_is_generated_and_plays)
+{
+    cfg c;
+    sbuf script = {0};
+    sim g;
+    test_cfg(&c);
+    hint_script(&c, &script, &g);
+    /* CARDROOM_WRITE_HINT_SCRIPT=1 writes the script to tests/console/hint-review.txt */
+    if (getenv("CARDROOM_WRITE_HINT_SCRIPT")) {
+        FILE *f = fopen(HINT_SCRIPT_FILE, "w");
+        cr_assert_not_null(f);
+        fputs(sb_str(&script), f);
+        fclose(f);
+    }
+    char *file = read_text_file(HINT_SCRIPT_FILE);
+    cr_assert_not_null(file, "%s is missing", HINT_SCRIPT_FILE);
+    cr_assert_str_eq(file, sb_str(&script), "%s is not the generated script (CARDROOM_WRITE_HINT_SCRIPT=1 writes it)",
+                     HINT_SCRIPT_FILE);
+    int reviewed = g.hand_no - 1;
+    run_result r = run_script(&c, file, HINT_SCRIPT_SEED, NULL);
+    cr_assert_eq(r.rc, 0);
+    lines room = {0}, mine[4];
+    for (int s = 0; s < 4; s++) {
+        lines_free(&room);
+        hint_lines(&r.all, people[s], &room, &mine[s]);
+    }
+    char want[256];
+    /* the refusals, each with its sentence */
+    cr_expect_geq(lines_find(&room, 0, "alice: hints are off at this table: they are turned on before the match "
+                                       "starts, with !set hints on."), 0);
+    cr_expect_geq(lines_find(&room, 0, "Option hints is now on."), 0);
+    cr_expect_geq(lines_find(&room, 0, "carol: no hand has finished yet at this table."), 0);
+    cr_expect_geq(lines_find(&room, 0, "dave: no hand has finished yet at this table."), 0);
+    cr_expect_geq(lines_find(&room, 0, "erin: you are not playing at this table, so there is no hand to advise on."), 0);
+    cr_expect_eq(lines_count(&room, ": it is not your turn: "), 1, "the second player's !hint is refused");
+    /* hints: privately, never in the room; three asked, three answered */
+    int hints = 0, in_play = 0;
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < mine[s].n; i++)
+            if (starts(mine[s].v[i], "hint: ")) {
+                hints++;
+                if (starts(mine[s].v[i], "hint: play ")) {
+                    in_play++;
+                    cr_expect(strstr(mine[s].v[i], " card points for your team."), "no figure: %s", mine[s].v[i]);
+                }
+            }
+    cr_expect_eq(hints, 3, "three hints were answered");
+    cr_expect_eq(in_play, 1, "the hint in play names a card");
+    cr_expect_eq(lines_count(&room, "hint: "), 0, "a hint reached the room");
+    cr_expect_eq(lines_count(&room, ": I sent you the hint privately."), 1);
+    /* the review: a head and at most one line per seat, once */
+    snprintf(want, sizeof want, "Review of hand %d, double dummy", reviewed);
+    int head = lines_find(&room, 0, want);
+    cr_assert_geq(head, 0, "no review in the room");
+    cr_expect_eq(lines_count(&room, "Review of hand "), 1, "the review was posted twice");
+    int seats_said = 0;
+    for (int i = head + 1; i < room.n && strstr(room.v[i], " lost "); i++) {
+        seats_said++;
+        cr_expect(strstr(room.v[i], ", where ") && strstr(room.v[i], " kept "), "%s", room.v[i]);
+    }
+    cr_expect_leq(seats_said, 4);
+    cr_expect(seats_said > 0 || strstr(room.v[head], "no card cost") || strstr(room.v[head], "lost nothing"));
+    snprintf(want, sizeof want, "bob: the review of hand %d was posted above.", reviewed);
+    cr_expect_geq(lines_find(&room, head, want), 0);
+    lines_free(&room);
+    for (int s = 0; s < 4; s++) lines_free(&mine[s]);
+    run_free(&r);
+    free(file);
+    sb_free(&script);
+    sim_free(&g);
+}
+
+/* The refusals of other tables: ContractGrid, six players, a wrong value of the option. */
+Test(console, hint_and_review_refusals_at_other_tables)
+{
+    cfg c;
+    test_cfg(&c);
+    expect_reply(&c, "grid hint", "alice> !new grid\n", "alice> !hint", ROOM_PREFIX,
+                 "alice: !hint is for 304 tables: ContractGrid has no computer advice.");
+    expect_reply(&c, "grid review", "alice> !new grid\n", "alice> !review", ROOM_PREFIX,
+                 "alice: !review is for 304 tables: ContractGrid has no computer advice.");
+    expect_reply(&c, "six hint", "alice> !new 304 6\nalice> !set hints on\n", "alice> !hint", ROOM_PREFIX,
+                 "alice: hints come from the expert computer player, which does not play 6-player 304 yet.");
+    expect_reply(&c, "bad value", "alice> !new 304\n", "alice> !set hints maybe", ROOM_PREFIX,
+                 "alice: option hints is on or off, not 'maybe'");
+    expect_reply(&c, "hints in rules", "alice> !new 304\nalice> !set hints on\n", "alice> !rules", ROOM_PREFIX,
+                 ", hints=on (");
+}
