@@ -3399,8 +3399,8 @@ Test(console, players_option_of_the_program)
 #define HINT_SCRIPT_SEED 1
 #define HINT_SCRIPT_POLICY 5
 
-/* Four people: !hint before the option is on, !set hints on, the refusals (not your turn, not
- * seated, no finished hand), a hint asked in the room and one privately in play, then the
+/* Four people: !hint before the option is on, !set hints on, the refusals (not your turn, no
+ * finished hand), a hint asked in the room and one privately in play, then the
  * first hand that is played out, its review asked twice, and a hint in the next hand's
  * bidding. */
 static void hint_script(const cfg *c, sbuf *script, sim *g)
@@ -3420,7 +3420,7 @@ static void hint_script(const cfg *c, sbuf *script, sim *g)
     g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
     sim_deal(g);
     int first = g->st.to_act;
-    sb_add(script, "%s> !hint\n%s> !hint\nerin> !hint\ndave> !review\n", people[first], people[(first + 1) & 3]);
+    sb_add(script, "%s> !hint\n%s> !hint\ndave> !review\n", people[first], people[(first + 1) & 3]);
     int asked_in_play = 0;
     for (;;) {
         int played = g->hand_no >= 2 && g->hands[g->hand_no - 2].result.end == G304_END_PLAYED;
@@ -3480,7 +3480,6 @@ Test(console, hint_review_file_is_generated_and_plays)
     cr_expect_geq(lines_find(&room, 0, "Option hints is now on."), 0);
     cr_expect_geq(lines_find(&room, 0, "carol: no hand has finished yet at this table."), 0);
     cr_expect_geq(lines_find(&room, 0, "dave: no hand has finished yet at this table."), 0);
-    cr_expect_geq(lines_find(&room, 0, "erin: you are not playing at this table, so there is no hand to advise on."), 0);
     cr_expect_eq(lines_count(&room, ": it is not your turn: "), 1, "the second player's !hint is refused");
     /* hints: privately, never in the room; three asked, three answered */
     int hints = 0, in_play = 0;
@@ -3519,7 +3518,10 @@ Test(console, hint_review_file_is_generated_and_plays)
     sim_free(&g);
 }
 
-/* The refusals of other tables: ContractGrid, six players, a wrong value of the option. */
+#define SETUP4_JOINS "alice> !join\nbob> !join\ncarol> !join\ndave> !join\n"
+
+/* The refusals of other tables (ContractGrid, six players), of people without a seat or a hand,
+ * and of a wrong value of the option. */
 Test(console, hint_and_review_refusals_at_other_tables)
 {
     cfg c;
@@ -3530,6 +3532,10 @@ Test(console, hint_and_review_refusals_at_other_tables)
                  "alice: !review is for 304 tables: ContractGrid has no computer advice.");
     expect_reply(&c, "six hint", "alice> !new 304 6\nalice> !set hints on\n", "alice> !hint", ROOM_PREFIX,
                  "alice: hints come from the expert computer player, which does not play 6-player 304 yet.");
+    expect_reply(&c, "not seated", "alice> !new 304\nalice> !set hints on\n" SETUP4_JOINS "alice> !start\n",
+                 "erin> !hint", ROOM_PREFIX, "erin: you are not playing at this table, so there is no hand to advise on.");
+    expect_reply(&c, "no hand in play", "alice> !new 304\nalice> !set hints on\nalice> !join\n", "alice> !hint",
+                 ROOM_PREFIX, "alice: no hand is being played: a hint is for your turn in a hand.");
     expect_reply(&c, "bad value", "alice> !new 304\n", "alice> !set hints maybe", ROOM_PREFIX,
                  "alice: option hints is on or off, not 'maybe'");
     expect_reply(&c, "hints in rules", "alice> !new 304\nalice> !set hints on\n", "alice> !rules", ROOM_PREFIX,
