@@ -4,7 +4,8 @@
  * Every change is a journal entry applied by entry(), live and on a rebuild alike; a command is
  * first checked against a copy of the state so that a refusal says why in words and leaves no
  * entry. A rebuild skips the moves of hands that are over (rebuild_skips): each deal entry
- * states where they left the match, so a rebuild costs the current hand, not the whole match.
+ * states where they left the match, so a rebuild costs the current hand and the one before it
+ * (whose cards !review reads), not the whole match.
  * Secrets: a refusal that may name cards, the trump or a hand's points goes to the player
  * privately; the indicator, and a play that would go face down, are refused in the room, and
  * the player is told privately on his turn that such a move must be sent privately. The room
@@ -14,7 +15,11 @@
  * Four or six players (R-SIX-…): the option `players` (journaled as "set players 6", by
  * `!new 304 6` or `!set players 6` before the start) decides the seats, their names (South…,
  * or "seat 1"… for six), the pack cards are read from and the deals; everything else asks the
- * engine for its numbers (g304_seats(), g304_deck_size()). */
+ * engine for its numbers (g304_seats(), g304_deck_size()).
+ *
+ * Advice (section "advice"): !hint asks the expert for the asker's seat (hint.h) through a
+ * search off the loop, and makes no entry; !review makes the entry "review", whose search
+ * (review.h) goes off the loop the same way, so the room hears a hand's review once. */
 #include "game304.h"
 
 #include <inttypes.h>
