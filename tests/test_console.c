@@ -1765,8 +1765,9 @@ Test(console, help_and_rules)
     for (int i = 0; i < reply.n; i++) room += starts(reply.v[i], ROOM_PREFIX);
     cr_assert_eq(room, 1, "help says one line in the room");
     cr_assert_str_eq(reply.v[0], ROOM_PREFIX "Commands: new, join, leave, bot, start, abort, back, cut, bid, pass, "
-                                 "partner, redeal, trump, open, play, caps, spoilt, hand, table, last, standings, "
-                                 "rules, notify, set, help, grid, exclude, mark. !help COMMAND tells more of one; I sent "
+                                 "partner, redeal, trump, open, play, caps, spoilt, hand, table, last, hint, review, "
+                                 "standings, rules, notify, set, help, grid, exclude, mark. !help COMMAND tells more of "
+                                 "one; I sent "
                                  "you the list privately.");
     cr_assert_gt(reply.n, 20);
     for (int i = 1; i < reply.n; i++) cr_assert(starts(reply.v[i], "[@carol] "), "%s", reply.v[i]);
@@ -1800,7 +1801,7 @@ Test(console, help_and_rules)
         cr_expect(strstr(reply.v[0], kv), "rules do not show %s: %s", kv, reply.v[0]);
     }
     cr_assert(strstr(reply.v[0], "caps=strict") && strstr(reply.v[0], "start_tokens=7"));
-    cr_assert(strstr(reply.v[0], "start_tokens=7, level=easy (!set OPTION VALUE"), "%s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], "start_tokens=7, level=easy, hints=off (!set OPTION VALUE"), "%s", reply.v[0]);
     cr_assert_str_eq(reply.v[1], ROOM_PREFIX "The rules in full: docs/304.md. Fair dealing: each hand's seed is "
                                  "committed when it is dealt and shown when it ends; cardroom verify SEED COMMITMENT "
                                  "checks it.");
@@ -1808,15 +1809,15 @@ Test(console, help_and_rules)
 
     /* the computer players' level: the table's, or the configured default */
     probe_reply(&c, SETUP4 "alice> !set level normal\n", "dave> !rules", &reply);
-    cr_assert(strstr(reply.v[0], ", level=normal (") != NULL, "%s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], ", level=normal, hints=off (") != NULL, "%s", reply.v[0]);
     lines_free(&reply);
     cfg expert = c;
     snprintf(expert.level, sizeof expert.level, "expert");
     probe_reply(&expert, SETUP4, "dave> !rules", &reply);
-    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "%s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], ", level=expert, hints=off (") != NULL, "%s", reply.v[0]);
     lines_free(&reply);
     probe_reply(&expert, "", "dave> !rules", &reply);
-    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "without a table: %s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], ", level=expert, hints=off (") != NULL, "without a table: %s", reply.v[0]);
     lines_free(&reply);
 
     /* the operator's address for them */
@@ -2782,6 +2783,22 @@ static char *read_text_file(const char *path)
     return text;
 }
 
+/* A committed script that a generator writes: written from text when the environment variable
+ * env is set, then read back; it must be the generator's text. Returns the file's text. */
+static char *generated_file(const char *path, const char *env, const char *text)
+{
+    if (getenv(env)) {
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+    }
+    char *file = read_text_file(path);
+    cr_assert_not_null(file, "%s is missing", path);
+    cr_assert_str_eq(file, text, "%s is not the generated script (%s=1 writes it)", path, env);
+    return file;
+}
+
 /* A committed script (it must be there) and the seed its comments name (--seed N). */
 static char *read_script_file(const char *path, uint64_t *nseed)
 {
@@ -3001,16 +3018,7 @@ Test(console, six_people_match_file_is_generated)
     six_script(&c, &script, &g);
     cr_assert(g.over, "the generated match does not end");
     /* CARDROOM_WRITE_SIX_SCRIPT=1 writes the match to tests/console/six-match.txt */
-    if (getenv("CARDROOM_WRITE_SIX_SCRIPT")) {
-        FILE *f = fopen(SIX_SCRIPT_FILE, "w");
-        cr_assert_not_null(f);
-        fputs(sb_str(&script), f);
-        fclose(f);
-    }
-    char *file = read_text_file(SIX_SCRIPT_FILE);
-    cr_assert_not_null(file, "%s is missing", SIX_SCRIPT_FILE);
-    cr_assert_str_eq(file, sb_str(&script), "%s is not the generated match (CARDROOM_WRITE_SIX_SCRIPT=1 writes it)",
-                     SIX_SCRIPT_FILE);
+    char *file = generated_file(SIX_SCRIPT_FILE, "CARDROOM_WRITE_SIX_SCRIPT", sb_str(&script));
     sim_from_script(&y, &c, SIX_SCRIPT_SEED, file);
     cr_assert(y.over);
     cr_assert_eq(y.hand_no, g.hand_no);
@@ -3455,16 +3463,7 @@ Test(console, hint_review_file_is_generated_and_plays)
     test_cfg(&c);
     hint_script(&c, &script, &g);
     /* CARDROOM_WRITE_HINT_SCRIPT=1 writes the script to tests/console/hint-review.txt */
-    if (getenv("CARDROOM_WRITE_HINT_SCRIPT")) {
-        FILE *f = fopen(HINT_SCRIPT_FILE, "w");
-        cr_assert_not_null(f);
-        fputs(sb_str(&script), f);
-        fclose(f);
-    }
-    char *file = read_text_file(HINT_SCRIPT_FILE);
-    cr_assert_not_null(file, "%s is missing", HINT_SCRIPT_FILE);
-    cr_assert_str_eq(file, sb_str(&script), "%s is not the generated script (CARDROOM_WRITE_HINT_SCRIPT=1 writes it)",
-                     HINT_SCRIPT_FILE);
+    char *file = generated_file(HINT_SCRIPT_FILE, "CARDROOM_WRITE_HINT_SCRIPT", sb_str(&script));
     int reviewed = g.hand_no - 1;
     run_result r = run_script(&c, file, HINT_SCRIPT_SEED, NULL);
     cr_assert_eq(r.rc, 0);

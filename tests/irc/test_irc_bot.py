@@ -577,7 +577,7 @@ class MatchOnNgircd(IrcTestCase):
         self.say(alice, CHANNEL, "!set level expert")
         mark = watcher.received.index(self.said(watcher, "Option level is now expert.", mark))
         self.say(alice, CHANNEL, "!rules")
-        mark = watcher.received.index(self.said(watcher, ", level=expert (", mark))
+        mark = watcher.received.index(self.said(watcher, ", level=expert, hints=off (", mark))
         self.say(alice, CHANNEL, "!start")
         turn = self.said(watcher, "alice (South) to bid", mark)
         self.say(alice, CHANNEL, "!table")
