@@ -710,8 +710,9 @@ static int cmd_hint(const game304_state *g, const game_host *h, const char *user
     int ncaps = caps_due(g, seat, order);
     hint_ask(&g->st, &g->bidding, seat, hint_seed(g), &x);
     if (!ncaps && g->st.to_act != seat && !x.may_open) {
-        h->reply(h, user, is_private, "it is not your turn: %s is to act, and you have nothing to decide now.",
-                 h->seat_label(h, g->st.to_act, label, sizeof label));
+        if (g->st.to_act == G304_NO_SEAT) snprintf(label, sizeof label, "nobody");
+        else h->seat_label(h, g->st.to_act, label, sizeof label);
+        h->reply(h, user, is_private, "it is not your turn: %s is to act, and you have nothing to decide now.", label);
         return 0;
     }
     if (ncaps) {
