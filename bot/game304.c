@@ -694,11 +694,6 @@ static int cmd_hint(const game304_state *g, const game_host *h, const char *user
                  "with %sset hints on.", h->prefix);
         return 0;
     }
-    if (!hint_plays(&g->rules)) {
-        h->reply(h, user, is_private, "hints come from the expert computer player, which does not play %d-player 304 "
-                 "yet.", nseats(g));
-        return 0;
-    }
     if (seat < 0) {
         h->reply(h, user, is_private, "you are not playing at this table, so there is no hand to advise on.");
         return 0;
@@ -751,8 +746,7 @@ static int cmd_review(const game304_state *g, const game_host *h, const char *us
         return 0;
     }
     if (!r->solvable) {
-        h->reply(h, user, is_private, "hand %d cannot be reviewed: the double-dummy solver does not play %d-player "
-                 "304 yet.", no, nseats(g));
+        h->reply(h, user, is_private, "hand %d cannot be reviewed: the double-dummy solver does not play it.", no);
         return 0;
     }
     snprintf(entry_text, len, "review");
@@ -941,14 +935,13 @@ static size_t match_text(const void *gs, const game_host *h, char *buf, size_t l
 
 /* ---- the computer player (aiplay: ai304 at easy) ---- */
 
-/* The seat's knowledge at the table's level (aiplay.h). The searching levels play the
- * four-player game; a six-player table's computer players play at easy. */
+/* The seat's knowledge at the table's level (aiplay.h), four or six players alike. */
 static void ask(const void *gs, int seat, table_question *q)
 {
     const game304_state *g = gs;
     question304 x;
     memset(&x, 0, sizeof x);
-    x.level = g304_seats(&g->st.rules) == G304_SEATS ? g->level : AIPLAY_EASY;
+    x.level = g->level;
     if (x.level == AIPLAY_EASY) ai304_input_of(&g->st, seat, &x.in.base);
     else aiworld_input_of(&g->st, seat, &g->bidding, &x.in);
     memcpy(q->bytes, &x, sizeof x);

@@ -16,8 +16,6 @@
 #define HINT_BUDGET 400000L   /* nodes per world for the figure */
 #define HINT_TABLE_BITS 17
 
-int hint_plays(const g304_rules *r) { return g304_seats(r) == G304_SEATS; }
-
 void hint_ask(const g304_state *st, const aiworld_history *bidding, int seat, uint64_t seed, hint_question *q)
 {
     g304_action open;

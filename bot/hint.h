@@ -30,9 +30,6 @@ typedef struct {
     int16_t points;     /* a card: the team's expected card points in the end; else HINT_NO_FIGURE */
 } hint_question;
 
-/* Whether the expert can advise at this table: it plays the four-player game. */
-int hint_plays(const g304_rules *r);
-
 /* The question for seat in state st (bidding: the hand's bidding as the table noted it). */
 void hint_ask(const g304_state *st, const aiworld_history *bidding, int seat, uint64_t seed, hint_question *q);
 

@@ -1,6 +1,6 @@
 /* dd.c — the double-dummy solver (interface and rules in dd.h).
  *
- * Shape of the search. A node is a whole dd_pos (about 60 bytes, copied per move: simpler and as
+ * Shape of the search. A node is a whole dd_pos (about 100 bytes, copied per move: simpler and as
  * fast as undoing). dd_play() is the one place where a card changes the position, for callers and
  * for the search alike; it asks g304_check_card() whether the card goes face down and mirrors
  * g304.c's do_play()/finish_trick() for what follows a trick. Legal moves come from
@@ -27,14 +27,13 @@
 #include <string.h>
 
 #define DD_DEFAULT_BITS 17
-#define DD_FOUR_SEATS 4 /* the game solved: four seats of eight cards */
 #define DD_WAYS 4      /* entries per bucket */
 #define DD_INF 10000
 #define DD_MODE_POINTS 0
 #define DD_MODE_SWEEP 1 /* + team */
 
 typedef struct {
-    cardset_t hand[G304_SEATS];
+    cardset_t hand[G304_MAX_SEATS];
     uint32_t meta;   /* leader, flags, what is fixed for the hand, and the question asked */
     int16_t lo, hi;  /* bounds of team 0's points from here (a yes/no answer in lo for sweeps) */
     card_t best;     /* the move that decided, CARD_NONE if none */
@@ -49,17 +48,17 @@ struct dd_solver {
     long nodes;
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
-    int8_t pts[CARD_COUNT], pw[CARD_COUNT];
-    card_t by_power[SUIT_COUNT][RANK_COUNT]; /* each suit strongest first */
-    cardset_t above[CARD_COUNT];             /* the stronger cards of the same suit */
+    int8_t pts[CARD_IDS], pw[CARD_IDS];    /* the 36-card pack: the sixes too (R-SIX-CARDS) */
+    card_t by_power[SUIT_COUNT][RANK_IDS]; /* each suit strongest first, its six last */
+    cardset_t above[CARD_IDS];             /* the stronger cards of the same suit */
 };
 
-static int dd_team(int seat) { return seat & 1; }
+static int dd_team(int seat) { return seat & 1; } /* R-SEATS, R-SIX-SEATS: g304.c's team_of() */
 
 static int dd_trick_size(const dd_pos *p)
 {
     if (!p->pcc) return p->nseats;
-    return p->nseats - (p->nseats / 2 - 1); /* the maker's partners sit out */
+    return p->nseats / 2 + 1; /* the maker and his opponents: his partner, or both teammates, sit out */
 }
 
 static int dd_sits_out(const dd_pos *p, int seat)
@@ -82,15 +81,9 @@ int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen)
         if (err && errlen) snprintf(err, errlen, "the hand is not in play (phase %s)", g304_phase_name(st->phase));
         return -1;
     }
-    int dealt = 0; /* the four-player game deals 4 x 8 cards; the six-player game is not solved yet */
-    for (int s = 0; s < G304_SEATS; s++) dealt += cardset_count(st->dealt[s]);
-    if (dealt != DD_FOUR_SEATS * G304_TRICKS) {
-        if (err && errlen) snprintf(err, errlen, "the solver plays the four-player game only (%d cards dealt)", dealt);
-        return -1;
-    }
     memset(p, 0, sizeof *p);
-    p->nseats = G304_SEATS;
-    p->ntricks = G304_TRICKS;
+    p->nseats = (uint8_t)g304_seats(&st->rules);
+    p->ntricks = (uint8_t)g304_tricks(&st->rules);
     p->maker = st->maker;
     p->trump = st->trump;
     p->pcc = st->pcc;
@@ -108,7 +101,7 @@ int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen)
         p->seat[i] = t->seat[i];
     }
     p->to_act = st->to_act;
-    for (int s = 0; s < G304_SEATS; s++) p->hand[s] = st->hand[s];
+    for (int s = 0; s < p->nseats; s++) p->hand[s] = st->hand[s];
     p->points[0] = st->points[0];
     p->points[1] = st->points[1];
     p->tricks[0] = st->team_tricks[0];
@@ -293,19 +286,19 @@ dd_solver *dd_solver_new(int table_bits)
         free(w);
         return NULL;
     }
-    for (card_t c = 0; c < CARD_COUNT; c++) {
+    for (card_t c = 0; c < CARD_IDS; c++) {
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
     }
     for (int s = 0; s < SUIT_COUNT; s++) {
-        for (int r = 0; r < RANK_COUNT; r++) w->by_power[s][r] = CARD_MAKE(s, r);
-        for (int i = 1; i < RANK_COUNT; i++) /* insertion sort, strongest first */
+        for (int r = 0; r < RANK_IDS; r++) w->by_power[s][r] = CARD_MAKE(s, r);
+        for (int i = 1; i < RANK_IDS; i++) /* insertion sort, strongest first */
             for (int j = i; j > 0 && w->pw[w->by_power[s][j]] > w->pw[w->by_power[s][j - 1]]; j--) {
                 card_t t = w->by_power[s][j];
                 w->by_power[s][j] = w->by_power[s][j - 1];
                 w->by_power[s][j - 1] = t;
             }
-        for (int i = 0; i < RANK_COUNT; i++)
+        for (int i = 0; i < RANK_IDS; i++)
             for (int j = 0; j < i; j++) w->above[w->by_power[s][i]] |= CARDSET_BIT(w->by_power[s][j]);
     }
     return w;
@@ -453,8 +446,8 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
  * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
 static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
 {
-    card_t cards[G304_SEATS];
-    uint8_t seats[G304_SEATS];
+    card_t cards[G304_MAX_SEATS];
+    uint8_t seats[G304_MAX_SEATS];
     int n = p->n, size = dd_trick_size(p);
     memcpy(cards, p->card, (size_t)n);
     memcpy(seats, p->seat, (size_t)n);
@@ -495,10 +488,10 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
         for (int s = 0; s < SUIT_COUNT; s++) {
             cardset_t mine = legal & CARDSET_SUIT(s) & ~(ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
             if (!(mine & (mine - 1))) continue; /* fewer than two: nothing to merge */
-            card_t run[RANK_COUNT];
+            card_t run[RANK_IDS];
             int len = 0;
-            for (int i = 0; i <= RANK_COUNT; i++) {
-                card_t c = i < RANK_COUNT ? w->by_power[s][i] : CARD_NONE;
+            for (int i = 0; i <= RANK_IDS; i++) {
+                card_t c = i < RANK_IDS ? w->by_power[s][i] : CARD_NONE;
                 if (c != CARD_NONE && (legal & CARDSET_BIT(c)) && c != ind) {
                     run[len++] = c;
                     continue;
@@ -552,8 +545,8 @@ static int dd_safe_points(const dd_solver *w, const dd_pos *p, int y)
     }
     if (!hy) return 0;
     int i = 0;
-    while (i < RANK_COUNT && !(hx & CARDSET_BIT(w->by_power[p->trump][i]))) i++;
-    return cardset_points(i < RANK_COUNT ? hy & w->above[w->by_power[p->trump][i]] : hy);
+    while (i < RANK_IDS && !(hx & CARDSET_BIT(w->by_power[p->trump][i]))) i++;
+    return cardset_points(i < RANK_IDS ? hy & w->above[w->by_power[p->trump][i]] : hy);
 }
 
 /* The last trick: every seat holds one card, and one card is always playable. */

@@ -185,7 +185,9 @@ Test(review, a_costly_card_is_found_with_its_cost_and_a_better_card)
     caps_solver_free(judge);
 }
 
-Test(review, a_six_player_hand_is_not_solvable)
+/* A six-player hand from a fixed deal up to its first card: the first who may bids, the others
+ * pass, the maker's first card is his indicator. */
+static void six_to_first_lead(g304_state *st)
 {
     g304_rules r;
     g304_error e;
@@ -195,31 +197,47 @@ Test(review, a_six_player_hand_is_not_solvable)
     uint8_t seed[DEAL_SEED_BYTES] = {3};
     g304_shuffle(seed, &r, deck);
     static const int16_t tokens[2] = {11, 11};
-    g304_state st;
-    g304_start(&st, &r, 0, tokens, deck, NULL);
-    for (int guard = 0; guard < 64 && st.phase != G304_PHASE_PLAY && st.phase != G304_PHASE_DONE; guard++) {
+    g304_start(st, &r, 0, tokens, deck, NULL);
+    for (int guard = 0; guard < 64 && st->phase != G304_PHASE_PLAY && st->phase != G304_PHASE_DONE; guard++) {
         g304_action legal[G304_MAX_LEGAL];
-        cr_assert_gt(g304_legal(&st, st.to_act, legal), 0);
+        int n = g304_legal(st, st->to_act, legal);
+        cr_assert_gt(n, 0);
         g304_action a = legal[0];
-        for (int i = 0; i < g304_legal(&st, st.to_act, legal); i++)
-            if (legal[i].kind == G304_DO_BID) a = legal[i]; /* someone bids, so the hand is played */
-        cr_assert_eq(g304_apply(&st, st.to_act, &a, NULL, NULL), G304_OK);
+        for (int i = 0; i < n; i++)
+            if (legal[i].kind == G304_DO_BID && st->bid == 0) a = legal[i]; /* someone bids, so the hand is played */
+            else if (legal[i].kind == G304_DO_PASS && st->bid != 0) a = legal[i];
+        cr_assert_eq(g304_apply(st, st->to_act, &a, NULL, NULL), G304_OK);
     }
-    cr_assert_eq(st.phase, G304_PHASE_PLAY);
+    cr_assert_eq(st->phase, G304_PHASE_PLAY);
+}
+
+Test(review, a_six_player_hand_is_noted_and_reviewed, .timeout = 300)
+{
+    g304_state st;
+    six_to_first_lead(&st);
     review_record rec;
     review_cost out[REVIEW_CARDS];
     review_clear(&rec);
-    g304_state before = st;
-    g304_action legal[G304_MAX_LEGAL];
-    cr_assert_gt(g304_legal(&st, st.to_act, legal), 0);
-    cr_assert_eq(g304_apply(&st, st.to_act, &legal[0], NULL, NULL), G304_OK);
-    review_note(&rec, &before, &st, 0);
-    cr_assert_eq(rec.n, 1);
-    dd_pos p;
-    int dd_plays_six = dd_pos_of(&before, &p, NULL, 0) == 0;
-    cr_assert_eq(rec.solvable, dd_plays_six, "the record is solvable exactly when the solver plays the game");
+    uint64_t rng = 6;
+    while (st.phase == G304_PHASE_PLAY) {
+        ai304_input in;
+        g304_action a;
+        g304_state before = st;
+        ai304_input_of(&st, st.to_act, &in);
+        cr_assert_eq(ai304_choose(&in, mix(&rng), &a), 0);
+        cr_assert_eq(g304_apply(&st, st.to_act, &a, NULL, NULL), G304_OK);
+        review_note(&rec, &before, &st, a.kind == G304_DO_CAPS);
+    }
+    cr_assert(rec.solvable, "the solver plays six-player 304");
+    cr_assert_eq(rec.n, g304_cards_played(&st), "every card is noted");
     dd_solver *w = dd_solver_new(0);
-    if (!dd_plays_six) cr_assert_eq(review_costs(w, &rec, out), -1);
+    int n = review_costs(w, &rec, out);
+    cr_assert_geq(n, 0, "the hand is reviewed");
+    for (int i = 0; i < n; i++) {
+        cr_assert_lt(out[i].seat, 6);
+        cr_assert_neq(out[i].played, out[i].best);
+        cr_assert_gt(out[i].cost, 0);
+    }
     dd_solver_free(w);
 }
 
@@ -288,14 +306,9 @@ Test(hint, the_expert_move_from_what_the_seat_knows, .timeout = 300)
     cr_assert_eq(checked, 2, "too few positions to compare");
 }
 
-Test(hint, a_bid_has_no_figure_and_six_players_get_none)
+Test(hint, a_bid_has_no_figure)
 {
     g304_rules r;
-    g304_error e;
-    g304_rules_default(&r);
-    cr_assert(hint_plays(&r));
-    cr_assert_eq(g304_rules_set_players(&r, 6, &e), 0);
-    cr_assert_not(hint_plays(&r), "the expert plays the four-player game only");
     uint8_t seed[DEAL_SEED_BYTES] = {9};
     card_t deck[CARD_COUNT];
     static const int16_t tokens[2] = {11, 11};
@@ -312,4 +325,20 @@ Test(hint, a_bid_has_no_figure_and_six_players_get_none)
     cr_assert_eq(q.points, HINT_NO_FIGURE);
     g304_state copy = st;
     cr_assert_eq(g304_apply(&copy, st.to_act, &q.move, NULL, NULL), G304_OK);
+}
+
+Test(hint, six_players_get_a_legal_card_with_its_figure, .timeout = 300)
+{
+    g304_state st;
+    six_to_first_lead(&st);
+    hint_question q;
+    hint_ask(&st, NULL, st.to_act, 11, &q);
+    cr_assert_eq(hint_think(&q), 0);
+    cr_assert(q.chosen);
+    g304_state copy = st;
+    cr_assert_eq(g304_apply(&copy, st.to_act, &q.move, NULL, NULL), G304_OK, "the hint is not a legal move");
+    if (q.move.kind == G304_DO_PLAY) {
+        cr_assert_geq(q.points, 0, "a card comes with its figure");
+        cr_assert_leq(q.points, 304);
+    }
 }
