@@ -1612,7 +1612,7 @@ Test(console, six_expert_computers)
     assert_clean(&r.all, NULL);
     int rules = lines_find(&r.all, 0, "304 for six players in two teams of three");
     cr_assert_geq(rules, 0, "no !rules answer");
-    cr_assert(strstr(r.all.v[rules], ", level=expert (") != NULL, "%s", r.all.v[rules]);
+    cr_assert(strstr(r.all.v[rules], ", level=expert, hints=off (") != NULL, "%s", r.all.v[rules]);
     cr_assert_geq(lines_find(&r.all, 0, "trick 6 to "), 0, "no hand was played to its sixth trick");
     run_result easy = run_script(&c, SIX_COMPUTERS "alice> !set start_tokens 1\nalice> !start\n", 7, NULL);
     cr_assert_eq(easy.rc, 0, "%s", easy.err);
