@@ -116,6 +116,14 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
                    "ContractGrid also every grid with its marked cells."},
     [CMD_LAST] = {"last", NULL, CMD_ARGS_NONE, "", "show the last trick",
                   "Shows the cards of the trick that was gathered last, and who won it."},
+    [CMD_HINT] = {"hint", NULL, CMD_ARGS_NONE, "", "what the expert computer player would do now (privately)",
+                  "At a 304 table whose option hints is on (~set hints on before the start), on your turn: "
+                  "the move the expert computer player would make in your seat, from only what you may "
+                  "know, and for a card the card points it expects for your team. Sent to you privately."},
+    [CMD_REVIEW] = {"review", NULL, CMD_ARGS_NONE, "", "the last hand's costly cards (double dummy)",
+                    "After a 304 hand: for each player, the cards that cost his team card points against "
+                    "best play with every card known, with the card that would have kept them. Posted to "
+                    "the room once per hand."},
     [CMD_STANDINGS] = {"standings", NULL, CMD_ARGS_USER, " [@USER]", "token standings for the room or one player",
                        "Without a name it shows this room's standings. Example: ~standings @alice. For "
                        "ContractGrid a match is a whole game, won means first place, and hands counts the "

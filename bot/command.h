@@ -43,6 +43,8 @@ typedef enum {
     CMD_HAND,
     CMD_TABLE,
     CMD_LAST,
+    CMD_HINT,      /* 304: the expert's move for the asker's seat, privately (table option hints) */
+    CMD_REVIEW,    /* 304: the costly cards of the last finished hand, double dummy, in the room */
     CMD_STANDINGS, /* arg: a user to look up ("@alice" or "alice"), "" for the room */
     CMD_RULES,
     CMD_NOTIFY,    /* arg = "on", "off", or "" to ask */

@@ -871,9 +871,9 @@ static int do_help(core *c, const asker *q, const cmd *m)
  * then how to check a deal. */
 static int do_rules(core *c, const asker *q, slot *s)
 {
-    char text[RENDER_MAX], level[32];
+    char text[RENDER_MAX], level[48];
     const char *p = c->o.config->prefix, *url = c->o.config->rules_url;
-    snprintf(level, sizeof level, "level=%s", c->o.config->level);
+    snprintf(level, sizeof level, "level=%s, hints=off", c->o.config->level); /* a new table's own options */
     size_t n = s ? table_rules_text(&s->t, p, url, text, sizeof text)
                  : render_rules(&c->o.config->rules, level, p, url, text, sizeof text);
     snprintf(text + n, sizeof text - n, ". Fair dealing: each hand's seed is committed when it is dealt and shown "

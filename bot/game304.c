@@ -4,7 +4,8 @@
  * Every change is a journal entry applied by entry(), live and on a rebuild alike; a command is
  * first checked against a copy of the state so that a refusal says why in words and leaves no
  * entry. A rebuild skips the moves of hands that are over (rebuild_skips): each deal entry
- * states where they left the match, so a rebuild costs the current hand, not the whole match.
+ * states where they left the match, so a rebuild costs the current hand and the one before it
+ * (whose cards !review reads), not the whole match.
  * Secrets: a refusal that may name cards, the trump or a hand's points goes to the player
  * privately; the indicator, and a play that would go face down, are refused in the room, and
  * the player is told privately on his turn that such a move must be sent privately. The room
@@ -14,7 +15,11 @@
  * Four or six players (R-SIX-…): the option `players` (journaled as "set players 6", by
  * `!new 304 6` or `!set players 6` before the start) decides the seats, their names (South…,
  * or "seat 1"… for six), the pack cards are read from and the deals; everything else asks the
- * engine for its numbers (g304_seats(), g304_deck_size()). */
+ * engine for its numbers (g304_seats(), g304_deck_size()).
+ *
+ * Advice (section "advice"): !hint asks the expert for the asker's seat (hint.h) through a
+ * search off the loop, and makes no entry; !review makes the entry "review", whose search
+ * (review.h) goes off the loop the same way, so the room hears a hand's review once. */
 #include "game304.h"
 
 #include <inttypes.h>
@@ -23,7 +28,9 @@
 
 #include "ai304.h"
 #include "aiplay.h"
+#include "hint.h"
 #include "judge.h"
+#include "option.h"
 #include "render.h"
 #include "seed.h"
 
@@ -52,6 +59,17 @@ typedef struct {
 } judging;
 
 _Static_assert(sizeof(judging) <= TABLE_QUESTION_MAX, "a judged move must fit the table's question");
+_Static_assert(sizeof(hint_question) <= TABLE_QUESTION_MAX, "a hint must fit the table's question");
+
+/* A review searched off the loop: the hand's record; then its costly cards (count -1: none
+ * could be worked out). */
+typedef struct {
+    review_record rec;
+    int n;
+    review_cost cost[REVIEW_CARDS];
+} reviewing;
+
+_Static_assert(sizeof(reviewing) <= TABLE_QUESTION_MAX, "a review must fit the table's question");
 
 /* ---- names ---- */
 
@@ -61,6 +79,13 @@ typedef struct {
 } seat_names;
 
 static int nseats(const game304_state *g) { return g304_seats(&g->rules); }
+
+/* Whether a hand is being played (a game operation, also asked here). */
+static int in_hand(const void *gs)
+{
+    const game304_state *g = gs;
+    return g->hand_no > 0 && g->st.phase != G304_PHASE_DONE;
+}
 
 /* The first hand's dealer comes from its seed: its last byte, taken modulo the seats. */
 static int first_dealer(const game304_state *g, const uint8_t seed[STORE_SEED_BYTES])
@@ -147,6 +172,8 @@ static void init(void *gs, const cfg *config)
     g->level = (uint8_t)(level < 0 ? AIPLAY_EASY : level);
     g->st.phase = G304_PHASE_DONE;
     g->st.to_act = G304_NO_SEAT;
+    review_clear(&g->play);
+    review_clear(&g->last);
 }
 
 static int seats(const void *gs) { return nseats(gs); }
@@ -165,11 +192,21 @@ static int set_players(g304_rules *r, const char *value, g304_error *e)
     return -1;
 }
 
-/* Sets option name to value in r, or in *level for the table's own option level (beside the
- * rules). Returns 0, or -1 with the refusal in msg. */
-static int set_option(g304_rules *r, uint8_t *level, const char *name, const char *value, char *msg, size_t msg_len)
+/* Sets option name to value in r, or in *level and *hints for the table's own options (beside
+ * the rules). Returns 0, or -1 with the refusal in msg. */
+static int set_option(g304_rules *r, uint8_t *level, uint8_t *hints, const char *name, const char *value, char *msg,
+                      size_t msg_len)
 {
     g304_error e;
+    if (strcmp(name, "hints") == 0) {
+        int on = option_bool(value);
+        if (on < 0) {
+            snprintf(msg, msg_len, "option hints is on or off, not '%.40s'", value);
+            return -1;
+        }
+        *hints = (uint8_t)on;
+        return 0;
+    }
     if (strcmp(name, "level") == 0) {
         int l = aiplay_level_parse(value);
         if (l < 0) {
@@ -191,10 +228,11 @@ static int option(const void *gs, const char *name, const char *value, char *can
 {
     const game304_state *g = gs;
     g304_rules r = g->rules;
-    uint8_t level = g->level;
-    if (set_option(&r, &level, name, value, msg, msg_len) != 0) return -1;
+    uint8_t level = g->level, hints = g->hints;
+    if (set_option(&r, &level, &hints, name, value, msg, msg_len) != 0) return -1;
     if (strcmp(name, "players") == 0) snprintf(canon, canon_len, "%d", g304_seats(&r));
     else if (strcmp(name, "level") == 0) snprintf(canon, canon_len, "%s", aiplay_level_name(level));
+    else if (strcmp(name, "hints") == 0) snprintf(canon, canon_len, "%s", hints ? "on" : "off");
     else g304_rules_get(&r, name, canon, canon_len);
     return 0;
 }
@@ -202,8 +240,8 @@ static int option(const void *gs, const char *name, const char *value, char *can
 static size_t rules_text(const void *gs, const char *prefix, const char *rules_url, char *buf, size_t len)
 {
     const game304_state *g = gs;
-    char level[32];
-    snprintf(level, sizeof level, "level=%s", aiplay_level_name(g->level));
+    char level[48];
+    snprintf(level, sizeof level, "level=%s, hints=%s", aiplay_level_name(g->level), g->hints ? "on" : "off");
     return render_rules(&g->rules, level, prefix, rules_url, buf, len);
 }
 
@@ -314,6 +352,8 @@ static int entry_move(game304_state *g, const game_host *h, int seat, const char
         return -1;
     }
     aiworld_history_note(&g->bidding, &before, seat, &a);
+    review_note(&g->play, &before, &g->st, a.kind == G304_DO_CAPS);
+    g->moves++;
     if (say_events(g, h, NULL, &ev)) g->turn_said = h->t->seq + 1; /* the entry about to be counted */
     if (g->st.phase == G304_PHASE_DONE) hand_over(g, h);
     return 0;
@@ -350,6 +390,9 @@ static int entry_deal(game304_state *g, const game_host *h, const char *args, in
     }
     g->hand_no++;
     g->bidding.n = 0;
+    g->moves = 0;
+    g->last = g->play;
+    review_clear(&g->play);
     g304_shuffle(g->seed, &g->rules, deck);
     ev.n = 0;
     g304_start(&g->st, &g->rules, g->dealer, g->tokens, deck, &ev);
@@ -365,7 +408,7 @@ static int entry_set(game304_state *g, const game_host *h, const char *rest, cha
 {
     char name[64], value[64], msg[G304_MSG_MAX];
     if (sscanf(rest, "%63s %63s", name, value) != 2 ||
-        set_option(&g->rules, &g->level, name, value, msg, sizeof msg) != 0) {
+        set_option(&g->rules, &g->level, &g->hints, name, value, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "entry \"set %.56s\" sets no option", rest);
         return -1;
     }
@@ -400,6 +443,66 @@ static int entry_start(game304_state *g, const game_host *h, char *err, size_t e
     return 0;
 }
 
+/* The last finished hand: its number (0: none yet) and its record. */
+static int last_finished(const game304_state *g, const review_record **r)
+{
+    int done = g->st.phase == G304_PHASE_DONE;
+    *r = done ? &g->play : &g->last;
+    return done ? g->hand_no : g->hand_no - 1;
+}
+
+/* The review's search, on a worker thread (table_search). */
+static void review_search(table_question *q, caps_solver *solver)
+{
+    reviewing x;
+    (void)solver;
+    memcpy(&x, q->bytes, sizeof x);
+    dd_solver *w = dd_solver_new(0);
+    x.n = w ? review_costs(w, &x.rec, x.cost) : -1;
+    dd_solver_free(w);
+    memcpy(q->bytes, &x, sizeof x);
+}
+
+/* "review": the room hears the last finished hand's review (searched off the loop), once. On
+ * a rebuild nothing is searched or said, and the moves of older hands may have been skipped:
+ * the entry only notes that the hand's review was posted. A turn prompted before the review
+ * is not prompted again after it (review_seq): nothing moved. */
+static int entry_review(game304_state *g, const game_host *h, int rebuilding, char *err, size_t errlen)
+{
+    const review_record *r;
+    int no = last_finished(g, &r);
+    if (rebuilding) {
+        g->reviewed = no;
+        return 0;
+    }
+    if (!h->t->started || no <= 0 || g->reviewed == no || r->n == 0 || !r->solvable) {
+        snprintf(err, errlen, "no review is due");
+        return -1;
+    }
+    table_question q;
+    reviewing x;
+    memset(&q, 0, sizeof q);
+    memset(&x, 0, sizeof x);
+    x.rec = *r;
+    memcpy(q.bytes, &x, sizeof x);
+    if (!h->search(h, &q, review_search)) return TABLE_WAITS;
+    memcpy(&x, q.bytes, sizeof x);
+    seat_names n;
+    char text[RENDER_MAX];
+    names_of(g, h, &n);
+    if (x.n < 0) {
+        h->say(h, NULL, "Hand %d could not be reviewed.", no);
+    } else {
+        render_review_head(no, x.cost, x.n, n.names, nseats(g), text, sizeof text);
+        h->say(h, NULL, "%s", text);
+        for (int s = 0; s < nseats(g); s++)
+            if (render_review_seat(s, x.cost, x.n, n.names, text, sizeof text)) h->say(h, NULL, "%s", text);
+    }
+    g->reviewed = no;
+    if (h->t->prompted == h->t->seq) g->review_seq = h->t->seq + 1; /* the entry about to be counted */
+    return 0;
+}
+
 static int entry(void *gs, const game_host *h, const char *word, int seat, const char *rest, int rebuilding, char *err,
                  size_t errlen)
 {
@@ -408,20 +511,44 @@ static int entry(void *gs, const game_host *h, const char *word, int seat, const
     if (strcmp(word, "start") == 0 && !h->t->started) return entry_start(g, h, err, errlen);
     if (strcmp(word, "deal") == 0) return entry_deal(g, h, rest, rebuilding, err, errlen);
     if (strcmp(word, "move") == 0) return entry_move(g, h, seat, rest, err, errlen);
+    if (strcmp(word, "review") == 0 && !*rest) return entry_review(g, h, rebuilding, err, errlen);
     return 1;
 }
 
 /* A move before the last deal belongs to a hand that is over: that deal states where it left
- * the match. */
+ * the match. The moves of the last hand that is over are kept all the same: !review reads
+ * them (the deal before them starts that hand). */
 static void rebuild_skips(char *const *entries, int n, uint8_t *skip)
 {
-    int last_deal = -1;
+    int last_deal = -1, kept = -1;
     for (int i = 0; i < n; i++)
-        if (strncmp(entries[i], "deal ", 5) == 0) last_deal = i;
-    for (int i = 0; i < last_deal; i++) skip[i] = strncmp(entries[i], "move ", 5) == 0;
+        if (strncmp(entries[i], "deal ", 5) == 0) kept = last_deal, last_deal = i;
+    for (int i = 0; i < kept; i++) skip[i] = strncmp(entries[i], "move ", 5) == 0;
 }
 
 /* ---- commands from people ---- */
+
+/* The order to call Caps with for a seat, from the judge's record: the cards it still holds,
+ * in the proven order. Returns the count, or 0 if the record does not cover them. */
+static int caps_order_for(const game304_state *g, int s, card_t order[G304_TRICKS])
+{
+    cardset_t held = g304_cards_of(&g->st, s), listed = 0;
+    int n = 0;
+    for (int i = 0; i < g->st.certain_n[s]; i++) {
+        card_t c = g->st.certain_order[s][i];
+        if (held & CARDSET_BIT(c)) order[n++] = c, listed |= CARDSET_BIT(c);
+    }
+    return n > 0 && listed == held ? n : 0;
+}
+
+/* The Caps call due from seat s now, once the judge found Caps certain for it (a computer
+ * player makes it; a person's hint names it): the count of its order, or 0 when none is due. */
+static int caps_due(const game304_state *g, int s, card_t order[G304_TRICKS])
+{
+    if (g->st.phase != G304_PHASE_PLAY || !g304_caps_open_for(&g->st, s) || g->st.certain_at[s] == G304_NEVER)
+        return 0;
+    return caps_order_for(g, s, order);
+}
 
 /* Whether a refusal's words are public knowledge. The others may name the player's cards, the
  * trump or a hand's points ("you must follow ♥: you hold 9♥ 7♥"), so for a command given in the
@@ -532,10 +659,106 @@ static int cmd_move(const game304_state *g, const game_host *h, const char *user
     return 1;
 }
 
+/* ---- advice: !hint and !review ---- */
+
+/* The expert's move for a hint, on a worker thread (table_search). */
+static void hint_search(table_question *q, caps_solver *solver)
+{
+    hint_question x;
+    (void)solver;
+    memcpy(&x, q->bytes, sizeof x);
+    if (hint_think(&x) != 0) x.chosen = 0;
+    memcpy(q->bytes, &x, sizeof x);
+}
+
+/* A hint's seed: the hand's seed and the moves made in it, so the same position gets the same
+ * hint however often it is asked. */
+static uint64_t hint_seed(const game304_state *g)
+{
+    uint64_t x = 0;
+    memcpy(&x, g->seed, sizeof x);
+    x ^= (uint64_t)g->moves * 0x9E3779B97F4A7C15ull;
+    return aiworld_random(&x);
+}
+
+/* !hint: privately, the move the expert would make in the asker's seat, from what the seat
+ * knows; the search goes off the loop (h->search) and the command is done again with its
+ * answer. No entry: a hint changes nothing at the table. */
+static int cmd_hint(const game304_state *g, const game_host *h, const char *user, int seat, int is_private)
+{
+    char label[NAME_MAX_LEN], text[RENDER_MAX];
+    card_t order[G304_TRICKS];
+    hint_question x;
+    if (!g->hints) {
+        h->reply(h, user, is_private, "hints are off at this table: they are turned on before the match starts, "
+                 "with %sset hints on.", h->prefix);
+        return 0;
+    }
+    if (seat < 0) {
+        h->reply(h, user, is_private, "you are not playing at this table, so there is no hand to advise on.");
+        return 0;
+    }
+    if (!h->t->started || !in_hand(g)) {
+        h->reply(h, user, is_private, "no hand is being played: a hint is for your turn in a hand.");
+        return 0;
+    }
+    int ncaps = caps_due(g, seat, order);
+    hint_ask(&g->st, &g->bidding, seat, hint_seed(g), &x);
+    if (!ncaps && g->st.to_act != seat && !x.may_open) {
+        if (g->st.to_act == G304_NO_SEAT) snprintf(label, sizeof label, "nobody");
+        else h->seat_label(h, g->st.to_act, label, sizeof label);
+        h->reply(h, user, is_private, "it is not your turn: %s is to act, and you have nothing to decide now.", label);
+        return 0;
+    }
+    if (ncaps) {
+        g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE, .n = (uint8_t)ncaps};
+        memcpy(a.order, order, (size_t)ncaps);
+        render_hint(&a, HINT_NO_FIGURE, 0, h->prefix, text, sizeof text);
+    } else {
+        table_question q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.bytes, &x, sizeof x);
+        if (!h->search(h, &q, hint_search)) return 0; /* done again with the answer */
+        memcpy(&x, q.bytes, sizeof x);
+        render_hint(x.chosen ? &x.move : NULL, x.points, x.may_open, h->prefix, text, sizeof text);
+    }
+    h->tell(h, user, text);
+    if (!is_private) h->reply(h, user, 0, "I sent you the hint privately.");
+    return 0;
+}
+
+/* !review: checked here, posted by the entry "review". */
+static int cmd_review(const game304_state *g, const game_host *h, const char *user, int is_private, char *entry_text,
+                      size_t len)
+{
+    const review_record *r;
+    int no = last_finished(g, &r);
+    if (!h->t->started || no <= 0) {
+        h->reply(h, user, is_private, "no hand has finished yet at this table.");
+        return 0;
+    }
+    if (g->reviewed == no) {
+        h->reply(h, user, is_private, "the review of hand %d was posted above.", no);
+        return 0;
+    }
+    if (r->n == 0) {
+        h->reply(h, user, is_private, "hand %d ended before any card was played: there is nothing to review.", no);
+        return 0;
+    }
+    if (!r->solvable) {
+        h->reply(h, user, is_private, "hand %d cannot be reviewed: the double-dummy solver does not play it.", no);
+        return 0;
+    }
+    snprintf(entry_text, len, "review");
+    return 1;
+}
+
 static int command(const void *gs, const game_host *h, const char *user, int seat, int is_private, const cmd *c,
                    char *entry_text, size_t len)
 {
     switch (c->kind) {
+    case CMD_HINT: return cmd_hint(gs, h, user, seat, is_private);
+    case CMD_REVIEW: return cmd_review(gs, h, user, is_private, entry_text, len);
     case CMD_CUT:
     case CMD_BID:
     case CMD_PASS:
@@ -565,19 +788,6 @@ static int command(const void *gs, const game_host *h, const char *user, int sea
 
 /* ---- what happens by itself ---- */
 
-/* The order to call Caps with for a computer seat, from the judge's record: the cards it still
- * holds, in the proven order. Returns the count, or 0 if the record does not cover them. */
-static int caps_order_for(const game304_state *g, int s, card_t order[G304_TRICKS])
-{
-    cardset_t held = g304_cards_of(&g->st, s), listed = 0;
-    int n = 0;
-    for (int i = 0; i < g->st.certain_n[s]; i++) {
-        card_t c = g->st.certain_order[s][i];
-        if (held & CARDSET_BIT(c)) order[n++] = c, listed |= CARDSET_BIT(c);
-    }
-    return n > 0 && listed == held ? n : 0;
-}
-
 /* Deals the first and every next hand; calls Caps for computer seats once the judge finds it
  * certain for them. */
 static int follow_up(const void *gs, const game_host *h)
@@ -600,10 +810,7 @@ static int follow_up(const void *gs, const game_host *h)
         for (int s = 0; s < nseats(g) && !called; s++) {
             card_t order[G304_TRICKS];
             int n;
-            if (!table_seat_computer(&h->t->seat[s]) || g->st.phase != G304_PHASE_PLAY ||
-                !g304_caps_open_for(&g->st, s) || g->st.certain_at[s] == G304_NEVER ||
-                (n = caps_order_for(g, s, order)) == 0)
-                continue;
+            if (!table_seat_computer(&h->t->seat[s]) || (n = caps_due(g, s, order)) == 0) continue;
             g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE, .n = (uint8_t)n};
             memcpy(a.order, order, (size_t)n);
             char text[TABLE_ENTRY_MAX];
@@ -617,12 +824,6 @@ static int follow_up(const void *gs, const game_host *h)
 }
 
 /* ---- who acts, and what each one sees ---- */
-
-static int in_hand(const void *gs)
-{
-    const game304_state *g = gs;
-    return g->hand_no > 0 && g->st.phase != G304_PHASE_DONE;
-}
 
 static int to_act(const void *gs)
 {
@@ -683,6 +884,7 @@ static void prompt(const void *gs, const game_host *h, int s)
     char text[2 * RENDER_MAX], hand[RENDER_MAX], why[RENDER_MAX] = "";
     const char *user = h->t->seat[s].user;
     seat_names n;
+    if (g->review_seq == h->t->seq) return; /* a review came between: the turn was prompted before it */
     if (g->turn_said != h->t->seq) {
         names_of(g, h, &n);
         if (render_turn(&g->st, n.names, text, sizeof text)) h->say(h, user, "%s", text);

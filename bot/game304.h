@@ -9,6 +9,8 @@
  *                        finished hands, and so that a damaged journal shows)
  *   move SEAT ACTION     bid 160 | bid pcc | pass | partner | redeal | cut N | trump JH | open |
  *                        play JH | caps JH 9H … | spoilt
+ *   review               the room heard the review of the last finished hand (!review): said
+ *                        once per hand, and never again after a restart
  * The state below lives in the table's game_state; tests read it through game304_of(). */
 #ifndef CARDROOM_GAME304_H
 #define CARDROOM_GAME304_H
@@ -18,6 +20,7 @@
 #include "aiworld.h"
 #include "g304.h"
 #include "game.h"
+#include "review.h"
 
 typedef struct {
     g304_rules rules;                 /* the options (the match keeps its copy from the first deal) */
@@ -30,6 +33,13 @@ typedef struct {
                                          of a move's line (live only: not rebuilt) */
     uint8_t level;                    /* option level: how the computer players play (aiplay_level) */
     aiworld_history bidding;          /* the current hand's bidding, which the searching levels read */
+    uint8_t hints;                    /* option hints: whether !hint answers */
+    int moves;                        /* moves made in the current hand (with its seed, a hint's seed) */
+    int reviewed;                     /* the last hand whose review the room heard (0: none) */
+    int64_t review_seq;               /* the journal position a review left while the turn it found
+                                         had been prompted already (live only: not rebuilt) */
+    review_record play;               /* the current hand's cards, for its review (review.h) */
+    review_record last;               /* the hand before it */
 } game304_state;
 
 extern const table_game game304;

@@ -599,6 +599,11 @@ static int command(const void *gs, const game_host *h, const char *user, int sea
                  "cells and %splay cards (%shelp lists the commands).", h->prefix, c->word, h->prefix, h->prefix,
                  h->prefix, h->prefix);
         return 0;
+    case CMD_HINT:
+    case CMD_REVIEW:
+        h->reply(h, user, is_private, "%s%s is for 304 tables: ContractGrid has no computer advice.", h->prefix,
+                 c->word);
+        return 0;
     default:
         h->reply(h, user, is_private, "%s%s is not a ContractGrid command (%shelp lists them).", h->prefix, c->word,
                  h->prefix);

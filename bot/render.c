@@ -820,3 +820,99 @@ size_t render_teams(const g304_rules *r, const char *const names[], char *buf, s
         out_teams(&o, r, names);
     return tb_end(&o);
 }
+
+/* ---- advice: !hint and !review ---- */
+
+size_t render_hint(const g304_action *move, int points, int may_open, const char *prefix, char *buf, size_t len)
+{
+    textbuf o;
+    char one[CARD_TEXT_MAX];
+    tb_start(&o, buf, len);
+    if (!move) {
+        tb_add(&o, may_open ? "hint: keep the game closed (do not %sopen)."
+                            : "hint: the expert sees nothing for you to do now.", prefix);
+        return tb_end(&o);
+    }
+    tb_add(&o, "hint: ");
+    switch (move->kind) {
+    case G304_DO_CUT: tb_add(&o, "cut at %u (%scut %u)", (unsigned)move->amount, prefix, (unsigned)move->amount); break;
+    case G304_DO_BID:
+        tb_add(&o, "bid ");
+        out_bid(&o, move->amount);
+        if (move->amount == G304_PCC) tb_add(&o, " (%sbid pcc)", prefix);
+        break;
+    case G304_DO_PASS: tb_add(&o, "pass"); break;
+    case G304_DO_PARTNER: tb_add(&o, "ask your partner to bid (%spartner)", prefix); break;
+    case G304_DO_REDEAL: tb_add(&o, "ask for a redeal (%sredeal)", prefix); break;
+    case G304_DO_TRUMP:
+        tb_add(&o, "make %s your indicator (send %strump %s privately)", render_card(move->card, one), prefix,
+               card_str(move->card));
+        break;
+    case G304_DO_OPEN: tb_add(&o, "declare an open game (%sopen)", prefix); break;
+    case G304_DO_PLAY:
+        tb_add(&o, "play %s", render_card(move->card, one));
+        if (may_open) tb_add(&o, " and keep the game closed");
+        if (points >= 0)
+            tb_add(&o, " " RENDER_DASH " about %d of the %d card points for your team", points,
+                   cardset_points(CARDSET_ALL));
+        break;
+    case G304_DO_CAPS:
+        tb_add(&o, "call Caps now: %scaps", prefix);
+        for (int i = 0; i < move->n; i++) tb_add(&o, " %s", card_str(move->order[i]));
+        break;
+    case G304_DO_SPOILT: tb_add(&o, "declare spoilt trumps (%sspoilt)", prefix); break;
+    default: break;
+    }
+    tb_add(&o, ".");
+    return tb_end(&o);
+}
+
+static int render_review_lost(int seat, const review_cost *costs, int n)
+{
+    int sum = 0;
+    for (int i = 0; i < n; i++) sum += costs[i].seat == seat ? costs[i].cost : 0;
+    return sum;
+}
+
+size_t render_review_head(int hand_no, const review_cost *costs, int n, const char *const names[], int seats,
+                          char *buf, size_t len)
+{
+    textbuf o;
+    int clean = 0, listed = 0;
+    tb_start(&o, buf, len);
+    tb_add(&o, "Review of hand %d, double dummy (each card against the best one with every card known)", hand_no);
+    for (int s = 0; s < seats; s++) clean += render_review_lost(s, costs, n) == 0;
+    if (clean == seats) {
+        tb_add(&o, ": no card cost its team a point.");
+        return tb_end(&o);
+    }
+    tb_add(&o, clean ? ":" : ".");
+    for (int s = 0; s < seats && clean > 0; s++) {
+        if (render_review_lost(s, costs, n)) continue;
+        listed++;
+        tb_add(&o, "%s %s", listed == 1 ? "" : listed == clean ? " and" : ",", render_who(names, s));
+    }
+    if (clean) tb_add(&o, " lost nothing.");
+    return tb_end(&o);
+}
+
+size_t render_review_seat(int seat, const review_cost *costs, int n, const char *const names[], char *buf,
+                          size_t len)
+{
+    textbuf o;
+    char a[CARD_TEXT_MAX], b[CARD_TEXT_MAX];
+    int lost = render_review_lost(seat, costs, n), said = 0;
+    if (!lost) {
+        if (len) buf[0] = 0;
+        return 0;
+    }
+    tb_start(&o, buf, len);
+    tb_add(&o, "%s lost %d:", render_who(names, seat), lost);
+    for (int i = 0; i < n; i++) {
+        if (costs[i].seat != seat) continue;
+        tb_add(&o, "%s trick %d %s, where %s kept %d more", said++ ? ";" : "", costs[i].trick + 1,
+               render_card(costs[i].played, a), render_card(costs[i].best, b), costs[i].cost);
+    }
+    tb_add(&o, ".");
+    return tb_end(&o);
+}

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "g304.h"
+#include "review.h"
 
 #define RENDER_MAX 2048 /* enough for any one message */
 
@@ -73,5 +74,22 @@ size_t render_team_names(const g304_rules *r, const char *const names[], int tea
  * without names (NULL) the seats: "South and North play against East and West", "odd seats 1,
  * 3, 5 play against even seats 2, 4, 6". */
 size_t render_teams(const g304_rules *r, const char *const names[], char *buf, size_t len);
+
+/* !hint in one line, for the player alone: the expert's move (NULL: it sees none) in words with
+ * the command that makes it (prefix: the command prefix), and for a card the card points it
+ * expects for the player's team (points < 0: no figure); may_open: the player may declare an
+ * open game now (a card then means keeping the game closed). "hint: play J♠ — about 182 of the
+ * 304 card points for your team". */
+size_t render_hint(const g304_action *move, int points, int may_open, const char *prefix, char *buf, size_t len);
+
+/* !review's head: the hand, what was measured, and who lost nothing (seats with no card among
+ * the n costs; names: every seat's, seats of them). */
+size_t render_review_head(int hand_no, const review_cost *costs, int n, const char *const names[], int seats,
+                          char *buf, size_t len);
+
+/* !review's line for one seat: its costly cards with the card that would have kept the points,
+ * and the sum; 0 when it has none. */
+size_t render_review_seat(int seat, const review_cost *costs, int n, const char *const names[], char *buf,
+                          size_t len);
 
 #endif

@@ -1612,7 +1612,7 @@ Test(console, six_expert_computers)
     assert_clean(&r.all, NULL);
     int rules = lines_find(&r.all, 0, "304 for six players in two teams of three");
     cr_assert_geq(rules, 0, "no !rules answer");
-    cr_assert(strstr(r.all.v[rules], ", level=expert (") != NULL, "%s", r.all.v[rules]);
+    cr_assert(strstr(r.all.v[rules], ", level=expert, hints=off (") != NULL, "%s", r.all.v[rules]);
     cr_assert_geq(lines_find(&r.all, 0, "trick 6 to "), 0, "no hand was played to its sixth trick");
     run_result easy = run_script(&c, SIX_COMPUTERS "alice> !set start_tokens 1\nalice> !start\n", 7, NULL);
     cr_assert_eq(easy.rc, 0, "%s", easy.err);
@@ -1808,8 +1808,9 @@ Test(console, help_and_rules)
     for (int i = 0; i < reply.n; i++) room += starts(reply.v[i], ROOM_PREFIX);
     cr_assert_eq(room, 1, "help says one line in the room");
     cr_assert_str_eq(reply.v[0], ROOM_PREFIX "Commands: new, join, leave, bot, start, abort, back, cut, bid, pass, "
-                                 "partner, redeal, trump, open, play, caps, spoilt, hand, table, last, standings, "
-                                 "rules, notify, set, help, grid, exclude, mark. !help COMMAND tells more of one; I sent "
+                                 "partner, redeal, trump, open, play, caps, spoilt, hand, table, last, hint, review, "
+                                 "standings, rules, notify, set, help, grid, exclude, mark. !help COMMAND tells more of "
+                                 "one; I sent "
                                  "you the list privately.");
     cr_assert_gt(reply.n, 20);
     for (int i = 1; i < reply.n; i++) cr_assert(starts(reply.v[i], "[@carol] "), "%s", reply.v[i]);
@@ -1843,7 +1844,7 @@ Test(console, help_and_rules)
         cr_expect(strstr(reply.v[0], kv), "rules do not show %s: %s", kv, reply.v[0]);
     }
     cr_assert(strstr(reply.v[0], "caps=strict") && strstr(reply.v[0], "start_tokens=7"));
-    cr_assert(strstr(reply.v[0], "start_tokens=7, level=easy (!set OPTION VALUE"), "%s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], "start_tokens=7, level=easy, hints=off (!set OPTION VALUE"), "%s", reply.v[0]);
     cr_assert_str_eq(reply.v[1], ROOM_PREFIX "The rules in full: docs/304.md. Fair dealing: each hand's seed is "
                                  "committed when it is dealt and shown when it ends; cardroom verify SEED COMMITMENT "
                                  "checks it.");
@@ -1851,15 +1852,15 @@ Test(console, help_and_rules)
 
     /* the computer players' level: the table's, or the configured default */
     probe_reply(&c, SETUP4 "alice> !set level normal\n", "dave> !rules", &reply);
-    cr_assert(strstr(reply.v[0], ", level=normal (") != NULL, "%s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], ", level=normal, hints=off (") != NULL, "%s", reply.v[0]);
     lines_free(&reply);
     cfg expert = c;
     snprintf(expert.level, sizeof expert.level, "expert");
     probe_reply(&expert, SETUP4, "dave> !rules", &reply);
-    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "%s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], ", level=expert, hints=off (") != NULL, "%s", reply.v[0]);
     lines_free(&reply);
     probe_reply(&expert, "", "dave> !rules", &reply);
-    cr_assert(strstr(reply.v[0], ", level=expert (") != NULL, "without a table: %s", reply.v[0]);
+    cr_assert(strstr(reply.v[0], ", level=expert, hints=off (") != NULL, "without a table: %s", reply.v[0]);
     lines_free(&reply);
 
     /* the operator's address for them */
@@ -2825,6 +2826,22 @@ static char *read_text_file(const char *path)
     return text;
 }
 
+/* A committed script that a generator writes: written from text when the environment variable
+ * env is set, then read back; it must be the generator's text. Returns the file's text. */
+static char *generated_file(const char *path, const char *env, const char *text)
+{
+    if (getenv(env)) {
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+    }
+    char *file = read_text_file(path);
+    cr_assert_not_null(file, "%s is missing", path);
+    cr_assert_str_eq(file, text, "%s is not the generated script (%s=1 writes it)", path, env);
+    return file;
+}
+
 /* A committed script (it must be there) and the seed its comments name (--seed N). */
 static char *read_script_file(const char *path, uint64_t *nseed)
 {
@@ -3044,16 +3061,7 @@ Test(console, six_people_match_file_is_generated)
     six_script(&c, &script, &g);
     cr_assert(g.over, "the generated match does not end");
     /* CARDROOM_WRITE_SIX_SCRIPT=1 writes the match to tests/console/six-match.txt */
-    if (getenv("CARDROOM_WRITE_SIX_SCRIPT")) {
-        FILE *f = fopen(SIX_SCRIPT_FILE, "w");
-        cr_assert_not_null(f);
-        fputs(sb_str(&script), f);
-        fclose(f);
-    }
-    char *file = read_text_file(SIX_SCRIPT_FILE);
-    cr_assert_not_null(file, "%s is missing", SIX_SCRIPT_FILE);
-    cr_assert_str_eq(file, sb_str(&script), "%s is not the generated match (CARDROOM_WRITE_SIX_SCRIPT=1 writes it)",
-                     SIX_SCRIPT_FILE);
+    char *file = generated_file(SIX_SCRIPT_FILE, "CARDROOM_WRITE_SIX_SCRIPT", sb_str(&script));
     sim_from_script(&y, &c, SIX_SCRIPT_SEED, file);
     cr_assert(y.over);
     cr_assert_eq(y.hand_no, g.hand_no);
@@ -3432,4 +3440,146 @@ Test(console, players_option_of_the_program)
         cr_expect_eq(WEXITSTATUS(rc), runs[i].status, "cardroom %s: status %d, want %d", runs[i].args, WEXITSTATUS(rc),
                      runs[i].status);
     }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* !hint and !review: tests/console/hint-review.txt                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+#define HINT_SCRIPT_FILE SOURCE_DIR "/tests/console/hint-review.txt"
+#define HINT_SCRIPT_SEED 1
+#define HINT_SCRIPT_POLICY 5
+
+/* Four people: !hint before the option is on, !set hints on, the refusals (not your turn, no
+ * finished hand), a hint asked in the room and one privately in play, then the
+ * first hand that is played out, its review asked twice, and a hint in the next hand's
+ * bidding. */
+static void hint_script(const cfg *c, sbuf *script, sim *g)
+{
+    sb_add(script, "# !hint and !review at a 304 table of four people. Made by tests/test_console.c\n"
+                   "# (hint_review_file_is_generated); the Matrix and IRC tests play it too. Run it:\n"
+                   "# cardroom console --script --seed %d < tests/console/hint-review.txt\n",
+           HINT_SCRIPT_SEED);
+    sim_blank(g, c, HINT_SCRIPT_SEED, 1, 4);
+    g->script = script;
+    g->max_hands = MAX_HANDS - 1;
+    g->rng = HINT_SCRIPT_POLICY;
+    for (int s = 0; s < 4; s++) sim_seat(g, s, people[s]);
+    sb_add(script, "alice> !new 304\n");
+    for (int s = 0; s < 4; s++) sb_add(script, "%s> !join\n", people[s]);
+    sb_add(script, "alice> !hint\nbob> !set hints on\ncarol> !review\nbob> !start\n");
+    g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
+    sim_deal(g);
+    int first = g->st.to_act;
+    sb_add(script, "%s> !hint\n%s> !hint\ndave> !review\n", people[first], people[(first + 1) & 3]);
+    int asked_in_play = 0;
+    for (;;) {
+        int played = g->hand_no >= 2 && g->hands[g->hand_no - 2].result.end == G304_END_PLAYED;
+        if (played) break;
+        if (!asked_in_play && g->st.phase == G304_PHASE_PLAY && g->st.trick_no == 1) {
+            sb_add(script, "%s>> !hint\n", people[g->st.to_act]);
+            asked_in_play = 1;
+        }
+        cr_assert(sim_step(g), "the match ended before a hand was played out");
+    }
+    sb_add(script, "alice> !review\nbob> !review\n%s>> !hint\n", people[g->st.to_act]);
+}
+
+/* The room's lines and one person's private lines, without their heads. */
+static void hint_lines(const lines *all, const char *user, lines *room, lines *mine)
+{
+    char head[64];
+    snprintf(head, sizeof head, "[@%s] [" ROOM " · table 1] ", user);
+    memset(room, 0, sizeof *room);
+    memset(mine, 0, sizeof *mine);
+    for (int i = 0; i < all->n; i++) {
+        if (starts(all->v[i], ROOM_PREFIX)) lines_add(room, all->v[i] + strlen(ROOM_PREFIX));
+        else if (starts(all->v[i], head)) lines_add(mine, all->v[i] + strlen(head));
+    }
+}
+
+Test(console, hint_review_file_is_generated_and_plays)
+{
+    cfg c;
+    sbuf script = {0};
+    sim g;
+    test_cfg(&c);
+    hint_script(&c, &script, &g);
+    /* CARDROOM_WRITE_HINT_SCRIPT=1 writes the script to tests/console/hint-review.txt */
+    char *file = generated_file(HINT_SCRIPT_FILE, "CARDROOM_WRITE_HINT_SCRIPT", sb_str(&script));
+    int reviewed = g.hand_no - 1;
+    run_result r = run_script(&c, file, HINT_SCRIPT_SEED, NULL);
+    cr_assert_eq(r.rc, 0);
+    lines room = {0}, mine[4];
+    for (int s = 0; s < 4; s++) {
+        lines_free(&room);
+        hint_lines(&r.all, people[s], &room, &mine[s]);
+    }
+    char want[256];
+    /* the refusals, each with its sentence */
+    cr_expect_geq(lines_find(&room, 0, "alice: hints are off at this table: they are turned on before the match "
+                                       "starts, with !set hints on."), 0);
+    cr_expect_geq(lines_find(&room, 0, "Option hints is now on."), 0);
+    cr_expect_geq(lines_find(&room, 0, "carol: no hand has finished yet at this table."), 0);
+    cr_expect_geq(lines_find(&room, 0, "dave: no hand has finished yet at this table."), 0);
+    cr_expect_eq(lines_count(&room, ": it is not your turn: "), 1, "the second player's !hint is refused");
+    /* hints: privately, never in the room; three asked, three answered */
+    int hints = 0, in_play = 0;
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < mine[s].n; i++)
+            if (starts(mine[s].v[i], "hint: ")) {
+                hints++;
+                if (starts(mine[s].v[i], "hint: play ")) {
+                    in_play++;
+                    cr_expect(strstr(mine[s].v[i], " card points for your team."), "no figure: %s", mine[s].v[i]);
+                }
+            }
+    cr_expect_eq(hints, 3, "three hints were answered");
+    cr_expect_eq(in_play, 1, "the hint in play names a card");
+    cr_expect_eq(lines_count(&room, "hint: "), 0, "a hint reached the room");
+    cr_expect_eq(lines_count(&room, ": I sent you the hint privately."), 1);
+    /* the review: a head and at most one line per seat, once */
+    snprintf(want, sizeof want, "Review of hand %d, double dummy", reviewed);
+    int head = lines_find(&room, 0, want);
+    cr_assert_geq(head, 0, "no review in the room");
+    cr_expect_eq(lines_count(&room, "Review of hand "), 1, "the review was posted twice");
+    int seats_said = 0;
+    for (int i = head + 1; i < room.n && strstr(room.v[i], " lost "); i++) {
+        seats_said++;
+        cr_expect(strstr(room.v[i], ", where ") && strstr(room.v[i], " kept "), "%s", room.v[i]);
+    }
+    cr_expect_leq(seats_said, 4);
+    cr_expect(seats_said > 0 || strstr(room.v[head], "no card cost") || strstr(room.v[head], "lost nothing"));
+    snprintf(want, sizeof want, "bob: the review of hand %d was posted above.", reviewed);
+    cr_expect_geq(lines_find(&room, head, want), 0);
+    lines_free(&room);
+    for (int s = 0; s < 4; s++) lines_free(&mine[s]);
+    run_free(&r);
+    free(file);
+    sb_free(&script);
+    sim_free(&g);
+}
+
+#define SETUP4_JOINS "alice> !join\nbob> !join\ncarol> !join\ndave> !join\n"
+
+/* The refusals at ContractGrid, of people without a seat or a hand, and of a wrong value of the
+ * option; a hint at a six-player table. */
+Test(console, hint_and_review_refusals_and_six_players)
+{
+    cfg c;
+    test_cfg(&c);
+    expect_reply(&c, "grid hint", "alice> !new grid\n", "alice> !hint", ROOM_PREFIX,
+                 "alice: !hint is for 304 tables: ContractGrid has no computer advice.");
+    expect_reply(&c, "grid review", "alice> !new grid\n", "alice> !review", ROOM_PREFIX,
+                 "alice: !review is for 304 tables: ContractGrid has no computer advice.");
+    expect_reply(&c, "six hint", "alice> !new 304 6\nalice> !set hints on\nalice> !join\nalice> !bot\nalice> !bot\n"
+                 "alice> !bot\nalice> !bot\nalice> !bot\nalice> !start\n", "alice>> !hint", "[@alice] ", "] hint: ");
+    expect_reply(&c, "not seated", "alice> !new 304\nalice> !set hints on\n" SETUP4_JOINS "alice> !start\n",
+                 "erin> !hint", ROOM_PREFIX, "erin: you are not playing at this table, so there is no hand to advise on.");
+    expect_reply(&c, "no hand in play", "alice> !new 304\nalice> !set hints on\nalice> !join\n", "alice> !hint",
+                 ROOM_PREFIX, "alice: no hand is being played: a hint is for your turn in a hand.");
+    expect_reply(&c, "bad value", "alice> !new 304\n", "alice> !set hints maybe", ROOM_PREFIX,
+                 "alice: option hints is on or off, not 'maybe'");
+    expect_reply(&c, "hints in rules", "alice> !new 304\nalice> !set hints on\n", "alice> !rules", ROOM_PREFIX,
+                 ", hints=on (");
 }

@@ -188,8 +188,11 @@ static void work_remove(workdir *w)
 }
 
 /* The script for tables of `players` seats (4, or 6: "!new 304 6", every card of the 36-card
- * pack, five computer players with alice). */
-static void write_script(const workdir *w, int players)
+ * pack, five computer players with alice). advice: the table's option hints is on, alice asks
+ * for a hint privately before each round of her cards (answered off the loop, or refused when
+ * it is not her turn) and bob asks for the review of the last hand after it (posted once per
+ * hand, refused as posted above after that). */
+static void write_script(const workdir *w, int players, int advice)
 {
     static const char *const ranks[] = {"7", "8", "9", "10", "J", "Q", "K", "A", "6"};
     static const char *const suits[] = {"S", "H", "D", "C"};
@@ -199,6 +202,7 @@ static void write_script(const workdir *w, int players)
     fprintf(f, "# crash test: alice plays from the script, then computers finish; then a second table\n"
                "alice> !new %s\nalice> !join 1\n", game);
     for (int k = 1; k < players; k++) fprintf(f, "alice> !bot\n");
+    if (advice) fprintf(f, "alice> !set hints on\n");
     fprintf(f, "alice> !set start_tokens %d\nbob> hello everyone\nalice> !rules\nalice> !start\n"
                "alice> !table\nalice>> !hand\nbob> !standings\nalice> !help bid\n\n",
             SCRIPT_TOKENS);
@@ -206,6 +210,8 @@ static void write_script(const workdir *w, int players)
         fprintf(f, "alice> !pass\n");
         if (c % 10 == 5) fprintf(f, "bob> how is it going?\nalice> !last\n");
         for (int s = 0; s < 4; s++) {
+            if (advice && s % 2 == 0) fprintf(f, "alice>> !hint\n");
+            if (advice && s == 3) fprintf(f, "bob> !review\n");
             for (int r = 0; r < (players == 6 ? 9 : 8); r++) fprintf(f, "alice>> %s%s\n", ranks[r], suits[s]);
             fprintf(f, "alice>> !hand\n"); /* says something without moving: no new turn prompt due */
         }
@@ -664,14 +670,14 @@ TestSuite(crash, .timeout = 600);
 
 /* Seeded runs of the script for tables of `players` seats, each killed and restarted until it
  * ends, against the reference run of the same seed. */
-static void seeded_runs(int players, int runs)
+static void seeded_runs(int players, int runs, int advice)
 {
     static const uint64_t seeds[] = {7, 1, 2, 3, 5, 11, 13, 17, 19, 23};
     uint64_t rng = 0x304304304ull;
     crash_stats cs = {0};
     workdir w;
     work_make(&w);
-    write_script(&w, players);
+    write_script(&w, players, advice);
     char ref_db[PATH_MAX + 16], crash_db[PATH_MAX + 16];
     path_in(&w, "ref.db", ref_db, sizeof ref_db);
     path_in(&w, "crash.db", crash_db, sizeof crash_db);
@@ -725,14 +731,23 @@ static void seeded_runs(int players, int runs)
 
 Test(crash, seeded_runs_survive_kills_and_match_the_reference)
 {
-    seeded_runs(4, env_int("CARDROOM_CRASH_RUNS", 3, 1, 100));
+    seeded_runs(4, env_int("CARDROOM_CRASH_RUNS", 3, 1, 100), 0);
 }
 
 /* The same for six-seat tables ("!new 304 6", the 36-card pack): their journals ("set players
  * 6" first) rebuild after every kill to the table that was running. */
 Test(crash, six_seat_tables_survive_kills_and_match_the_reference)
 {
-    seeded_runs(6, env_int("CARDROOM_CRASH_RUNS6", 1, 1, 100));
+    seeded_runs(6, env_int("CARDROOM_CRASH_RUNS6", 1, 1, 100), 0);
+}
+
+/* The same with !hint and !review (CARDROOM_CRASH_RUNS_ADVICE seeds, default 1): a kill while
+ * their search runs on a worker, or between the request and the answer, loses no answer and
+ * repeats none (the request waits in the store's inbox; the answer leaves it in the same
+ * transaction), and a review is posted once per hand across restarts. */
+Test(crash, hints_and_reviews_survive_kills_and_match_the_reference)
+{
+    seeded_runs(4, env_int("CARDROOM_CRASH_RUNS_ADVICE", 1, 1, 100), 1);
 }
 
 Test(crash, random_seeds_keep_the_invariants)
@@ -741,7 +756,7 @@ Test(crash, random_seeds_keep_the_invariants)
     crash_stats cs = {0};
     workdir w;
     work_make(&w);
-    write_script(&w, 4);
+    write_script(&w, 4, 0);
     char db[PATH_MAX + 16];
     path_in(&w, "random.db", db, sizeof db);
     /* A first run only for its duration and size (its deals differ: seeds come from the OS). */

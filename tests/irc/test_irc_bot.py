@@ -57,6 +57,7 @@ import harness as mh  # noqa: E402  (the match script and the console reference)
 PLAYERS = ("alice", "bob", "carol", "dave")
 SIX_PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
 SIX_SCRIPT = os.path.join(REPO, "tests", "console", "six-match.txt")
+HINT_SCRIPT = os.path.join(REPO, "tests", "console", "hint-review.txt")
 CHANNEL = "#cards"
 COLOUR_RE = re.compile(r"\x03(\d{1,2}(,\d{1,2})?)?|[\x02\x0f\x1d\x1f\x16]")
 BOT_TIMEOUT = 60
@@ -415,6 +416,17 @@ class MatchOnNgircd(IrcTestCase):
         self.assertTrue(any(line.startswith("Match over: ") for line in room))
         self.assertEqual(bot.stop(), 0, bot.tail())
 
+    def test_hints_privately_and_the_review_in_the_channel(self):
+        """tests/console/hint-review.txt: each hint reaches its asker by private message and never
+        the channel; the hand's review is posted in the channel, once; all as the console says."""
+        bot, people, room = self.whole_match(mh.read_script(HINT_SCRIPT))
+        self.assertEqual([line for line in room if "hint: " in line], [], "a hint in the channel")
+        _, private = self.transcript(people, people["alice"])
+        hints = [line for name in people for line in private[name] if "hint: " in line]
+        self.assertEqual(len(hints), 3, hints)
+        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 1)
+        self.assertEqual(bot.stop(), 0, bot.tail())
+
     def test_server_killed_and_restarted_mid_match(self):
         lines = mh.read_script()
         ref = mh.console_reference(lines)
@@ -593,7 +605,7 @@ class MatchOnNgircd(IrcTestCase):
         self.say(alice, CHANNEL, "!set level expert")
         mark = watcher.received.index(self.said(watcher, "Option level is now expert.", mark))
         self.say(alice, CHANNEL, "!rules")
-        mark = watcher.received.index(self.said(watcher, ", level=expert (", mark))
+        mark = watcher.received.index(self.said(watcher, ", level=expert, hints=off (", mark))
         self.say(alice, CHANNEL, "!start")
         turn = self.said(watcher, "alice (South) to bid", mark)
         self.say(alice, CHANNEL, "!table")

@@ -43,6 +43,8 @@ SERVER_RESTART_SEED = 11
 SIX_PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
 SIX_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "console",
                           "six-match.txt")
+HINT_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "console",
+                           "hint-review.txt")
 PRIVATE_LINE_RE = re.compile(r"^(\[[^\]]*\] )?Your (first four cards|next four cards|next two cards|"
                              r"hand|turn|indicator)")
 
@@ -721,18 +723,37 @@ class MatrixBotTest(unittest.TestCase):
         where he also sends his secrets (the indicator, face-down cards) encrypted; every event
         of the bot in a direct chat is m.room.encrypted (Megolm) and decrypts to an m.notice;
         no private line reaches the room."""
+        room, _ = self.encrypted_script(SIX_SCRIPT, SIX_PLAYERS)
+        self.assertTrue(any(line.startswith("Match over: ") for line in room))
+
+    # ---- 18 --------------------------------------------------------------------------------------
+
+    def test_18_hints_in_encrypted_direct_chats_and_the_review_in_the_room(self):
+        """tests/console/hint-review.txt with four E2EE people: every hint is decrypted from
+        the asker's encrypted direct chat and none reaches the game room; the review of the
+        hand is posted in the room, once; both exactly as the console says them."""
+        room, private = self.encrypted_script(HINT_SCRIPT, PLAYERS)
+        self.assertEqual([line for line in room if "hint: " in line], [], "a hint in the game room")
+        hints = [line for name in PLAYERS for line in private[name] if "hint: " in line]
+        self.assertEqual(len(hints), 3, hints)
+        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 1)
+
+    def encrypted_script(self, script, players):
+        """Plays script with players who are E2EE clients, the bot's direct chats encrypted, and
+        checks the room and each player's decrypted direct chat against the console. Returns
+        (the room's lines, each player's private lines)."""
         if OLM_MISSING is not None:
             self.skipTest(f"python3-olm is not importable ({OLM_MISSING}); run with /usr/bin/python3")
         h = E2EEHarness(self)
-        clients = {name: h.olm_user(name, name.upper() + "1") for name in SIX_PLAYERS}
+        clients = {name: h.olm_user(name, name.upper() + "1") for name in players}
         h.bot_account()
-        room = h.game_room(members=SIX_PLAYERS[1:])
+        room = h.game_room(members=players[1:])
         h.reset_log()
         h.start_bot(h.write_config(encrypt_direct_chats=True))
         h.bot_device()
         h.wait_bot_membership(room)
-        lines = read_script(SIX_SCRIPT)
-        expected = matrix_reference(lines, players=SIX_PLAYERS)
+        lines = read_script(script)
+        expected = matrix_reference(lines, players=players)
         for line in lines:
             if not line.private:
                 h.say_and_wait(line.user, room, line.text)
@@ -758,12 +779,14 @@ class MatrixBotTest(unittest.TestCase):
                         return None
                     out.extend(normalize_private(line) for line in got.content.get("body", "").split("\n"))
             return out
-        for name in SIX_PLAYERS:
+        got_private = {}
+        for name in players:
             want = expected.private[name]
             self.assertTrue(want, f"{name} gets no private line in the reference")
             got = h.wait_for(lambda: (lambda got: got if got is not None and len(got) >= len(want) else None)(
                 dm_lines(name)), 30, f"{name}'s private lines")
             self.assertEqual(got, want, f"{name}'s private lines")
+            got_private[name] = got
             for dm in h.dm_rooms(name):
                 state = [e for e in h.server.events(dm) if e["type"] == "m.room.encryption"]
                 self.assertTrue(state and state[0]["content"].get("algorithm") == MEGOLM,
@@ -778,13 +801,13 @@ class MatrixBotTest(unittest.TestCase):
                     self.assertEqual((decrypted.type, decrypted.content.get("msgtype")),
                                      ("m.room.message", "m.notice"))
             self.assertEqual(clients[name].problems, [], f"what the bot sent {name} broke the rules")
-        private = {line for name in SIX_PLAYERS for line in expected.private[name]}
+        private = {line for name in players for line in expected.private[name]}
         leaked = [line for line in actual.room
                   if (line in private and line not in expected.room) or PRIVATE_LINE_RE.match(line)]
         self.assertEqual(leaked, [], "private lines in the game room")
-        self.assertTrue(any(line.startswith("Match over: ") for line in actual.room))
         self.assertTrue(h.bot.alive())
         h.stop_bot()
+        return actual.room, got_private
 
 
 if __name__ == "__main__":
