@@ -41,7 +41,7 @@ _Static_assert(RENDER_MAX <= TABLE_TEXT_MAX, "304's texts must fit a table's lin
 #define DASH " \xE2\x80\x94 " /* " — " between the pieces of a line */
 
 typedef struct {
-    int level;          /* the table's level, easy where the searching players do not play */
+    int level;          /* the table's level */
     aiworld_input in;   /* at easy only in.base is filled */
     g304_action action;
 } question304;
