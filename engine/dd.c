@@ -139,12 +139,16 @@ static void dd_rules_of(const dd_pos *p, int seat, g304_card_rules *r)
  * g304_legal() at every node it searches. */
 static cardset_t dd_seat_legal(const dd_pos *p, int seat, card_t led, cardset_t *down)
 {
+    *down = 0;
+    if (led != CARD_NONE) { /* holding the suit led: those cards, face up (R-FOLLOW) */
+        cardset_t follow = p->hand[seat] & CARDSET_SUIT(CARD_SUIT(led));
+        if (follow) return follow;
+    }
     g304_card_rules r;
     dd_rules_of(p, seat, &r);
     r.led = led;
     cardset_t ok = 0;
     int fd;
-    *down = 0;
     for (int s = 0; s < SUIT_COUNT; s++) {
         cardset_t in_suit = r.hand & CARDSET_SUIT(s);
         if (!in_suit || g304_check_card(&r, cardset_first(in_suit), &fd, NULL) != G304_OK) continue;
@@ -537,35 +541,76 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
 
 /* ---- the searches ---- */
 
-/* Points of team y's trumps stronger than every trump of the other team. A trump always counts as
- * one in its trick (face down it turns the trick up, R-REVEAL), so each of them wins the trick it is
- * played to, and every card is played by the end: team y wins at least these (a bound used at trick
- * starts). A side card gets no such bound: it may be thrown on a trick the other team wins. */
-static int dd_safe_points(const dd_solver *w, const dd_pos *p, int y)
+/* Card points of a set, by the solver's table. */
+static int dd_set_points(const dd_solver *w, cardset_t s)
 {
-    cardset_t trumps = CARDSET_SUIT(p->trump), hx = 0, hy = 0;
-    for (int s = 0; s < p->nseats; s++) {
-        if (dd_sits_out(p, s)) continue;
-        cardset_t h = p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
-        if (dd_team(s) == y) hy |= h & trumps;
-        else hx |= h & trumps;
-    }
-    if (!hy) return 0;
-    int i = 0;
-    while (i < RANK_COUNT && !(hx & CARDSET_BIT(w->by_power[p->trump][i]))) i++;
-    return cardset_points(i < RANK_COUNT ? hy & w->above[w->by_power[p->trump][i]] : hy);
+    int sum = 0;
+    for (; s; s &= s - 1) sum += w->pts[__builtin_ctzll(s)];
+    return sum;
 }
 
-/* The last trick: every seat holds one card, and one card is always playable. */
-static int dd_last_trick(const dd_pos *p)
+/* Bounds of team 0's points from a trick start, from each team's sure trumps: trumps stronger than
+ * every trump of the other team. A trump always counts as one in its trick (face down it turns the
+ * trick up, R-REVEAL), so each of them wins the trick it is played to, and every card is played by
+ * the end. A seat holding k of them wins k distinct tricks (one card of a seat per trick), and each
+ * seat of the other team gives a card to each of those tricks: at least its k cheapest cards. So
+ * team y wins at least the points of its sure trumps and of those cards. A side card gets no such
+ * bound: it may be thrown on a trick the other team wins. */
+static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
 {
-    dd_pos y = *p;
-    while (y.trick_no < y.ntricks) {
-        cardset_t held = y.hand[y.to_act];
-        card_t c = held ? cardset_first(held) : y.indicator;
-        dd_play(&y, c);
+    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_SEATS], team_trumps[2] = {0, 0}, in_play = 0;
+    for (int s = 0; s < p->nseats; s++) {
+        held[s] = dd_sits_out(p, s) ? 0 : p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
+        team_trumps[dd_team(s)] |= held[s] & trumps;
+        in_play |= held[s];
     }
-    return y.points[0] - p->points[0];
+    int safe[2] = {0, 0}, left = dd_set_points(w, in_play);
+    for (int i = 0; i < p->n; i++) left += w->pts[p->card[i]];
+    for (int y = 0; y < 2; y++) {
+        cardset_t sure = team_trumps[y], theirs = team_trumps[!y];
+        for (int i = 0; sure && theirs && i < RANK_COUNT; i++) {
+            card_t c = w->by_power[p->trump][i];
+            if (theirs & CARDSET_BIT(c)) sure &= w->above[c];
+        }
+        if (!sure) continue;
+        int k = 0;
+        for (int s = 0; s < p->nseats; s++) {
+            int ks = 0;
+            if (dd_team(s) == y)
+                for (cardset_t h = held[s] & sure; h; h &= h - 1) ks++;
+            if (ks > k) k = ks;
+        }
+        safe[y] = dd_set_points(w, sure);
+        for (int s = 0; s < p->nseats; s++) {
+            if (dd_team(s) == y) continue;
+            cardset_t h = held[s];
+            for (int j = 0; j < k && h; j++) {
+                card_t c = cardset_first(h);
+                for (cardset_t t = h & (h - 1); t; t &= t - 1)
+                    if (w->pts[__builtin_ctzll(t)] < w->pts[c]) c = (card_t)__builtin_ctzll(t);
+                safe[y] += w->pts[c];
+                h &= ~CARDSET_BIT(c);
+            }
+        }
+    }
+    *lo = safe[0];
+    *hi = left - safe[1];
+}
+
+/* The last trick, from its lead: every seat holds one card (the maker's may be the face-down
+ * indicator), and it goes to g304_trick_winner(); nothing that happens after it counts. */
+static int dd_last_trick(const dd_solver *w, const dd_pos *p)
+{
+    card_t cards[G304_SEATS];
+    int seat = p->to_act, size = dd_trick_size(p), pts = 0;
+    uint8_t seats[G304_SEATS];
+    for (int k = 0; k < size; k++, seat = dd_next_seat(p, seat)) {
+        cardset_t held = p->hand[seat];
+        cards[k] = held ? cardset_first(held) : p->indicator;
+        seats[k] = (uint8_t)seat;
+        pts += w->pts[cards[k]];
+    }
+    return dd_team(seats[g304_trick_winner(cards, size, p->trump)]) == 0 ? pts : 0;
 }
 
 static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
@@ -577,11 +622,14 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     card_t hint = CARD_NONE;
     int a0 = alpha, b0 = beta;
     if (start) {
-        if (p->trick_no == p->ntricks - 1) return dd_last_trick(p);
+        if (p->trick_no == p->ntricks - 1) return dd_last_trick(w, p);
         meta = dd_meta(p, DD_MODE_POINTS);
         bucket = dd_bucket(w, p, meta);
         __builtin_prefetch(&w->tt[(size_t)bucket * DD_WAYS]); /* the bounds below hide the memory latency */
-        int lo = dd_safe_points(w, p, 0), hi = dd_points_left(p) - dd_safe_points(w, p, 1);
+        int lo, hi;
+        dd_bounds(w, p, &lo, &hi);
+        if (lo >= beta || lo == hi) return lo;
+        if (hi <= alpha) return hi;
         const dd_entry *e = dd_probe(w, p, meta, bucket);
         if (e) {
             if (e->lo > lo) lo = e->lo;
