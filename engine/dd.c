@@ -38,7 +38,7 @@ typedef struct {
     uint32_t meta;   /* leader, flags, what is fixed for the hand, and the question asked */
     int16_t lo, hi;  /* bounds of team 0's points from here (a yes/no answer in lo for sweeps) */
     card_t best;     /* the move that decided, CARD_NONE if none */
-    uint8_t left;    /* cards in play: deeper entries are kept when a bucket is full */
+    uint8_t left;    /* tricks left: deeper entries are kept when a bucket is full */
     uint16_t gen;    /* the table's generation when written: older entries count as empty */
 } dd_entry;
 
@@ -406,7 +406,7 @@ static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t buck
         if (hi < e->hi) e->hi = (int16_t)hi;
     }
     e->best = best;
-    e->left = (uint8_t)cardset_count(dd_in_play(p));
+    e->left = (uint8_t)(p->ntricks - p->trick_no);
 }
 
 /* ---- moves ---- */
@@ -610,7 +610,65 @@ static int dd_last_trick(const dd_solver *w, const dd_pos *p)
         seats[k] = (uint8_t)seat;
         pts += w->pts[cards[k]];
     }
-    return dd_team(seats[g304_trick_winner(cards, size, p->trump)]) == 0 ? pts : 0;
+    return dd_team(seats[dd_winning(w, cards, size, p->trump)]) == 0 ? pts : 0;
+}
+
+/* The last two tricks from the lead of the first, exactly, without the search: at most two cards a
+ * seat, so every line is tried. The legal cards of a seat that follows depend only on the card led
+ * (nothing a seat plays changes another's choice within the trick: the trump opens and the indicator
+ * comes up only once the trick is over), and the last trick is every seat's remaining card. */
+typedef struct {
+    int size;
+    uint8_t seat[G304_SEATS];     /* playing order of the first of the two tricks */
+    cardset_t held[G304_SEATS];   /* by seat: the hand, with a face-down indicator */
+    cardset_t legal[G304_SEATS];  /* by place in the trick: the legal cards */
+    card_t card[G304_SEATS];      /* by place: the cards played */
+} dd_two;
+
+static int dd_two_value(const dd_solver *w, const dd_pos *p, dd_two *t)
+{
+    int size = t->size, pts = 0, last = 0, first = t->seat[dd_winning(w, t->card, size, p->trump)];
+    card_t cards[G304_SEATS];
+    uint8_t seats[G304_SEATS];
+    for (int k = 0; k < size; k++) pts += w->pts[t->card[k]];
+    for (int k = 0, seat = first; k < size; k++, seat = dd_next_seat(p, seat)) {
+        int i = 0;
+        while (t->seat[i] != seat) i++;
+        cards[k] = cardset_first(t->held[seat] & ~CARDSET_BIT(t->card[i]));
+        seats[k] = (uint8_t)seat;
+        last += w->pts[cards[k]];
+    }
+    int winner = seats[dd_winning(w, cards, size, p->trump)];
+    return (dd_team(first) == 0 ? pts : 0) + (dd_team(winner) == 0 ? last : 0);
+}
+
+/* Best play of the seats from place k of the first trick on. */
+static int dd_two_play(const dd_solver *w, const dd_pos *p, dd_two *t, int k)
+{
+    if (k == t->size) return dd_two_value(w, p, t);
+    int maxi = dd_team(t->seat[k]) == 0, best = maxi ? -DD_INF : DD_INF;
+    for (cardset_t s = t->legal[k]; s; s &= s - 1) {
+        t->card[k] = cardset_first(s);
+        if (k == 0) {
+            cardset_t down;
+            for (int j = 1; j < t->size; j++) t->legal[j] = dd_seat_legal(p, t->seat[j], t->card[0], &down);
+        }
+        int v = dd_two_play(w, p, t, k + 1);
+        if (maxi ? v > best : v < best) best = v;
+    }
+    return best;
+}
+
+static int dd_two_tricks(const dd_solver *w, const dd_pos *p)
+{
+    dd_two t;
+    cardset_t down;
+    t.size = dd_trick_size(p);
+    for (int s = 0; s < p->nseats; s++)
+        t.held[s] = p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
+    for (int k = 0, seat = p->to_act; k < t.size; k++, seat = dd_next_seat(p, seat)) t.seat[k] = (uint8_t)seat;
+    t.legal[0] = dd_legal_set(p, &down);
+    return dd_two_play(w, p, &t, 0);
 }
 
 static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
@@ -638,6 +696,11 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
         }
         if (lo >= beta || lo == hi) return lo;
         if (hi <= alpha) return hi;
+        if (p->trick_no == p->ntricks - 2) {
+            int v = dd_two_tricks(w, p);
+            dd_store(w, p, meta, bucket, v, v, CARD_NONE);
+            return v;
+        }
         if (lo > alpha) alpha = lo;
         if (hi < beta) beta = hi;
         a0 = alpha, b0 = beta;
