@@ -34,13 +34,23 @@
 #define DD_MODE_SWEEP 1 /* + team */
 
 typedef struct {
-    cardset_t hand[G304_SEATS];
+    uint64_t cards[2]; /* who holds each card (dd_key) */
     uint32_t meta;   /* leader, flags, what is fixed for the hand, and the question asked */
     int16_t lo, hi;  /* bounds of team 0's points from here (a yes/no answer in lo for sweeps) */
     card_t best;     /* the move that decided, CARD_NONE if none */
     uint8_t left;    /* tricks left: deeper entries are kept when a bucket is full */
     uint16_t gen;    /* the table's generation when written: older entries count as empty */
 } dd_entry;
+
+/* A trick start as the table knows it: the holder of each card, 1 + its seat (0: out of hand), as three
+ * bit planes of 36 cards packed into two words, so that an entry has the same 32 bytes at any number of
+ * seats; the rest in meta; and the bucket it hashes to. */
+typedef struct {
+    uint64_t cards[2];
+    uint32_t meta, bucket;
+} dd_key;
+
+_Static_assert(CARD_IDS <= 36 && G304_MAX_SEATS < 8, "dd_key packs three planes of 36 cards");
 
 struct dd_solver {
     dd_entry *tt;
@@ -292,11 +302,13 @@ dd_solver *dd_solver_new(int table_bits)
     if (!w) return NULL;
     w->buckets = (uint32_t)1 << (table_bits - 2);
     w->gen = 1;
-    w->tt = calloc((size_t)w->buckets * DD_WAYS, sizeof *w->tt);
+    size_t bytes = (size_t)w->buckets * DD_WAYS * sizeof *w->tt;
+    w->tt = aligned_alloc(DD_WAYS * sizeof *w->tt, bytes); /* a bucket on whole cache lines */
     if (!w->tt) {
         free(w);
         return NULL;
     }
+    memset(w->tt, 0, bytes);
     for (card_t c = 0; c < CARD_COUNT; c++) {
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
@@ -359,34 +371,35 @@ static uint32_t dd_meta(const dd_pos *p, int mode)
            (uint32_t)p->ntricks << 25;
 }
 
-static uint32_t dd_bucket(const dd_solver *w, const dd_pos *p, uint32_t meta)
+static void dd_key_of(const dd_solver *w, const dd_pos *p, int mode, dd_key *k)
 {
-    uint64_t h = meta * 0x9E3779B97F4A7C15ull;
-    for (int s = 0; s < p->nseats; s++) {
-        h ^= p->hand[s] + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-        h *= 0xFF51AFD7ED558CCDull;
-    }
+    uint64_t plane[3] = {0, 0, 0};
+    for (int s = 0; s < p->nseats; s++)
+        for (int b = 0; b < 3; b++)
+            if ((s + 1) >> b & 1) plane[b] |= p->hand[s];
+    k->cards[0] = plane[0] | plane[1] << 36;
+    k->cards[1] = plane[1] >> 28 | plane[2] << 8;
+    k->meta = dd_meta(p, mode);
+    uint64_t h = (k->cards[0] ^ (uint64_t)k->meta << 44) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ h >> 31 ^ k->cards[1]) * 0xFF51AFD7ED558CCDull;
     h ^= h >> 29;
-    return (uint32_t)h & (w->buckets - 1);
+    k->bucket = (uint32_t)h & (w->buckets - 1);
 }
 
-static dd_entry *dd_probe(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t bucket)
+static dd_entry *dd_probe(dd_solver *w, const dd_key *k)
 {
-    dd_entry *e = &w->tt[(size_t)bucket * DD_WAYS];
-    for (int i = 0; i < DD_WAYS; i++) {
-        if (e[i].gen != w->gen || e[i].meta != meta) continue;
-        int same = 1;
-        for (int k = 0; k < p->nseats && same; k++) same = e[i].hand[k] == p->hand[k];
-        if (same) return &e[i];
-    }
+    dd_entry *e = &w->tt[(size_t)k->bucket * DD_WAYS];
+    for (int i = 0; i < DD_WAYS; i++)
+        if (e[i].gen == w->gen && e[i].meta == k->meta && e[i].cards[0] == k->cards[0] && e[i].cards[1] == k->cards[1])
+            return &e[i];
     return NULL;
 }
 
-static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t bucket, int lo, int hi, card_t best)
+static void dd_store(dd_solver *w, const dd_pos *p, const dd_key *k, int lo, int hi, card_t best)
 {
-    dd_entry *e = dd_probe(w, p, meta, bucket);
+    dd_entry *e = dd_probe(w, k);
     if (!e) {
-        dd_entry *b = &w->tt[(size_t)bucket * DD_WAYS];
+        dd_entry *b = &w->tt[(size_t)k->bucket * DD_WAYS];
         e = &b[0];
         for (int i = 0; i < DD_WAYS; i++) {
             if (b[i].gen != w->gen) { /* empty */
@@ -395,10 +408,10 @@ static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t buck
             }
             if (b[i].left < e->left) e = &b[i];
         }
-        memset(e, 0, sizeof *e);
         e->gen = w->gen;
-        memcpy(e->hand, p->hand, sizeof(cardset_t) * p->nseats);
-        e->meta = meta;
+        e->cards[0] = k->cards[0];
+        e->cards[1] = k->cards[1];
+        e->meta = k->meta;
         e->lo = (int16_t)lo;
         e->hi = (int16_t)hi;
     } else {
@@ -676,19 +689,19 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     if (dd_tick(w)) return alpha; /* any value: the search is abandoned and stores nothing */
     if (p->trick_no >= p->ntricks) return 0;
     int start = p->n == 0 && !p->caps_n;
-    uint32_t meta = 0, bucket = 0;
+    dd_key key;
     card_t hint = CARD_NONE;
     int a0 = alpha, b0 = beta;
     if (start) {
         if (p->trick_no == p->ntricks - 1) return dd_last_trick(w, p);
-        meta = dd_meta(p, DD_MODE_POINTS);
-        bucket = dd_bucket(w, p, meta);
-        __builtin_prefetch(&w->tt[(size_t)bucket * DD_WAYS]); /* the bounds below hide the memory latency */
+        dd_key_of(w, p, DD_MODE_POINTS, &key);
+        __builtin_prefetch(&w->tt[(size_t)key.bucket * DD_WAYS]); /* the bounds below hide the memory latency */
+        __builtin_prefetch(&w->tt[(size_t)key.bucket * DD_WAYS + DD_WAYS - 1]);
         int lo, hi;
         dd_bounds(w, p, &lo, &hi);
         if (lo >= beta || lo == hi) return lo;
         if (hi <= alpha) return hi;
-        const dd_entry *e = dd_probe(w, p, meta, bucket);
+        const dd_entry *e = dd_probe(w, &key);
         if (e) {
             if (e->lo > lo) lo = e->lo;
             if (e->hi < hi) hi = e->hi;
@@ -698,7 +711,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
         if (hi <= alpha) return hi;
         if (p->trick_no == p->ntricks - 2) {
             int v = dd_two_tricks(w, p);
-            dd_store(w, p, meta, bucket, v, v, CARD_NONE);
+            dd_store(w, p, &key, v, v, CARD_NONE);
             return v;
         }
         if (lo > alpha) alpha = lo;
@@ -723,7 +736,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     if (start && !w->stopped) {
         int lo = best >= b0 ? best : -DD_INF, hi = best <= a0 ? best : DD_INF;
         if (best > a0 && best < b0) lo = hi = best;
-        dd_store(w, p, meta, bucket, lo, hi, best_card);
+        dd_store(w, p, &key, lo, hi, best_card);
     }
     return best;
 }
@@ -763,12 +776,11 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
     if (dd_tick(w)) return 0;
     if (p->trick_no >= p->ntricks) return 1;
     int start = p->n == 0 && !p->caps_n;
-    uint32_t meta = 0, bucket = 0;
+    dd_key key;
     card_t hint = CARD_NONE;
     if (start) {
-        meta = dd_meta(p, DD_MODE_SWEEP + team);
-        bucket = dd_bucket(w, p, meta);
-        const dd_entry *e = dd_probe(w, p, meta, bucket);
+        dd_key_of(w, p, DD_MODE_SWEEP + team, &key);
+        const dd_entry *e = dd_probe(w, &key);
         if (e) return e->lo;
     }
     dd_move mv[G304_TRICKS + 1];
@@ -784,7 +796,7 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
             break;
         }
     }
-    if (start && !w->stopped) dd_store(w, p, meta, bucket, result, result, best_card);
+    if (start && !w->stopped) dd_store(w, p, &key, result, result, best_card);
     return result;
 }
 
