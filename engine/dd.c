@@ -60,6 +60,7 @@ struct dd_solver {
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
     int8_t pts[CARD_COUNT], pw[CARD_COUNT];
+    int16_t suit_pts[256];                   /* points of a suit's cards by the mask of their ranks */
     card_t by_power[SUIT_COUNT][RANK_COUNT]; /* each suit strongest first */
     cardset_t above[CARD_COUNT];             /* the stronger cards of the same suit */
 };
@@ -145,14 +146,24 @@ static void dd_rules_of(const dd_pos *p, int seat, g304_card_rules *r)
 
 /* The legal cards of seat when led is the card led (CARD_NONE: seat leads), by g304_check_card(), and
  * those of them that go face down. The engine decides a card of the hand by its suit alone (only the
- * indicator is special), so one card per suit is asked; test_dd_cross compares the result with
- * g304_legal() at every node it searches. */
+ * indicator is special), so one card per suit is asked. The cases where g304_check_card() restricts
+ * nobody but the maker holding the face-down indicator, or a maker's lead, are answered without
+ * asking: a seat holding the suit led follows it face up (R-FOLLOW); another seat leads any card, and
+ * one that cannot follow plays any card, face down while the trump is closed (R-FACEDOWN).
+ * test_dd_cross compares the result with g304_legal() at every node it searches. */
 static cardset_t dd_seat_legal(const dd_pos *p, int seat, card_t led, cardset_t *down)
 {
+    cardset_t hand = p->hand[seat];
     *down = 0;
-    if (led != CARD_NONE) { /* holding the suit led: those cards, face up (R-FOLLOW) */
-        cardset_t follow = p->hand[seat] & CARDSET_SUIT(CARD_SUIT(led));
+    if (led != CARD_NONE) {
+        cardset_t follow = hand & CARDSET_SUIT(CARD_SUIT(led));
         if (follow) return follow;
+        if (!(p->ind_down && seat == p->maker)) {
+            if (!p->trump_open) *down = hand;
+            return hand;
+        }
+    } else if (seat != p->maker) {
+        return hand;
     }
     g304_card_rules r;
     dd_rules_of(p, seat, &r);
@@ -313,6 +324,7 @@ dd_solver *dd_solver_new(int table_bits)
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
     }
+    for (int m = 0; m < 256; m++) w->suit_pts[m] = (int16_t)cardset_points((cardset_t)m);
     for (int s = 0; s < SUIT_COUNT; s++) {
         for (int r = 0; r < RANK_COUNT; r++) w->by_power[s][r] = CARD_MAKE(s, r);
         for (int i = 1; i < RANK_COUNT; i++) /* insertion sort, strongest first */
@@ -374,9 +386,12 @@ static uint32_t dd_meta(const dd_pos *p, int mode)
 static void dd_key_of(const dd_solver *w, const dd_pos *p, int mode, dd_key *k)
 {
     uint64_t plane[3] = {0, 0, 0};
-    for (int s = 0; s < p->nseats; s++)
-        for (int b = 0; b < 3; b++)
-            if ((s + 1) >> b & 1) plane[b] |= p->hand[s];
+    for (int s = 0; s < p->nseats; s++) {
+        uint64_t v = (uint64_t)s + 1;
+        plane[0] |= p->hand[s] & -(v & 1);
+        plane[1] |= p->hand[s] & -(v >> 1 & 1);
+        plane[2] |= p->hand[s] & -(v >> 2 & 1);
+    }
     k->cards[0] = plane[0] | plane[1] << 36;
     k->cards[1] = plane[1] >> 28 | plane[2] << 8;
     k->meta = dd_meta(p, mode);
@@ -558,8 +573,8 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
 static int dd_set_points(const dd_solver *w, cardset_t s)
 {
     int sum = 0;
-    for (; s; s &= s - 1) sum += w->pts[__builtin_ctzll(s)];
-    return sum;
+    for (int suit = 0; suit < SUIT_COUNT; suit++) sum += w->suit_pts[s >> (suit * RANK_COUNT) & 255];
+    return sum; /* the sixes (R-SIX-CARDS), after the 32 cards, are worth nothing */
 }
 
 /* Bounds of team 0's points from a trick start, from each team's sure trumps: trumps stronger than
@@ -583,19 +598,23 @@ static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
         cardset_t sure = team_trumps[y], theirs = team_trumps[!y];
         for (int i = 0; sure && theirs && i < RANK_COUNT; i++) {
             card_t c = w->by_power[p->trump][i];
-            if (theirs & CARDSET_BIT(c)) sure &= w->above[c];
+            if (theirs & CARDSET_BIT(c)) {
+                sure &= w->above[c];
+                break;
+            }
         }
         if (!sure) continue;
-        int k = 0;
+        int k = 0, by = 0;
         for (int s = 0; s < p->nseats; s++) {
             int ks = 0;
             if (dd_team(s) == y)
                 for (cardset_t h = held[s] & sure; h; h &= h - 1) ks++;
-            if (ks > k) k = ks;
+            if (ks > k) k = ks, by = s;
         }
         safe[y] = dd_set_points(w, sure);
         for (int s = 0; s < p->nseats; s++) {
-            if (dd_team(s) == y) continue;
+            if (s == by || !held[s]) continue;
+            if (dd_team(s) == y && (held[s] & sure)) continue; /* may give a sure trump, counted already */
             cardset_t h = held[s];
             for (int j = 0; j < k && h; j++) {
                 card_t c = cardset_first(h);
@@ -627,47 +646,49 @@ static int dd_last_trick(const dd_solver *w, const dd_pos *p)
 }
 
 /* The last two tricks from the lead of the first, exactly, without the search: at most two cards a
- * seat, so every line is tried. The legal cards of a seat that follows depend only on the card led
- * (nothing a seat plays changes another's choice within the trick: the trump opens and the indicator
- * comes up only once the trick is over), and the last trick is every seat's remaining card. */
+ * seat, so every line is tried (under alpha-beta, which keeps the value exact). The legal cards of a
+ * seat that follows depend only on the card led (nothing a seat plays changes another's choice within
+ * the trick: the trump opens and the indicator comes up only once the trick is over), and the last
+ * trick is every seat's remaining card, played in the same turn from the first trick's winner. */
 typedef struct {
-    int size;
-    uint8_t seat[G304_SEATS];     /* playing order of the first of the two tricks */
-    cardset_t held[G304_SEATS];   /* by seat: the hand, with a face-down indicator */
-    cardset_t legal[G304_SEATS];  /* by place in the trick: the legal cards */
-    card_t card[G304_SEATS];      /* by place: the cards played */
+    int size, trump;
+    uint8_t seat[G304_SEATS];    /* by place in the first trick: the seat */
+    cardset_t held[G304_SEATS];  /* by place: the seat's two cards, a face-down indicator included */
+    cardset_t legal[G304_SEATS]; /* by place: the legal cards */
+    card_t card[G304_SEATS];     /* by place: the card played */
 } dd_two;
 
-static int dd_two_value(const dd_solver *w, const dd_pos *p, dd_two *t)
+static int dd_two_value(const dd_solver *w, const dd_two *t)
 {
-    int size = t->size, pts = 0, last = 0, first = t->seat[dd_winning(w, t->card, size, p->trump)];
-    card_t cards[G304_SEATS];
-    uint8_t seats[G304_SEATS];
-    for (int k = 0; k < size; k++) pts += w->pts[t->card[k]];
-    for (int k = 0, seat = first; k < size; k++, seat = dd_next_seat(p, seat)) {
-        int i = 0;
-        while (t->seat[i] != seat) i++;
-        cards[k] = cardset_first(t->held[seat] & ~CARDSET_BIT(t->card[i]));
-        seats[k] = (uint8_t)seat;
-        last += w->pts[cards[k]];
+    card_t last[G304_SEATS];
+    int size = t->size, first = dd_winning(w, t->card, size, t->trump), pts = 0, rest = 0;
+    for (int k = 0; k < size; k++) {
+        int j = first + k < size ? first + k : first + k - size;
+        last[k] = (card_t)__builtin_ctzll(t->held[j] & ~CARDSET_BIT(t->card[j]));
+        pts += w->pts[t->card[k]];
+        rest += w->pts[last[k]];
     }
-    int winner = seats[dd_winning(w, cards, size, p->trump)];
-    return (dd_team(first) == 0 ? pts : 0) + (dd_team(winner) == 0 ? last : 0);
+    int wl = first + dd_winning(w, last, size, t->trump);
+    if (wl >= size) wl -= size;
+    return (dd_team(t->seat[first]) == 0 ? pts : 0) + (dd_team(t->seat[wl]) == 0 ? rest : 0);
 }
 
 /* Best play of the seats from place k of the first trick on. */
-static int dd_two_play(const dd_solver *w, const dd_pos *p, dd_two *t, int k)
+static int dd_two_play(const dd_solver *w, const dd_pos *p, dd_two *t, int k, int alpha, int beta)
 {
-    if (k == t->size) return dd_two_value(w, p, t);
+    if (k == t->size) return dd_two_value(w, t);
     int maxi = dd_team(t->seat[k]) == 0, best = maxi ? -DD_INF : DD_INF;
     for (cardset_t s = t->legal[k]; s; s &= s - 1) {
-        t->card[k] = cardset_first(s);
+        t->card[k] = (card_t)__builtin_ctzll(s);
         if (k == 0) {
             cardset_t down;
             for (int j = 1; j < t->size; j++) t->legal[j] = dd_seat_legal(p, t->seat[j], t->card[0], &down);
         }
-        int v = dd_two_play(w, p, t, k + 1);
+        int v = dd_two_play(w, p, t, k + 1, alpha, beta);
         if (maxi ? v > best : v < best) best = v;
+        if (maxi && best > alpha) alpha = best;
+        if (!maxi && best < beta) beta = best;
+        if (alpha >= beta) break;
     }
     return best;
 }
@@ -677,11 +698,13 @@ static int dd_two_tricks(const dd_solver *w, const dd_pos *p)
     dd_two t;
     cardset_t down;
     t.size = dd_trick_size(p);
-    for (int s = 0; s < p->nseats; s++)
-        t.held[s] = p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
-    for (int k = 0, seat = p->to_act; k < t.size; k++, seat = dd_next_seat(p, seat)) t.seat[k] = (uint8_t)seat;
+    t.trump = p->trump;
+    for (int k = 0, seat = p->to_act; k < t.size; k++, seat = dd_next_seat(p, seat)) {
+        t.seat[k] = (uint8_t)seat;
+        t.held[k] = p->hand[seat] | (p->ind_down && seat == p->maker ? CARDSET_BIT(p->indicator) : 0);
+    }
     t.legal[0] = dd_legal_set(p, &down);
-    return dd_two_play(w, p, &t, 0);
+    return dd_two_play(w, p, &t, 0, -DD_INF, DD_INF);
 }
 
 static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
