@@ -209,9 +209,29 @@ int dd_legal(const dd_pos *p, card_t out[G304_TRICKS])
     return n;
 }
 
+/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
+ * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides the
+ * tricks of dd_play(); this faster form, by the solver's table of powers, decides the tricks the search
+ * plays, orders its moves and settles tricks early, and test_dd_cross checks the results it leads to. */
+static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
+{
+    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
+    return CARD_SUIT(c) == trump;
+}
+
+/* The index of the card winning cards[0..n-1] so far (g304_trick_winner() by dd_beats()). */
+static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
+    return best;
+}
+
 /* What follows the last card of a trick: g304.c's finish_trick() (R-REVEAL, the winner and the
- * points, R-EXHAUST, R-250). */
-static void dd_finish_trick(dd_pos *p)
+ * points, R-EXHAUST, R-250). w: the solver whose tables decide the winner and the points, or NULL for
+ * the engine's own functions (dd_play). */
+static void dd_finish_trick(const dd_solver *w, dd_pos *p)
 {
     int maker = p->maker, n = p->n;
     cardset_t trumps = CARDSET_SUIT(p->trump);
@@ -223,8 +243,8 @@ static void dd_finish_trick(dd_pos *p)
         p->ind_down = 0;
         p->trump_open = 1;
     }
-    int winner = p->seat[g304_trick_winner(p->card, n, p->trump)], pts = 0;
-    for (int i = 0; i < n; i++) pts += card_points(p->card[i]);
+    int winner = p->seat[w ? dd_winning(w, p->card, n, p->trump) : g304_trick_winner(p->card, n, p->trump)], pts = 0;
+    for (int i = 0; i < n; i++) pts += w ? w->pts[p->card[i]] : card_points(p->card[i]);
     p->points[dd_team(winner)] = (uint16_t)(p->points[dd_team(winner)] + pts);
     p->tricks[dd_team(winner)]++;
     if (!p->pcc && p->seat[0] == maker && CARD_SUIT(p->card[0]) == p->trump) {
@@ -243,8 +263,8 @@ static void dd_finish_trick(dd_pos *p)
     p->to_act = (uint8_t)winner;
 }
 
-/* g304.c's do_play() for a legal card; fd: it goes face down. */
-static void dd_play_card(dd_pos *p, card_t c, int fd)
+/* g304.c's do_play() for a legal card; fd: it goes face down; w as for dd_finish_trick(). */
+static void dd_play_card(const dd_solver *w, dd_pos *p, card_t c, int fd)
 {
     int seat = p->to_act;
     if (p->ind_down && seat == p->maker && c == p->indicator) {
@@ -267,13 +287,13 @@ static void dd_play_card(dd_pos *p, card_t c, int fd)
     if (fd) p->facedown |= (uint8_t)(1 << p->n);
     p->n++;
     if (p->n == dd_trick_size(p))
-        dd_finish_trick(p);
+        dd_finish_trick(w, p);
     else
         p->to_act = (uint8_t)dd_next_seat(p, seat);
     /* after a Caps call the game plays the caller's cards on his turns (g304.c's caps_autoplay) */
     if (p->caps_n && p->to_act == p->caps_seat && p->trick_no < p->ntricks) {
         cardset_t down, next = dd_legal_set(p, &down);
-        if (next) dd_play_card(p, cardset_first(next), down != 0);
+        if (next) dd_play_card(w, p, cardset_first(next), down != 0);
     }
 }
 
@@ -283,7 +303,7 @@ void dd_play(dd_pos *p, card_t card)
     int fd = 0;
     dd_rules_of(p, p->to_act, &r);
     g304_check_card(&r, card, &fd, NULL);
-    dd_play_card(p, card, fd);
+    dd_play_card(NULL, p, card, fd);
 }
 
 /* Cards still to be played: the hands (but those of a partner sitting out, R-PCC) and a face-down
@@ -445,24 +465,6 @@ typedef struct {
     int16_t score;
 } dd_move;
 
-/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
- * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides
- * every trick the search completes; this faster form only orders moves and settles tricks early, and
- * test_dd_cross checks the results it leads to. */
-static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
-{
-    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
-    return CARD_SUIT(c) == trump;
-}
-
-/* The index of the card winning cards[0..n-1] so far. */
-static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
-    return best;
-}
 
 /* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
 static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win)
@@ -499,7 +501,7 @@ static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
         if (dd_team(seat) == *team) continue;
         cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
         for (cardset_t h = legal; h; h &= h - 1)
-            if (dd_beats(w, cardset_first(h), cards[best], p->trump)) return 0;
+            if (dd_beats(w, (card_t)__builtin_ctzll(h), cards[best], p->trump)) return 0;
     }
     return 1;
 }
@@ -530,9 +532,10 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
             card_t run[RANK_COUNT];
             int len = 0;
             for (int i = 0; i <= RANK_COUNT; i++) {
-                card_t c = i < RANK_COUNT ? w->by_power[s][i] : CARD_NONE;
-                if (c != CARD_NONE && (legal & CARDSET_BIT(c)) && c != ind) {
+                card_t c = i < RANK_COUNT && mine ? w->by_power[s][i] : CARD_NONE; /* a run ends with mine */
+                if (c != CARD_NONE && (mine & CARDSET_BIT(c))) {
                     run[len++] = c;
+                    mine &= ~CARDSET_BIT(c);
                     continue;
                 }
                 if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
@@ -553,11 +556,12 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
                             }
                 }
                 len = 0;
+                if (c == CARD_NONE) break;
             }
         }
     }
     for (cardset_t s = keep; s; s &= s - 1) {
-        card_t c = cardset_first(s);
+        card_t c = (card_t)__builtin_ctzll(s);
         dd_move m = {c, (uint8_t)((down >> c) & 1), 0};
         m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win));
         int j = n++;
@@ -748,7 +752,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     card_t best_card = CARD_NONE;
     for (int i = 0; i < nm; i++) {
         dd_pos y = *p;
-        dd_play_card(&y, mv[i].card, mv[i].down);
+        dd_play_card(w, &y, mv[i].card, mv[i].down);
         int gain = y.points[0] - p->points[0];
         int v = gain + dd_search(w, &y, alpha - gain, beta - gain);
         if (maxi ? v > best : v < best) best = v, best_card = mv[i].card;
@@ -812,7 +816,7 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
     card_t best_card = CARD_NONE;
     for (int i = 0; i < nm; i++) {
         dd_pos y = *p;
-        dd_play_card(&y, mv[i].card, mv[i].down);
+        dd_play_card(w, &y, mv[i].card, mv[i].down);
         int r = y.tricks[!team] == p->tricks[!team] && dd_sweep_search(w, &y, team);
         if (r == ours) {
             result = r, best_card = mv[i].card;
