@@ -1,15 +1,25 @@
 /* dd.c — the double-dummy solver (interface and rules in dd.h).
  *
- * Shape of the search. A node is a whole dd_pos (about 60 bytes, copied per move: simpler and as
- * fast as undoing). dd_play() is the one place where a card changes the position, for callers and
- * for the search alike; it asks g304_check_card() whether the card goes face down and mirrors
- * g304.c's do_play()/finish_trick() for what follows a trick. Legal moves come from
- * g304_check_card() card by card.
+ * Shape of the search. A node is a whole dd_pos (about 70 bytes, copied per move: simpler and as
+ * fast as undoing). dd_play_card() is the one place where a card changes the position, for callers
+ * (dd_play) and for the search alike; it mirrors g304.c's do_play()/finish_trick() for what follows
+ * a trick. Legal moves come from g304_check_card(), one card per suit; only the cases where it
+ * restricts nobody (following the suit led, a seat other than the maker leading, a seat other than
+ * the maker with the face-down indicator that cannot follow) are answered without asking it. The
+ * search decides tricks by the solver's own table of powers, the same rule as g304_trick_winner().
  *
  * Values are team 0's points from the cards still in play, so one alpha-beta serves both teams
- * (team 0 maximises, team 1 minimises) and a yes/no question is a null window. The transposition
- * table is probed and written only at trick starts, where a position is fully told by the hands,
- * the leader and four flags; it keeps a lower and an upper bound and the move that decided.
+ * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() halves
+ * the range of the value with null windows. At each trick start, in this order:
+ *  - the last trick is counted directly (every seat holds one card);
+ *  - bounds from the sure trumps (trumps stronger than all of the other team's: the tricks they win
+ *    and the cheapest cards the other seats must give to them) may settle the question;
+ *  - the transposition table is probed (the table is used only at trick starts, where a position is
+ *    fully told by who holds each card, the leader and a few flags); it keeps a lower and an upper
+ *    bound and the move that decided, its entries are 32 bytes at any number of seats, four to a
+ *    bucket of two cache lines, and a full bucket loses its entry with the fewest tricks left;
+ *  - with two tricks left, every line is played out (at most two cards a seat) and the exact value
+ *    stored: cheaper than searching, and good for every later window.
  *
  * Merging interchangeable cards must respect card points, which bridge solvers need not: two cards
  * adjacent in power (J and 9 of a suit, say) win the same tricks but carry 30 and 20 points, so
@@ -19,7 +29,12 @@
  *  - the last card of a trick: such a run of cards (same points or not) wins or loses this trick
  *    alike, and the card kept is then worth at most its extra points to the team that later wins
  *    it; so the run's card with the most points dominates when our team takes the trick, the one
- *    with the fewest when it does not. Only that card is searched. */
+ *    with the fewest when it does not. Only that card is searched.
+ *
+ * Tried and left out, as they cost more time than they saved on tests/bench/bench_dd: a full window
+ * or windows around a guessed value in dd_value(), killer and history move order, exact values with
+ * three tricks left, bounds in the middle of a trick, quick tricks of side suits, and probing the
+ * table for every child at the last card of a trick. */
 #include "dd.h"
 
 #include <stdio.h>
@@ -634,7 +649,7 @@ static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
 }
 
 /* The last trick, from its lead: every seat holds one card (the maker's may be the face-down
- * indicator), and it goes to g304_trick_winner(); nothing that happens after it counts. */
+ * indicator), and it goes to the strongest card (dd_winning); nothing that happens after it counts. */
 static int dd_last_trick(const dd_solver *w, const dd_pos *p)
 {
     card_t cards[G304_SEATS];

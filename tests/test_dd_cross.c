@@ -15,7 +15,7 @@
  * engine's legal cards, at every node. The solver must agree everywhere: dd_value() at the root
  * and after every legal move, dd_reach() at targets around the value, dd_sweep() for both teams.
  *
- * Environment: CARDROOM_DD_CROSS_POSITIONS (default 3000), CARDROOM_DD_CROSS_SEED (default 304). */
+ * Environment: CARDROOM_DD_CROSS_POSITIONS (default 5000), CARDROOM_DD_CROSS_SEED (default 304). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -344,7 +344,7 @@ static long env_long(const char *name, long fallback)
 
 Test(dd_cross, solver_agrees_with_brute_force)
 {
-    long want = env_long("CARDROOM_DD_CROSS_POSITIONS", 3000);
+    long want = env_long("CARDROOM_DD_CROSS_POSITIONS", 5000);
     uint64_t seed = (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304);
     dd_solver *w = dd_solver_new(16);
     cr_assert_not_null(w);
