@@ -38,7 +38,7 @@ static int aibid_suits(cardset_t hand, int *out, int max)
     return n;
 }
 
-static cardset_t aibid_first_batch(card_t hands[G304_SEATS][G304_TRICKS], int seat)
+static cardset_t aibid_first_batch(card_t hands[G304_MAX_SEATS][G304_TRICKS], int seat)
 {
     cardset_t s = 0;
     for (int i = 0; i < 4; i++) s |= CARDSET_BIT(hands[seat][i]);
@@ -61,13 +61,13 @@ static int aibid_heuristic(const g304_state *st, int open_allowed, uint64_t seed
 
 /* One rollout: maker's contract `bid` with indicator ind (open or closed) in the dealt world, played
  * out by the heuristic player. 1 made, 0 failed, -1 not counted. */
-static int aibid_rollout(const aiworld_input *in, card_t hands[G304_SEATS][G304_TRICKS], int maker, card_t ind,
+static int aibid_rollout(const aiworld_input *in, card_t hands[G304_MAX_SEATS][G304_TRICKS], int maker, card_t ind,
                          int bid, int open, uint64_t *rng)
 {
-    card_t deck[CARD_COUNT];
+    card_t deck[CARD_IDS];
     int dealer = in->base.view.dealer;
-    if (g304_deck_from_hands((const card_t(*)[G304_TRICKS])hands, dealer, deck) != 0) return -1;
     g304_rules r = in->base.rules;
+    if (g304_deck_from_hands_of(&r, (const card_t(*)[G304_TRICKS])hands, dealer, deck) != 0) return -1;
     r.cut = 0;
     r.spoilt = G304_SPOILT_MANUAL;
     const int16_t tokens[2] = {r.start_tokens, r.start_tokens};
@@ -120,7 +120,7 @@ static void aibid_try(const aibid_params *lv, const aiworld_input *in, int maker
 {
     sc->made = sc->counted = 0;
     for (int k = 0; k < lv->rollouts; k++) {
-        card_t hands[G304_SEATS][G304_TRICKS];
+        card_t hands[G304_MAX_SEATS][G304_TRICKS];
         aiworld_deal(in, rng, hands);
         cardset_t cards = from ? from : aibid_first_batch(hands, maker);
         int suit = s;
@@ -169,14 +169,16 @@ static double aibid_best_suit(const aibid_params *lv, const aiworld_input *in, c
 }
 
 /* The four-card round (R-B4-*): the cheapest bid when it promises more than passing; else a redeal
- * when allowed and the hand is poor; else asking partner when his own best contract promises enough;
- * else a pass. Overbidding partner (200 or more, R-B4-200) must promise clearly more. */
+ * when allowed and the hand is poor; else asking partner when his own best contract promises enough
+ * (never with six players, R-SIX-PARTNER: the engine does not list it); else a pass. Overbidding
+ * partner, or a teammate (200 or more, R-B4-200), must promise clearly more. */
 int aibid_four(const aibid_params *lv, const aiworld_input *in, uint64_t *rng, g304_action *out)
 {
     const g304_view *v = &in->base.view;
     int bid = aibid_cheapest(in), suit = -1;
     double ev = bid ? aibid_best_suit(lv, in, v->hand, bid, &suit, rng) : -1e9;
-    int partner = (v->seat + 2) % G304_SEATS, partner_holds = v->bid && v->bidder == partner;
+    int partner = (v->seat + 2) % g304_seats(&in->base.rules);
+    int partner_holds = v->bid && v->bidder != v->seat && aibid_team(v->bidder) == aibid_team(v->seat);
     double need = lv->bid_margin + (partner_holds ? 1.0 : 0.0);
     if (suit >= 0 && ev > need && aiworld_legal(in, G304_DO_BID, CARD_NONE, bid, out) == 0) return 0;
     if (ev < lv->redeal_below && aiworld_legal(in, G304_DO_REDEAL, CARD_NONE, 0, out) == 0) return 0;
@@ -223,8 +225,9 @@ static double aibid_standing(const aibid_params *lv, const aiworld_input *in, ui
     return aibid_team(maker) == aibid_team(v->seat) ? ev : -ev;
 }
 
-/* The eight-card round (R-B8-*): the cheapest bid of 250 or more, or Partner Close Caps when nearly
- * every rollout wins all eight tricks, against letting the standing contract be played. */
+/* The eight-card round (R-B8-*; the six-card round with six players, R-SIX-B6): the cheapest bid of 250
+ * or more, or Partner Close Caps when nearly every rollout wins every trick, against letting the
+ * standing contract be played. */
 int aibid_eight(const aibid_params *lv, const aiworld_input *in, uint64_t *rng, g304_action *out)
 {
     const g304_view *v = &in->base.view;

@@ -11,7 +11,9 @@
  * Rollouts, not double-dummy searches, decide here: before the first card most of the deal is
  * unknown, and in matches a double-dummy verdict on each sampled deal (which assumes that everybody
  * sees every card) told made from failed contracts worse than a hundred cheap rollouts did
- * (correlations with the real outcome of 0.30 and 0.37 over 214 four-card contracts). */
+ * (correlations with the real outcome of 0.30 and 0.37 over 214 four-card contracts). The same with
+ * six players (R-SIX-…): the rollouts deal and play the six-player game, whose six-card round follows
+ * the eight-card one (R-SIX-B6) and which has no asking partner (R-SIX-PARTNER). */
 #ifndef CARDROOM_AIBID_H
 #define CARDROOM_AIBID_H
 

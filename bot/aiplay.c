@@ -18,7 +18,6 @@
 #define AIPLAY_MAX_WORLDS 40
 #define AIPLAY_POINT_WEIGHT 0.004 /* tokens per card point, to tell apart cards equal in tokens */
 #define AIPLAY_TIE_WEIGHT 0.0001  /* the heuristic player's card wins ties */
-#define AIPLAY_CAPS_LAST 5        /* Caps earns its bonus when called before the seventh trick */
 #define AIPLAY_UNKNOWN (-1e9)
 
 typedef struct {
@@ -94,7 +93,9 @@ static double aiplay_outcome(aiplay *ap, const aiplay_params *lv, const dd_pos *
     int mt = aiplay_team(y->maker), made = aiplay_made(ap, y, bid);
     if (made == DD_UNKNOWN) return AIPLAY_UNKNOWN;
     double tokens = aiworld_tokens(bid, made);
-    if (!y->pcc && y->trick_no <= AIPLAY_CAPS_LAST) {
+    /* R-CAPS-SCORE, R-SIX-PLAY: the bonus for a call before the second-to-last trick (the seventh of
+     * eight, the fifth of six) */
+    if (!y->pcc && y->trick_no + 2 < y->ntricks) {
         for (int t = 0; t < 2; t++) {
             if (y->tricks[!t]) continue;
             int sweep = dd_sweep(ap->dd, y, t);

@@ -15,7 +15,8 @@
  *    game's own test decides (tables call it for computer seats); expert play counts the Caps bonus
  *    in its outcomes.
  * Choices are a function of the input, the level and the seed; search budgets are counted in nodes,
- * not time, so the same input gives the same move on any machine. */
+ * not time, so the same input gives the same move on any machine. Four or six players alike (R-SIX-…:
+ * the worlds, the rollouts and the solver play the table's game). */
 #ifndef CARDROOM_AIPLAY_H
 #define CARDROOM_AIPLAY_H
 

@@ -21,7 +21,7 @@
 #define AIWORLD_TRIES 4   /* placements tried per candidate before it is given up */
 #define AIWORLD_SOFT 12.0 /* the width of the bidding model's logistic, in suit-strength units */
 
-enum { OWNER_IND = G304_SEATS, OWNER_HIDDEN = 8, OWNER_TRICK = 8 + CAPS_MAX_HIDDEN };
+enum { OWNER_IND = G304_MAX_SEATS, OWNER_HIDDEN = 8, OWNER_TRICK = 8 + CAPS_MAX_HIDDEN };
 
 static int aiworld_team(int seat) { return seat & 1; }
 
@@ -54,7 +54,7 @@ void aiworld_history_note(aiworld_history *h, const g304_state *before, int seat
 
 int aiworld_trump_value(cardset_t hand, int s)
 {
-    static const int honour[RANK_COUNT] = {[RANK_J] = 30, [RANK_9] = 20, [RANK_A] = 10, [RANK_T] = 5};
+    static const int honour[RANK_IDS] = {[RANK_J] = 30, [RANK_9] = 20, [RANK_A] = 10, [RANK_T] = 5};
     cardset_t t = hand & CARDSET_SUIT(s);
     int v = 10 * cardset_count(t);
     for (; t; t &= t - 1) v += honour[CARD_RANK(cardset_first(t))];
@@ -125,7 +125,7 @@ static double aiworld_bidding_likelihood(const aiworld_input *in, int seat, card
     if (bid4) like *= aiworld_logistic(v4 - aiworld_need(bid4, 4));
     else if (passed4) like *= 1.0 - 0.8 * aiworld_logistic(v4 - aiworld_need(160, 4));
     if (bid8) like *= aiworld_logistic(v8 - aiworld_need(bid8, 8));
-    else if (passed8 && cardset_count(dealt) == G304_TRICKS) like *= 1.0 - 0.5 * aiworld_logistic(v8 - aiworld_need(250, 8));
+    else if (passed8 && cardset_count(dealt) == g304_tricks(&in->base.rules)) like *= 1.0 - 0.5 * aiworld_logistic(v8 - aiworld_need(250, 8));
     return like;
 }
 
@@ -142,7 +142,7 @@ void aiworld_input_of(const g304_state *st, int seat, const aiworld_history *h, 
     if (st->phase != G304_PHASE_PLAY) return;
     caps_knowledge_of(st, seat, &in->know);
     /* the unseen face-down cards of finished tricks, in the order caps_knowledge_of() lists them */
-    int n = 0, last = st->trick_no < G304_TRICKS ? st->trick_no : G304_TRICKS - 1;
+    int ntricks = g304_tricks(&st->rules), n = 0, last = st->trick_no < ntricks ? st->trick_no : ntricks - 1;
     for (int t = 0; t <= last; t++) {
         const g304_trick *tr = &st->tricks[t];
         if (tr->winner == G304_NO_SEAT) continue;
@@ -161,15 +161,15 @@ void aiworld_input_of(const g304_state *st, int seat, const aiworld_history *h, 
 /* ---- placing unseen cards ---- */
 
 typedef struct {
-    uint8_t owner[CARD_COUNT]; /* OWNER_* or a seat */
-    uint8_t mask[CARD_COUNT];  /* suits the place may hold */
-    card_t card[CARD_COUNT];
+    uint8_t owner[CARD_IDS]; /* OWNER_* or a seat */
+    uint8_t mask[CARD_IDS];  /* suits the place may hold */
+    card_t card[CARD_IDS];
     int n;
 } aiworld_places;
 
 static void aiworld_add(aiworld_places *pl, int owner, int mask, int count)
 {
-    for (int i = 0; i < count && pl->n < CARD_COUNT; i++) {
+    for (int i = 0; i < count && pl->n < CARD_IDS; i++) {
         pl->owner[pl->n] = (uint8_t)owner;
         pl->mask[pl->n] = (uint8_t)(mask & 0xF);
         pl->card[pl->n++] = CARD_NONE;
@@ -194,7 +194,7 @@ static int aiworld_fits(const int per_suit[SUIT_COUNT], const int cap[16])
 static int aiworld_place(aiworld_places *pl, cardset_t pool, uint64_t *rng)
 {
     int per_suit[SUIT_COUNT] = {0}, cap[16] = {0};
-    card_t cards[CARD_COUNT];
+    card_t cards[CARD_IDS];
     int nc = 0;
     for (cardset_t s = pool; s; s &= s - 1) {
         card_t c = cardset_first(s);
@@ -211,7 +211,7 @@ static int aiworld_place(aiworld_places *pl, cardset_t pool, uint64_t *rng)
         cards[j] = t;
     }
     for (int k = 0; k < nc; k++) {
-        int s = CARD_SUIT(cards[k]), cand[CARD_COUNT], n = 0;
+        int s = CARD_SUIT(cards[k]), cand[CARD_IDS], n = 0;
         for (int i = 0; i < pl->n; i++)
             if (pl->card[i] == CARD_NONE && (pl->mask[i] >> s & 1)) cand[n++] = i;
         per_suit[s]--;
@@ -251,10 +251,10 @@ static int aiworld_candidate(const aiworld_input *in, int T, uint64_t *rng, aiwo
 {
     const caps_knowledge *k = &in->know;
     const g304_view *v = &in->base.view;
-    int me = v->seat, maker = k->maker;
+    int me = v->seat, maker = k->maker, seats = k->seats;
     aiworld_places pl;
     pl.n = 0;
-    for (int p = 0; p < G304_SEATS; p++) {
+    for (int p = 0; p < seats; p++) {
         if (p == me) continue;
         int mask = 0xF & ~k->voids[p];
         if (p == maker && me != maker && (k->maker_void_if >> T & 1)) mask &= ~(1 << T);
@@ -275,8 +275,8 @@ static int aiworld_candidate(const aiworld_input *in, int T, uint64_t *rng, aiwo
 
     dd_pos *pos = &w->pos;
     memset(w, 0, sizeof *w);
-    pos->nseats = G304_SEATS;
-    pos->ntricks = G304_TRICKS;
+    pos->nseats = (uint8_t)seats;
+    pos->ntricks = (uint8_t)g304_tricks(&in->base.rules);
     pos->maker = (uint8_t)maker;
     pos->trump = (uint8_t)T;
     pos->pcc = k->pcc;
@@ -299,14 +299,14 @@ static int aiworld_candidate(const aiworld_input *in, int T, uint64_t *rng, aiwo
         pos->card[i] = k->card[i];
         pos->seat[i] = k->seat_of[i];
     }
-    for (int p = 0; p < G304_SEATS; p++) {
+    for (int p = 0; p < seats; p++) {
         pos->hand[p] = p == me ? k->own : k->held[p];
         w->dealt[p] = in->base.seen[p];
     }
     for (int i = 0; i < pl.n; i++) {
         card_t c = pl.card[i];
         int o = pl.owner[i];
-        if (o < G304_SEATS) {
+        if (o < OWNER_IND) {
             pos->hand[o] |= CARDSET_BIT(c);
         } else if (o == OWNER_IND) {
             pos->indicator = c;
@@ -325,12 +325,12 @@ static int aiworld_candidate(const aiworld_input *in, int T, uint64_t *rng, aiwo
         pos->hand[maker] &= ~CARDSET_BIT(pos->indicator); /* the seat's own face-down indicator */
         w->dealt[maker] |= CARDSET_BIT(pos->indicator);
     }
-    for (int p = 0; p < G304_SEATS; p++) w->dealt[p] |= pos->hand[p];
+    for (int p = 0; p < seats; p++) w->dealt[p] |= pos->hand[p];
     /* R-EXHAUST binds if it bound for this trump and the maker still holds a trump in hand */
     pos->exhaust = (k->exhaust_suits >> T & 1) && (pos->hand[maker] & CARDSET_SUIT(T)) != 0;
     /* the trump maker chose this suit: he holds a good part of it */
     double like = aiworld_logistic(aiworld_trump_value(w->dealt[maker], T) - (k->pcc ? 90 : 50));
-    for (int p = 0; p < G304_SEATS; p++)
+    for (int p = 0; p < seats; p++)
         if (p != me) like *= aiworld_bidding_likelihood(in, p, aiworld_some(w->dealt[p], 4, rng), w->dealt[p]);
     w->weight = like;
     return 0;
@@ -375,20 +375,22 @@ int aiworld_draw(const aiworld_input *in, uint64_t *rng, aiworld *out, int n)
 /* ---- deals before play ---- */
 
 typedef struct {
-    card_t hands[G304_SEATS][G304_TRICKS];
+    card_t hands[G304_MAX_SEATS][G304_TRICKS];
     double weight;
 } aiworld_deal_cand;
 
-void aiworld_deal(const aiworld_input *in, uint64_t *rng, card_t hands[G304_SEATS][G304_TRICKS])
+void aiworld_deal(const aiworld_input *in, uint64_t *rng, card_t hands[G304_MAX_SEATS][G304_TRICKS])
 {
     enum { CANDIDATES = 4 };
     const g304_view *v = &in->base.view;
-    int me = v->seat;
-    cardset_t own = in->first4 | v->hand, unseen = CARDSET_ALL & ~own;
+    const g304_rules *r = &in->base.rules;
+    int me = v->seat, seats = g304_seats(r), ntricks = g304_tricks(r);
+    cardset_t pack = g304_deck_size(r) == CARD_IDS ? CARDSET_ALL | CARDSET_SIXES : CARDSET_ALL;
+    cardset_t own = in->first4 | v->hand, unseen = pack & ~own;
     aiworld_deal_cand cand[CANDIDATES];
     double total = 0;
     for (int c = 0; c < CANDIDATES; c++) {
-        card_t pool[CARD_COUNT];
+        card_t pool[CARD_IDS];
         int n = 0;
         for (cardset_t s = unseen; s; s &= s - 1) pool[n++] = cardset_first(s);
         for (int i = n - 1; i > 0; i--) {
@@ -399,16 +401,16 @@ void aiworld_deal(const aiworld_input *in, uint64_t *rng, card_t hands[G304_SEAT
         }
         int used = 0;
         double like = 1.0;
-        for (int p = 0; p < G304_SEATS; p++) {
+        for (int p = 0; p < seats; p++) {
             cardset_t first = 0, all = 0;
             if (p == me) { /* own first batch, then own second batch or random cards */
                 int k = 0;
                 for (cardset_t s = in->first4; s; s &= s - 1) cand[c].hands[p][k++] = cardset_first(s);
                 for (cardset_t s = own & ~in->first4; s; s &= s - 1) cand[c].hands[p][k++] = cardset_first(s);
-                while (k < G304_TRICKS) cand[c].hands[p][k++] = pool[used++];
+                while (k < ntricks) cand[c].hands[p][k++] = pool[used++];
                 continue;
             }
-            for (int k = 0; k < G304_TRICKS; k++) {
+            for (int k = 0; k < ntricks; k++) {
                 card_t x = pool[used++];
                 cand[c].hands[p][k] = x;
                 if (k < 4) first |= CARDSET_BIT(x);

@@ -13,7 +13,8 @@
  * (drawn card by card, each draw keeping a placement of the rest possible: Hall's condition over
  * suits, as the Caps search uses it). Worlds are weighted by what the bidding said (a trump maker holds
  * a strong trump suit, a player who bid holds a strong suit, a player who passed does not) and drawn in
- * proportion to those weights. Everything is a function of the input and a random stream. */
+ * proportion to those weights. Everything is a function of the input and a random stream. Four or six
+ * players alike (R-SIX-…): the seats, the hands' sizes and the pack (with the sixes) are the game's. */
 #ifndef CARDROOM_AIWORLD_H
 #define CARDROOM_AIWORLD_H
 
@@ -59,7 +60,7 @@ void aiworld_input_of(const g304_state *st, int seat, const aiworld_history *h, 
 /* A world in play: the position with every card placed, and every seat's dealt cards in it. */
 typedef struct {
     dd_pos pos;
-    cardset_t dealt[G304_SEATS];
+    cardset_t dealt[G304_MAX_SEATS];
     double weight;
 } aiworld;
 
@@ -70,10 +71,10 @@ uint64_t aiworld_random(uint64_t *state);
  * Returns how many were drawn (0 if the knowledge fits no deal). */
 int aiworld_draw(const aiworld_input *in, uint64_t *rng, aiworld *out, int n);
 
-/* Before play: deals every card the seat cannot see (each other seat's eight, its own second batch),
+/* Before play: deals every card the seat cannot see (each other seat's hand, its own second batch),
  * first batches first, in proportion to what the bidding said. hands[s][0..3] is seat s's first
- * batch, [4..7] its second. */
-void aiworld_deal(const aiworld_input *in, uint64_t *rng, card_t hands[G304_SEATS][G304_TRICKS]);
+ * batch, then its second: [4..7], or [4..5] with six players (R-SIX-DEAL). */
+void aiworld_deal(const aiworld_input *in, uint64_t *rng, card_t hands[G304_MAX_SEATS][G304_TRICKS]);
 
 /* How strong suit s is as trump in a hand (any size): the J and 9 above all, then A, 10, length. */
 int aiworld_trump_value(cardset_t hand, int s);

@@ -3,7 +3,7 @@
  * One hand is driven here as a table drives it: every move goes through the Caps judge
  * (judge_apply), Caps is called from the judge's record, and each seat's player is asked for its move
  * with only what the seat may know (aiworld_input_of, or the exec request). The decks of deal i come
- * from splitmix64 of (seed, i, shuffle number) fed to deal_shuffle(), so both plays of a deal, and any
+ * from splitmix64 of (seed, i, shuffle number) fed to g304_shuffle(), so both plays of a deal, and any
  * rerun with the same seed, see the same cards; decisions are seeded the same way.
  *
  * The statistics are plain: the margin per deal, its mean and a 95 % interval from the normal
@@ -24,11 +24,11 @@
 #include "aiplay.h"
 #include "deal.h"
 #include "judge.h"
+#include "option.h"
 
 #define ARENA_MAX_SHUFFLES 16 /* a deal thrown in this often scores nothing */
 #define ARENA_MAX_MOVES 400   /* far above the longest hand */
 #define ARENA_ROLES 3         /* A, B, A's partner */
-#define ARENA_FOUR_SEATS 4    /* the game the players play (six-player 304 is refused for now) */
 
 struct arena {
     arena_options o;
@@ -72,8 +72,20 @@ int arena_spec_parse(const char *text, arena_spec *spec, char *err, size_t errle
     return 0;
 }
 
+/* Whether these players can play these rules: 0, or -1 with a sentence in err. */
+static int arena_check(const arena_options *o, char *err, size_t errlen)
+{
+    int exec = o->a.kind == ARENA_EXEC || o->b.kind == ARENA_EXEC || o->a_partner.kind == ARENA_EXEC;
+    if (exec && g304_seats(&o->rules) != G304_SEATS) {
+        snprintf(err, errlen, "outside players (exec:) play the four-player game only");
+        return -1;
+    }
+    return 0;
+}
+
 arena *arena_new(const arena_options *o, char *err, size_t errlen)
 {
+    if (arena_check(o, err, errlen) != 0) return NULL;
     arena *ar = calloc(1, sizeof *ar);
     if (!ar) {
         snprintf(err, errlen, "out of memory");
@@ -113,7 +125,8 @@ static const arena_spec *arena_spec_of(const arena *ar, int role)
     return role == 0 ? &ar->o.a : role == 1 ? &ar->o.b : &ar->o.a_partner;
 }
 
-/* The role in a seat when A's team is a_team: A in its first seat, its partner in the other. */
+/* The role in a seat when A's team is a_team: A in its first seat, its partner in the other (in both
+ * others with six players). */
 static int arena_role(int seat, int a_team)
 {
     if ((seat & 1) != a_team) return 1;
@@ -175,7 +188,7 @@ static void arena_decide(arena *ar, const g304_state *st, int seat, int role, co
  * certain calls it with the proven order (its cards still held, in that order). */
 static int arena_call_caps(arena *ar, g304_state *st)
 {
-    for (int s = 0; s < G304_SEATS; s++) {
+    for (int s = 0; s < g304_seats(&st->rules); s++) {
         if (st->phase != G304_PHASE_PLAY || !g304_caps_open_for(st, s) || st->certain_at[s] == G304_NEVER) continue;
         g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE};
         cardset_t held = g304_cards_of(st, s), listed = 0;
@@ -188,7 +201,7 @@ static int arena_call_caps(arena *ar, g304_state *st)
     return 0;
 }
 
-static void arena_deck(uint64_t seed, long index, int shuffle, card_t deck[CARD_COUNT])
+static void arena_deck(const g304_rules *rules, uint64_t seed, long index, int shuffle, card_t deck[CARD_IDS])
 {
     uint8_t bytes[DEAL_SEED_BYTES];
     uint64_t s = arena_mix(arena_mix(seed, (uint64_t)index), (uint64_t)shuffle);
@@ -196,7 +209,7 @@ static void arena_deck(uint64_t seed, long index, int shuffle, card_t deck[CARD_
         uint64_t x = aiworld_random(&s);
         memcpy(bytes + i, &x, 8);
     }
-    deal_shuffle(bytes, deck, CARD_COUNT);
+    g304_shuffle(bytes, rules, deck);
 }
 
 /* Plays one hand to its end. Returns 0, or -1 if it did not end. */
@@ -236,12 +249,13 @@ static int arena_hand(arena *ar, g304_state *st, int a_team, uint64_t seed)
 static int arena_play_once(arena *ar, long index, int a_team, arena_play *p)
 {
     memset(p, 0, sizeof *p);
-    p->dealer = (int)(index % G304_SEATS);
+    p->seats = g304_seats(&ar->o.rules);
+    p->dealer = (int)(index % p->seats);
     p->a_team = a_team;
     g304_state st;
     for (int k = 0; k < ARENA_MAX_SHUFFLES; k++) {
-        card_t deck[CARD_COUNT];
-        arena_deck(ar->o.seed, index, k, deck);
+        card_t deck[CARD_IDS];
+        arena_deck(&ar->o.rules, ar->o.seed, index, k, deck);
         if (k == 0) memcpy(p->deck, deck, sizeof deck);
         int16_t tokens[2] = {ar->o.rules.start_tokens, ar->o.rules.start_tokens};
         g304_start(&st, &ar->o.rules, p->dealer, tokens, deck, NULL);
@@ -322,8 +336,9 @@ static void arena_print_deal(FILE *out, long index, const arena_deal *d, int jso
         fprintf(out, "{\"deal\":%ld,\"margin\":%.1f,\"plays\":[", index, d->margin);
         for (int k = 0; k < 2; k++) {
             const arena_play *p = &d->play[k];
-            fprintf(out, "%s{\"a_seats\":[%d,%d],\"dealer\":%d,\"end\":\"%s\",\"maker\":", k ? "," : "", p->a_team,
-                    p->a_team + 2, p->dealer, arena_end_name(p->result.end));
+            fprintf(out, "%s{\"a_seats\":[%d,%d", k ? "," : "", p->a_team, p->a_team + 2);
+            if (p->seats == 6) fprintf(out, ",%d", p->a_team + 4);
+            fprintf(out, "],\"dealer\":%d,\"end\":\"%s\",\"maker\":", p->dealer, arena_end_name(p->result.end));
             if (p->maker == G304_NO_SEAT) fprintf(out, "null,\"bid\":null");
             else if (p->bid == G304_PCC) fprintf(out, "%d,\"bid\":\"pcc\"", p->maker);
             else fprintf(out, "%d,\"bid\":%d", p->maker, p->bid);
@@ -337,7 +352,9 @@ static void arena_print_deal(FILE *out, long index, const arena_deal *d, int jso
     fprintf(out, "deal %ld (dealer %d):", index + 1, d->play[0].dealer);
     for (int k = 0; k < 2; k++) {
         const arena_play *p = &d->play[k];
-        fprintf(out, " %s A at %d/%d:", k ? " |" : "", p->a_team, p->a_team + 2);
+        fprintf(out, " %s A at %d/%d", k ? " |" : "", p->a_team, p->a_team + 2);
+        if (p->seats == 6) fprintf(out, "/%d", p->a_team + 4);
+        fputc(':', out);
         if (p->maker == G304_NO_SEAT || p->result.made < 0) fprintf(out, " %s", arena_end_name(p->result.end));
         else if (p->bid == G304_PCC)
             fprintf(out, " %s PCC %s", (p->maker & 1) == p->a_team ? "A" : "B", p->result.made ? "made" : "failed");
@@ -532,21 +549,6 @@ static int arena_run(const arena_options *o, long deals, int jobs, arena_totals 
     return rc;
 }
 
-/* How many seats a hand under these rules deals to. */
-static int arena_seats(const g304_rules *rules)
-{
-    static const int16_t tokens[2] = {1, 1};
-    card_t deck[CARD_COUNT];
-    for (int i = 0; i < CARD_COUNT; i++) deck[i] = (card_t)i;
-    g304_rules r = *rules;
-    r.cut = 0;
-    g304_state st;
-    g304_start(&st, &r, 0, tokens, deck, NULL);
-    int seats = 0;
-    for (int s = 0; s < G304_SEATS; s++) seats += st.dealt[s] != 0;
-    return seats;
-}
-
 static const char arena_usage[] =
     "usage: cardroom arena --a PLAYER --b PLAYER --deals N [--seed S] [--options NAME=VALUE,...]\n"
     "                      [--a-partner PLAYER] [--time-limit MS] [--jobs N] [--json] [--quiet]\n"
@@ -562,7 +564,7 @@ static int arena_number(const char *text, long long lo, long long hi, long long 
     return 0;
 }
 
-/* --options "caps=strict,scoring=bank" */
+/* --options "caps=strict,scoring=bank", and players=6 for the six-player game (R-SIX-…) */
 static int arena_options_parse(const char *text, g304_rules *r, char *err, size_t errlen)
 {
     char buf[512];
@@ -575,6 +577,14 @@ static int arena_options_parse(const char *text, g304_rules *r, char *err, size_
         }
         *eq = 0;
         g304_error e;
+        if (strcmp(item, "players") == 0) { /* the number of seats, apart from the play options */
+            int n;
+            if (option_uint(eq + 1, 0, 99, &n) < 0 || g304_rules_set_players(r, n, &e) < 0) {
+                snprintf(err, errlen, "option players is 4 or 6, not \"%.40s\"", eq + 1);
+                return -1;
+            }
+            continue;
+        }
         if (g304_rules_set(r, item, eq + 1, &e) < 0) {
             snprintf(err, errlen, "%s", e.msg);
             return -1;
@@ -623,8 +633,8 @@ int arena_main(int argc, char **argv, FILE *out, FILE *err)
         return 2;
     }
     if (!have_partner) o.a_partner = o.a;
-    if (arena_seats(&o.rules) != ARENA_FOUR_SEATS) {
-        fprintf(err, "cardroom arena: the players play the four-player game only\n");
+    if (arena_check(&o, why, sizeof why) != 0) {
+        fprintf(err, "cardroom arena: %s\n", why);
         return 2;
     }
     o.rules.cut = 0; /* a cut would only rotate the same random deck */

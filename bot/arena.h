@@ -2,7 +2,8 @@
  *
  * Every deal is played twice with the same cards and the same dealer: team A (player A and its partner)
  * sits in seats 0 and 2 the first time and in seats 1 and 3 the second, team B in the others, so the
- * luck of the cards cancels out. A deal's margin is the mean over its two plays of A's tokens won
+ * luck of the cards cancels out. The six-player game (rules.players = 6, R-SIX-…) is played the same
+ * way with teams of three: A and two partners in seats 0, 2, 4, then 1, 3, 5. A deal's margin is the mean over its two plays of A's tokens won
  * minus B's. A hand thrown in (R-REDEAL, spoilt trumps) is dealt again from the next deck of the
  * deal's own sequence, the same in both plays; an all-pass hand scores nothing. Every hand starts with
  * the rules' start tokens. Caps is called for every seat at the first moment the game's judge finds it
@@ -11,7 +12,8 @@
  * A player is `easy`, `normal`, `expert` (bot/aiplay.h), `random` (a uniformly random legal move) or
  * `exec:COMMAND` (bot/aiexec.h). A built-in player whose move the engine refuses, or an outside
  * player that answers wrongly, late or not at all, loses that decision to a random legal move; the
- * totals count each kind. */
+ * totals count each kind. Outside players play the four-player game only (the exec protocol's
+ * requests name four seats). */
 #ifndef CARDROOM_ARENA_H
 #define CARDROOM_ARENA_H
 
@@ -51,9 +53,10 @@ typedef struct {
 
 /* One play of a deal. */
 typedef struct {
-    card_t deck[CARD_COUNT]; /* the first deck dealt */
+    card_t deck[CARD_IDS];   /* the first deck dealt (g304_deck_size() cards) */
+    int seats;               /* 4, or 6 (R-SIX-…) */
     int dealer;
-    int a_team;              /* the team A and its partner form (0: seats 0 and 2) */
+    int a_team;              /* the team A and its partner form (0: seats 0 and 2, and 4 with six) */
     int shuffles;            /* decks dealt: 1 + hands thrown in */
     g304_result result;      /* of the last hand */
     int maker, bid;          /* G304_NO_SEAT and 0 when nobody bid */

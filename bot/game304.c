@@ -733,14 +733,13 @@ static size_t match_text(const void *gs, const game_host *h, char *buf, size_t l
 
 /* ---- the computer player (aiplay: ai304 at easy) ---- */
 
-/* The seat's knowledge at the table's level (aiplay.h). The searching levels play the
- * four-player game; a six-player table's computer players play at easy. */
+/* The seat's knowledge at the table's level (aiplay.h), four or six players alike. */
 static void ask(const void *gs, int seat, table_question *q)
 {
     const game304_state *g = gs;
     question304 x;
     memset(&x, 0, sizeof x);
-    x.level = g304_seats(&g->st.rules) == G304_SEATS ? g->level : AIPLAY_EASY;
+    x.level = g->level;
     if (x.level == AIPLAY_EASY) ai304_input_of(&g->st, seat, &x.in.base);
     else aiworld_input_of(&g->st, seat, &g->bidding, &x.in);
     memcpy(q->bytes, &x, sizeof x);

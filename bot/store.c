@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@
 
 #define STORE_ERR_MAX 512
 #define STORE_BUSY_MS 5000 /* how long a write waits for another process's lock */
+#define STORE_CHECKPOINT_PAGES 1000 /* WAL pages that ask for a checkpoint (SQLite's own default) */
 
 /* ---- Schema ---- */
 
@@ -259,8 +261,19 @@ static const char *const store_sql[ST_COUNT] = {
                         "(SELECT max(id) + 1 FROM outbox)) ORDER BY id LIMIT ?2)",
 };
 
+/* The checkpointer: a thread of its own with its own connection, started at the first need. */
+typedef struct {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *path;
+    int started, want, stop;
+    long passes; /* checkpoints tried */
+} store_ckpt;
+
 struct store {
     sqlite3 *db;
+    store_ckpt ckpt;
     sqlite3_stmt *stmt[ST_COUNT];
     int iterating; /* a callback is running: calls back into the store are refused */
     int code;      /* SQLite's extended result code of the last failure; SQLITE_OK: our own refusal */
@@ -478,6 +491,97 @@ static int store_prepare(store *s)
     return 0;
 }
 
+/* ---- Checkpoints ----
+ *
+ * In WAL mode a commit appends pages to the WAL, and a checkpoint copies them back into the
+ * database file. SQLite's own automatic checkpoint runs inside the commit that crosses 1,000
+ * pages, on the bot's event loop: a few milliseconds in which no table and no network is
+ * served. Here the commit only asks (a WAL hook, which replaces the automatic one), and a
+ * thread of the store's own with a connection of its own makes a PASSIVE checkpoint: it never
+ * waits for the loop's connection nor makes it wait, and it copies only what is committed, so
+ * durability is the WAL's as before. Once a checkpoint has copied everything, the loop's next
+ * write starts the WAL from its beginning again. A checkpoint that fails (a full disk, say)
+ * leaves the pages in the WAL, where they are safe, and is tried again at the next commit; the
+ * loop's own writes meet the same fault and report it. Closing the store stops the thread
+ * first; SQLite's close of the last connection then checkpoints what is left. */
+
+static void *store_ckpt_run(void *arg)
+{
+    store_ckpt *k = arg;
+    sqlite3 *db = NULL;
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        while (!k->want && !k->stop) pthread_cond_wait(&k->cv, &k->mu);
+        if (k->stop) break;
+        k->want = 0;
+        pthread_mutex_unlock(&k->mu);
+        if (!db && sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+            sqlite3_close(db);
+            db = NULL;
+        }
+        if (db) {
+            sqlite3_exec(db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        }
+        pthread_mutex_lock(&k->mu);
+        k->passes++;
+        pthread_cond_broadcast(&k->cv);
+    }
+    pthread_mutex_unlock(&k->mu);
+    sqlite3_close(db);
+    return NULL;
+}
+
+static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    store_ckpt *k = arg;
+    (void)db;
+    (void)name;
+    if (pages < STORE_CHECKPOINT_PAGES) return SQLITE_OK;
+    pthread_mutex_lock(&k->mu);
+    if (!k->started && pthread_create(&k->thread, NULL, store_ckpt_run, k) == 0) k->started = 1;
+    k->want = 1;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    return SQLITE_OK;
+}
+
+static int store_ckpt_init(store *s, const char *path)
+{
+    store_ckpt *k = &s->ckpt;
+    if (!(k->path = strdup(path))) return store_say(s, "out of memory opening the store");
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    sqlite3_wal_hook(s->db, store_wal_hook, k);
+    return 0;
+}
+
+static void store_ckpt_end(store *s)
+{
+    store_ckpt *k = &s->ckpt;
+    if (!k->path) return;
+    pthread_mutex_lock(&k->mu);
+    k->stop = 1;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    if (k->started) pthread_join(k->thread, NULL);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    free(k->path);
+    k->path = NULL;
+}
+
+long store_checkpoint_wait(store *s, long passes)
+{
+    store_ckpt *k = &s->ckpt;
+    if (!k->path) return 0;
+    pthread_mutex_lock(&k->mu);
+    while (k->passes < passes && k->started && !k->stop) pthread_cond_wait(&k->cv, &k->mu);
+    long n = k->passes;
+    pthread_mutex_unlock(&k->mu);
+    return n;
+}
+
 /* Opens path into a new store that already holds lock_fd (-1: none). */
 static int store_open_with(store **out, const char *path, int lock_fd, char *err, size_t errlen)
 {
@@ -507,6 +611,7 @@ static int store_open_with(store **out, const char *path, int lock_fd, char *err
         store_exec(s, "PRAGMA secure_delete = ON", path) || store_migrate(s, path) ||
         store_prepare(s))
         goto fail;
+    if (store_ckpt_init(s, path) != 0) goto fail;
     *out = s;
     return 0;
 fail:
@@ -564,6 +669,7 @@ int store_open_exclusive(store **out, const char *path, char *err, size_t errlen
 void store_close(store *s)
 {
     if (!s) return;
+    store_ckpt_end(s);
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->stmt[i]);
     sqlite3_close_v2(s->db); /* an open transaction is rolled back */
     if (s->lock_fd >= 0) close(s->lock_fd); /* the claim ends with it */

@@ -6,7 +6,8 @@
  * Every write the bot makes for one batch of incoming events goes between store_begin() and
  * store_commit(), so journal entries, outbox messages and the adapter's new position land
  * together or not at all. Functions return 0 on success and -1 on failure with a message
- * (store_error()). Nothing here prints. */
+ * (store_error()). Nothing here prints. Checkpoints of the WAL run on a thread of the store's
+ * own (see store.c), never inside store_commit(). */
 #ifndef CARDROOM_STORE_H
 #define CARDROOM_STORE_H
 
@@ -28,6 +29,10 @@ int store_open(store **out, const char *path, char *err, size_t errlen);
 int store_open_exclusive(store **out, const char *path, char *err, size_t errlen);
 void store_close(store *s);
 const char *store_error(const store *s);
+/* Waits until the store's checkpointer has made at least passes checkpoints since the open, or
+ * at once when it has not started (no commit has yet left 1,000 pages in the WAL). Returns the
+ * checkpoints made so far. For tests and benchmarks. */
+long store_checkpoint_wait(store *s, long passes);
 
 /* What kind of failure the last error was: the words a person reads about it, and whether
  * waiting may mend it (every fault but STORE_FAULT_NONE comes from the file or the disk). */

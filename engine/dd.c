@@ -1,6 +1,6 @@
 /* dd.c — the double-dummy solver (interface and rules in dd.h).
  *
- * Shape of the search. A node is a whole dd_pos (about 70 bytes, copied per move: simpler and as
+ * Shape of the search. A node is a whole dd_pos (about 100 bytes, copied per move: simpler and as
  * fast as undoing). dd_play_card() is the one place where a card changes the position, for callers
  * (dd_play) and for the search alike; it mirrors g304.c's do_play()/finish_trick() for what follows
  * a trick. Legal moves come from g304_check_card(), one card per suit; only the cases where it
@@ -42,7 +42,6 @@
 #include <string.h>
 
 #define DD_DEFAULT_BITS 17
-#define DD_FOUR_SEATS 4 /* the game solved: four seats of eight cards */
 #define DD_WAYS 4      /* entries per bucket */
 #define DD_INF 10000
 #define DD_MODE_POINTS 0
@@ -74,18 +73,18 @@ struct dd_solver {
     long nodes;
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
-    int8_t pts[CARD_COUNT], pw[CARD_COUNT];
-    int16_t suit_pts[256];                   /* points of a suit's cards by the mask of their ranks */
-    card_t by_power[SUIT_COUNT][RANK_COUNT]; /* each suit strongest first */
-    cardset_t above[CARD_COUNT];             /* the stronger cards of the same suit */
+    int8_t pts[CARD_IDS], pw[CARD_IDS];    /* the 36-card pack: the sixes too (R-SIX-CARDS) */
+    int16_t suit_pts[256];                 /* points of a suit's cards by the mask of their ranks */
+    card_t by_power[SUIT_COUNT][RANK_IDS]; /* each suit strongest first, its six last */
+    cardset_t above[CARD_IDS];             /* the stronger cards of the same suit */
 };
 
-static int dd_team(int seat) { return seat & 1; }
+static int dd_team(int seat) { return seat & 1; } /* R-SEATS, R-SIX-SEATS: g304.c's team_of() */
 
 static int dd_trick_size(const dd_pos *p)
 {
     if (!p->pcc) return p->nseats;
-    return p->nseats - (p->nseats / 2 - 1); /* the maker's partners sit out */
+    return p->nseats / 2 + 1; /* the maker and his opponents: his partner, or both teammates, sit out */
 }
 
 static int dd_sits_out(const dd_pos *p, int seat)
@@ -108,15 +107,9 @@ int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen)
         if (err && errlen) snprintf(err, errlen, "the hand is not in play (phase %s)", g304_phase_name(st->phase));
         return -1;
     }
-    int dealt = 0; /* the four-player game deals 4 x 8 cards; the six-player game is not solved yet */
-    for (int s = 0; s < G304_SEATS; s++) dealt += cardset_count(st->dealt[s]);
-    if (dealt != DD_FOUR_SEATS * G304_TRICKS) {
-        if (err && errlen) snprintf(err, errlen, "the solver plays the four-player game only (%d cards dealt)", dealt);
-        return -1;
-    }
     memset(p, 0, sizeof *p);
-    p->nseats = G304_SEATS;
-    p->ntricks = G304_TRICKS;
+    p->nseats = (uint8_t)g304_seats(&st->rules);
+    p->ntricks = (uint8_t)g304_tricks(&st->rules);
     p->maker = st->maker;
     p->trump = st->trump;
     p->pcc = st->pcc;
@@ -134,7 +127,7 @@ int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen)
         p->seat[i] = t->seat[i];
     }
     p->to_act = st->to_act;
-    for (int s = 0; s < G304_SEATS; s++) p->hand[s] = st->hand[s];
+    for (int s = 0; s < p->nseats; s++) p->hand[s] = st->hand[s];
     p->points[0] = st->points[0];
     p->points[1] = st->points[1];
     p->tricks[0] = st->team_tricks[0];
@@ -355,20 +348,20 @@ dd_solver *dd_solver_new(int table_bits)
         return NULL;
     }
     memset(w->tt, 0, bytes);
-    for (card_t c = 0; c < CARD_COUNT; c++) {
+    for (card_t c = 0; c < CARD_IDS; c++) {
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
     }
     for (int m = 0; m < 256; m++) w->suit_pts[m] = (int16_t)cardset_points((cardset_t)m);
     for (int s = 0; s < SUIT_COUNT; s++) {
-        for (int r = 0; r < RANK_COUNT; r++) w->by_power[s][r] = CARD_MAKE(s, r);
-        for (int i = 1; i < RANK_COUNT; i++) /* insertion sort, strongest first */
+        for (int r = 0; r < RANK_IDS; r++) w->by_power[s][r] = CARD_MAKE(s, r);
+        for (int i = 1; i < RANK_IDS; i++) /* insertion sort, strongest first */
             for (int j = i; j > 0 && w->pw[w->by_power[s][j]] > w->pw[w->by_power[s][j - 1]]; j--) {
                 card_t t = w->by_power[s][j];
                 w->by_power[s][j] = w->by_power[s][j - 1];
                 w->by_power[s][j - 1] = t;
             }
-        for (int i = 0; i < RANK_COUNT; i++)
+        for (int i = 0; i < RANK_IDS; i++)
             for (int j = 0; j < i; j++) w->above[w->by_power[s][i]] |= CARDSET_BIT(w->by_power[s][j]);
     }
     return w;
@@ -502,8 +495,8 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
  * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
 static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
 {
-    card_t cards[G304_SEATS];
-    uint8_t seats[G304_SEATS];
+    card_t cards[G304_MAX_SEATS];
+    uint8_t seats[G304_MAX_SEATS];
     int n = p->n, size = dd_trick_size(p);
     memcpy(cards, p->card, (size_t)n);
     memcpy(seats, p->seat, (size_t)n);
@@ -544,10 +537,10 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
         for (int s = 0; s < SUIT_COUNT; s++) {
             cardset_t mine = legal & CARDSET_SUIT(s) & ~(ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
             if (!(mine & (mine - 1))) continue; /* fewer than two: nothing to merge */
-            card_t run[RANK_COUNT];
+            card_t run[RANK_IDS];
             int len = 0;
-            for (int i = 0; i <= RANK_COUNT; i++) {
-                card_t c = i < RANK_COUNT && mine ? w->by_power[s][i] : CARD_NONE; /* a run ends with mine */
+            for (int i = 0; i <= RANK_IDS; i++) {
+                card_t c = i < RANK_IDS && mine ? w->by_power[s][i] : CARD_NONE; /* a run ends with mine */
                 if (c != CARD_NONE && (mine & CARDSET_BIT(c))) {
                     run[len++] = c;
                     mine &= ~CARDSET_BIT(c);
@@ -605,7 +598,7 @@ static int dd_set_points(const dd_solver *w, cardset_t s)
  * bound: it may be thrown on a trick the other team wins. */
 static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
 {
-    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_SEATS], team_trumps[2] = {0, 0}, in_play = 0;
+    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_MAX_SEATS], team_trumps[2] = {0, 0}, in_play = 0;
     for (int s = 0; s < p->nseats; s++) {
         held[s] = dd_sits_out(p, s) ? 0 : p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
         team_trumps[dd_team(s)] |= held[s] & trumps;
@@ -615,7 +608,7 @@ static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
     for (int i = 0; i < p->n; i++) left += w->pts[p->card[i]];
     for (int y = 0; y < 2; y++) {
         cardset_t sure = team_trumps[y], theirs = team_trumps[!y];
-        for (int i = 0; sure && theirs && i < RANK_COUNT; i++) {
+        for (int i = 0; sure && theirs && i < RANK_IDS; i++) {
             card_t c = w->by_power[p->trump][i];
             if (theirs & CARDSET_BIT(c)) {
                 sure &= w->above[c];
@@ -652,9 +645,9 @@ static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
  * indicator), and it goes to the strongest card (dd_winning); nothing that happens after it counts. */
 static int dd_last_trick(const dd_solver *w, const dd_pos *p)
 {
-    card_t cards[G304_SEATS];
+    card_t cards[G304_MAX_SEATS];
     int seat = p->to_act, size = dd_trick_size(p), pts = 0;
-    uint8_t seats[G304_SEATS];
+    uint8_t seats[G304_MAX_SEATS];
     for (int k = 0; k < size; k++, seat = dd_next_seat(p, seat)) {
         cardset_t held = p->hand[seat];
         cards[k] = held ? cardset_first(held) : p->indicator;
@@ -671,15 +664,15 @@ static int dd_last_trick(const dd_solver *w, const dd_pos *p)
  * trick is every seat's remaining card, played in the same turn from the first trick's winner. */
 typedef struct {
     int size, trump;
-    uint8_t seat[G304_SEATS];    /* by place in the first trick: the seat */
-    cardset_t held[G304_SEATS];  /* by place: the seat's two cards, a face-down indicator included */
-    cardset_t legal[G304_SEATS]; /* by place: the legal cards */
-    card_t card[G304_SEATS];     /* by place: the card played */
+    uint8_t seat[G304_MAX_SEATS];    /* by place in the first trick: the seat */
+    cardset_t held[G304_MAX_SEATS];  /* by place: the seat's two cards, a face-down indicator included */
+    cardset_t legal[G304_MAX_SEATS]; /* by place: the legal cards */
+    card_t card[G304_MAX_SEATS];     /* by place: the card played */
 } dd_two;
 
 static int dd_two_value(const dd_solver *w, const dd_two *t)
 {
-    card_t last[G304_SEATS];
+    card_t last[G304_MAX_SEATS];
     int size = t->size, first = dd_winning(w, t->card, size, t->trump), pts = 0, rest = 0;
     for (int k = 0; k < size; k++) {
         int j = first + k < size ? first + k : first + k - size;

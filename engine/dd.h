@@ -7,7 +7,9 @@
  * R-MAKER-VOID, R-LEAD1-TRUMP, R-IND-PLAY, R-EXHAUST), the trick goes to g304_trick_winner(), and
  * what happens between tricks (R-REVEAL, R-250, R-EXHAUST binding, Partner Close Caps skipping
  * the partner) follows g304.c step by step; tests/test_dd_cross.c checks the solver against a
- * brute-force search made of g304_apply() alone.
+ * brute-force search made of g304_apply() alone. Four or six players alike (R-SIX-…): nseats and
+ * ntricks tell the game, teams are by parity as in g304.c, the pack of six players has the sixes,
+ * and in Partner Close Caps both of the maker's teammates sit out (tricks of four cards).
  *
  * The values are card points: dd_value() is what team 0 wins of the points still in play when
  * both teams play perfectly (team 1 wins the rest). dd_reach() asks the cheaper yes/no question
@@ -31,7 +33,8 @@ typedef struct {
     uint8_t nseats;               /* seats at the table */
     uint8_t ntricks;              /* tricks in a hand */
     uint8_t maker, trump;         /* the trump maker and the trump suit */
-    uint8_t pcc;                  /* Partner Close Caps: the maker's partner sits out (R-PCC) */
+    uint8_t pcc;                  /* Partner Close Caps: the maker's partner (both teammates with six
+                                     players) sits out (R-PCC, R-SIX-PCC) */
     uint8_t bid250;               /* the final bid is 250 or more */
     uint8_t trump_open;           /* the trump is known to everybody */
     uint8_t ind_down;             /* the indicator lies face down (it is not in hand[maker]) */
@@ -40,10 +43,10 @@ typedef struct {
     uint8_t trick_no;             /* index of the trick in progress; ntricks when the hand is over */
     uint8_t n;                    /* cards in the trick in progress */
     uint8_t facedown;             /* bit i: card i of the trick went face down */
-    card_t card[G304_SEATS];      /* the trick in progress, in playing order */
-    uint8_t seat[G304_SEATS];
+    card_t card[G304_MAX_SEATS];  /* the trick in progress, in playing order */
+    uint8_t seat[G304_MAX_SEATS];
     uint8_t to_act;
-    cardset_t hand[G304_SEATS];   /* cards in hand, without a face-down indicator */
+    cardset_t hand[G304_MAX_SEATS]; /* cards in hand, without a face-down indicator (nseats used) */
     uint16_t points[2];           /* card points won by each team so far */
     uint8_t tricks[2];            /* tricks won by each team so far */
     uint8_t caps_seat;            /* after a Caps call: the caller (G304_NO_SEAT if none) ... */
@@ -51,8 +54,8 @@ typedef struct {
     card_t caps_order[G304_TRICKS];
 } dd_pos;
 
-/* The position of a hand in play. Returns 0, or -1 with a sentence in err (a hand not in play,
- * or a table the solver does not support). */
+/* The position of a hand in play, four or six players. Returns 0, or -1 with a sentence in err (a
+ * hand not in play). */
 int dd_pos_of(const g304_state *st, dd_pos *p, char *err, size_t errlen);
 
 /* The cards the seat to act may play now, by the engine's rules (after a Caps call, the caller's

@@ -5,7 +5,8 @@
  * and the same players then make the same moves: a margin of exactly zero), reruns giving the same
  * results, outside players that answer well (the README's example player), wrongly, illegally,
  * too slowly, not at all or by dying — each loses its decisions to a random move, counted, and the
- * arena finishes — and requests that never name a card the seat may not see. */
+ * arena finishes — and requests that never name a card the seat may not see. Six-player 304 the same
+ * way with teams of three (outside players are refused there). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -79,6 +80,35 @@ Test(arena, equal_players_tie_every_deal)
         cr_assert_eq(d.play[0].tokens_a, d.play[1].tokens_b);
     }
     arena_free(ar);
+}
+
+/* Six-player 304 (R-SIX-…): both plays see the same 36-card deck and the dealer goes round six
+ * seats; team A (three seats) changes seats, and equal players tie every deal. */
+Test(arena, six_players)
+{
+    arena_options o;
+    options(&o, "easy", "easy", 1000);
+    cr_assert_eq(g304_rules_set_players(&o.rules, 6, NULL), 0);
+    arena *ar = make(&o);
+    for (long i = 0; i < 12; i++) {
+        arena_deal d;
+        cr_assert_eq(arena_play_deal(ar, i, &d), 0);
+        cr_assert_eq(d.play[0].seats, 6);
+        cr_assert_eq(memcmp(d.play[0].deck, d.play[1].deck, CARD_IDS), 0, "deal %ld: the plays saw other cards", i);
+        cardset_t pack = 0;
+        for (int k = 0; k < CARD_IDS; k++) pack |= CARDSET_BIT(d.play[0].deck[k]);
+        cr_assert_eq(pack, CARDSET_ALL | CARDSET_SIXES, "deal %ld: not the 36-card pack", i);
+        cr_assert_eq(d.play[0].dealer, i % 6);
+        cr_assert_eq(d.play[1].dealer, d.play[0].dealer);
+        cr_assert_eq(d.play[1].a_team, 1);
+        cr_assert_eq(d.margin, 0.0, "deal %ld: margin %g", i, d.margin);
+    }
+    arena_free(ar);
+    char why[256];
+    options(&o, "exec:true", "easy", 1000);
+    cr_assert_eq(g304_rules_set_players(&o.rules, 6, NULL), 0);
+    cr_assert_null(arena_new(&o, why, sizeof why));
+    cr_assert(strstr(why, "four-player game only") != NULL, "%s", why);
 }
 
 static void expect_faults(const char *player, long limit_ms, long deals, int which)
@@ -276,4 +306,14 @@ Test(arena, command_line)
     cr_assert_eq(run("--a easy --b easy --deals 0", out, sizeof out), 2);
     cr_assert_eq(run("--a easy --b easy --deals 1 --options caps=sometimes", out, sizeof out), 2);
     cr_assert_eq(run("--a exec: --b easy --deals 1", out, sizeof out), 2);
+    /* six players: teams of three */
+    cr_assert_eq(run("--a easy --b random --deals 2 --options players=6,caps=strict", out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "deal 2 (dealer 1):  A at 0/2/4:") != NULL, "%s", out);
+    cr_assert(strstr(out, "| A at 1/3/5:") != NULL, "%s", out);
+    cr_assert_eq(run("--a easy --b easy --deals 1 --json --options players=6", out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "\"a_seats\":[0,2,4]") != NULL && strstr(out, "\"a_seats\":[1,3,5]") != NULL, "%s", out);
+    cr_assert_eq(run("--a easy --b easy --deals 1 --options players=5", out, sizeof out), 2);
+    cr_assert(strstr(out, "option players is 4 or 6, not \"5\"") != NULL, "%s", out);
+    cr_assert_eq(run("--a exec:true --b easy --deals 1 --options players=6", out, sizeof out), 2);
+    cr_assert(strstr(out, "outside players (exec:) play the four-player game only") != NULL, "%s", out);
 }

@@ -1594,6 +1594,49 @@ Test(console, computer_levels)
     for (int i = 0; i < 3; i++) run_free(&res[i]);
 }
 
+#define SIX_COMPUTERS "alice> !new 304 6\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\nalice> !bot\n"
+
+/* Six computer players at level expert at a six-seat table (R-SIX-…): `!rules` shows the level as at
+ * four seats, the match runs to its end with every move legal in the journal, nothing leaks, and the
+ * same deals are played otherwise than at easy. */
+Test(console, six_expert_computers)
+{
+    cfg c;
+    test_cfg(&c);
+    char *dir = temp_dir("console"), *db = path_in(dir, "six-expert.db");
+    run_result r = run_script(&c,
+                              SIX_COMPUTERS "alice> !set start_tokens 1\nalice> !set level expert\nalice> !rules\n"
+                                            "alice> !start\n",
+                              7, db);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    assert_clean(&r.all, NULL);
+    int rules = lines_find(&r.all, 0, "304 for six players in two teams of three");
+    cr_assert_geq(rules, 0, "no !rules answer");
+    cr_assert(strstr(r.all.v[rules], ", level=expert (") != NULL, "%s", r.all.v[rules]);
+    cr_assert_geq(lines_find(&r.all, 0, "trick 6 to "), 0, "no hand was played to its sixth trick");
+    run_result easy = run_script(&c, SIX_COMPUTERS "alice> !set start_tokens 1\nalice> !start\n", 7, NULL);
+    cr_assert_eq(easy.rc, 0, "%s", easy.err);
+    lines a, b;
+    lines_without(&r.all, "level", &a);
+    lines_without(&easy.all, "level", &b);
+    int differ = a.n != b.n;
+    for (int i = 0; !differ && i < a.n; i++) differ = strcmp(a.v[i], b.v[i]) != 0;
+    cr_assert(differ, "easy and expert computers played the same six-player deals alike");
+    lines_free(&a);
+    lines_free(&b);
+    run_free(&easy);
+    cr_assert_eq(lines_count(&r.all, "Match over: "), 1);
+    expected x = {0};
+    int16_t tok[2];
+    cr_assert_eq(replay_tables(db, 1, 1, 7, &c, &x, tok), 1, "the match is not over");
+    cr_assert(tok[0] == 0 || tok[1] == 0);
+    assert_no_leak(&x, &r.all, "six expert computers");
+    expected_free(&x);
+    run_free(&r);
+    free(db);
+    temp_dir_remove(dir);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* (c) Refusals, help and rules                                                             */
 /* ---------------------------------------------------------------------------------------- */

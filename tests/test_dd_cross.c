@@ -15,7 +15,12 @@
  * engine's legal cards, at every node. The solver must agree everywhere: dd_value() at the root
  * and after every legal move, dd_reach() at targets around the value, dd_sweep() for both teams.
  *
- * Environment: CARDROOM_DD_CROSS_POSITIONS (default 5000), CARDROOM_DD_CROSS_SEED (default 304). */
+ * The same for six-player 304 (R-SIX-…): teams of three, tricks of six cards (four in Partner Close
+ * Caps), the sixes in the pack; and one six-player hand played from its first lead to its end by the
+ * solver's best moves.
+ *
+ * Environment: CARDROOM_DD_CROSS_POSITIONS (default 5000; a sixth of it with six players),
+ * CARDROOM_DD_CROSS_SEED (default 304). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,45 +76,62 @@ static card_t pick_card(xrng *r, const g304_state *st, const card_t *cand, int k
     return pick;
 }
 
-static int gen_position(uint64_t seed, position *p)
+/* A position of a hand for `seats` players (4, or 6: R-SIX-…), or 0 if the plan did not reach one. */
+static int gen_position(uint64_t seed, int seats, position *p)
 {
     xrng r = {seed};
     memset(p, 0, sizeof *p);
     p->seed = seed;
     g304_rules rules;
     g304_rules_default(&rules);
+    cr_assert_eq(g304_rules_set_players(&rules, seats, NULL), 0);
     rules.bid8_opener = rng_chance(&r, 50) ? G304_OPENER_DEALER_RIGHT : G304_OPENER_MAKER;
     rules.caps = rng_chance(&r, 20) ? G304_CAPS_OFF : G304_CAPS_GRACE;
-    int dealer = (int)rng_below(&r, 4);
+    int dealer = (int)rng_below(&r, (uint32_t)seats), ntricks = g304_tricks(&rules), pack = g304_deck_size(&rules);
     uint8_t dseed[DEAL_SEED_BYTES];
     for (int i = 0; i < DEAL_SEED_BYTES; i++) dseed[i] = (uint8_t)rng_u64(&r);
-    card_t deck[CARD_COUNT];
-    deal_shuffle(dseed, deck, CARD_COUNT);
-    int strong = (int)rng_below(&r, 2), maker4 = (int)rng_below(&r, 4);
+    card_t deck[CARD_IDS];
+    g304_shuffle(dseed, &rules, deck);
+    int strong = (int)rng_below(&r, 2), maker4 = (int)rng_below(&r, (uint32_t)seats), team_size = seats / 2;
     if (rng_chance(&r, 40)) { /* the strong team gets the stronger cards, so that it often wins every trick */
-        card_t hands[G304_SEATS][G304_TRICKS];
-        int key[CARD_COUNT], got[G304_SEATS] = {0};
-        for (int c = 0; c < CARD_COUNT; c++) key[c] = card_power((card_t)c) * 4 + (int)rng_below(&r, 12);
-        for (int i = 1; i < CARD_COUNT; i++) /* strongest first */
+        card_t hands[G304_MAX_SEATS][G304_TRICKS];
+        int key[CARD_IDS], got[G304_MAX_SEATS] = {0};
+        for (int c = 0; c < pack; c++) key[c] = card_power((card_t)c) * 4 + (int)rng_below(&r, 12);
+        for (int i = 1; i < pack; i++) /* strongest first */
             for (int j = i; j > 0 && key[deck[j]] > key[deck[j - 1]]; j--) {
                 card_t t = deck[j];
                 deck[j] = deck[j - 1];
                 deck[j - 1] = t;
             }
-        for (int i = 0; i < CARD_COUNT; i++) {
-            int seat = (int)((i < 16 ? strong : !strong) + 2 * rng_below(&r, 2));
-            if (got[seat] == G304_TRICKS) seat ^= 2;
+        for (int i = 0; i < pack; i++) {
+            int team = i < pack / 2 ? strong : !strong;
+            int seat = team + 2 * (int)rng_below(&r, (uint32_t)team_size);
+            while (got[seat] == ntricks) seat = (seat + 2) % seats; /* the next seat of the team */
             hands[seat][got[seat]++] = deck[i];
         }
-        for (int s = 0; s < G304_SEATS; s++)
-            for (int i = G304_TRICKS - 1; i > 0; i--) {
+        for (int s = 0; s < seats; s++)
+            for (int i = ntricks - 1; i > 0; i--) {
                 int j = (int)rng_below(&r, (uint32_t)i + 1);
                 card_t t = hands[s][i];
                 hands[s][i] = hands[s][j];
                 hands[s][j] = t;
             }
-        if (g304_deck_from_hands(hands, dealer, deck) != 0) return 0;
-        maker4 = strong + 2 * (int)rng_below(&r, 2);
+        if (g304_deck_from_hands_of(&rules, (const card_t(*)[G304_TRICKS])hands, dealer, deck) != 0) return 0;
+        maker4 = strong + 2 * (int)rng_below(&r, (uint32_t)team_size);
+    }
+    if (seats == 6 && rng_chance(&r, 20)) { /* the maker holds the six best cards of a suit, so R-EXHAUST binds */
+        static const int top[6] = {RANK_J, RANK_9, RANK_A, RANK_T, RANK_K, RANK_Q};
+        card_t hands[G304_MAX_SEATS][G304_TRICKS];
+        int suit = (int)rng_below(&r, SUIT_COUNT), got[G304_MAX_SEATS] = {0}, seat = 0, turn = (int)rng_below(&r, 6);
+        maker4 = (int)rng_below(&r, (uint32_t)seats);
+        for (int i = 0; i < 6; i++) hands[maker4][i] = CARD_MAKE(suit, top[(i + turn) % 6]);
+        got[maker4] = ntricks;
+        for (int i = 0; i < pack; i++) {
+            if (CARD_SUIT(deck[i]) == suit && card_power(deck[i]) >= card_power(CARD_MAKE(suit, RANK_Q))) continue;
+            while (got[seat] == ntricks) seat++;
+            hands[seat][got[seat]++] = deck[i];
+        }
+        if (g304_deck_from_hands_of(&rules, (const card_t(*)[G304_TRICKS])hands, dealer, deck) != 0) return 0;
     }
     const int16_t tokens[2] = {11, 11};
     g304_state *st = &p->st;
@@ -117,12 +139,14 @@ static int gen_position(uint64_t seed, position *p)
 
     int plan = (int)rng_below(&r, 100);
     int a4 = plan < 25 ? 250 + 10 * (int)rng_below(&r, 6) : 160 + 10 * (int)rng_below(&r, 9);
-    int bid8_seat = plan >= 60 ? (int)rng_below(&r, 4) : -1;
+    int bid8_seat = plan >= 60 ? (int)rng_below(&r, (uint32_t)seats) : -1;
     int a8 = plan >= 85 ? G304_PCC : 250 + 10 * (int)rng_below(&r, 6);
     int want_open = rng_chance(&r, 35), keep_closed = rng_chance(&r, 50), lead_trumps = rng_chance(&r, 40);
+    if (seats == 6 && rng_chance(&r, 50)) want_open = 0, keep_closed = 1; /* six seats open the trump sooner */
     int left = 1 + (int)rng_below(&r, 3) + (rng_chance(&r, 15) ? 1 : 0);
-    int stop_trick = G304_TRICKS - left, stop_cards = rng_chance(&r, 40) ? 0 : (int)rng_below(&r, 4);
-    int caps_at = rng_chance(&r, 25) ? (int)rng_below(&r, 4) : -1;
+    if (seats == 6 && left > 2 && rng_chance(&r, 80)) left = 2; /* tricks of six: a brute force that ends */
+    int stop_trick = ntricks - left, stop_cards = rng_chance(&r, 40) ? 0 : (int)rng_below(&r, (uint32_t)seats);
+    int caps_at = rng_chance(&r, 25) ? (int)rng_below(&r, (uint32_t)seats) : -1;
     int b4 = 0, b8 = 0, opened = 0;
     for (int guard = 0; guard < MAX_PLIES; guard++) {
         if (st->phase == G304_PHASE_DONE) return 0;
@@ -136,12 +160,11 @@ static int gen_position(uint64_t seed, position *p)
                     g304_apply(st, st->maker, &a, NULL, NULL);
                 }
             }
-            int size = st->pcc ? 3 : 4;
-            if (st->trick_no == stop_trick && st->tricks[stop_trick].n == stop_cards % size) {
+            if (st->trick_no == stop_trick && st->tricks[stop_trick].n == stop_cards % g304_trick_size(st)) {
                 if (caps_at >= 0 && !p->called) {
                     int caller = -1;
-                    for (int k = 0; k < G304_SEATS && caller < 0; k++)
-                        if (g304_may_caps(st, (caps_at + k) & 3)) caller = (caps_at + k) & 3;
+                    for (int k = 0; k < seats && caller < 0; k++)
+                        if (g304_may_caps(st, (caps_at + k) % seats)) caller = (caps_at + k) % seats;
                     if (caller < 0) return 1;
                     cardset_t have = g304_cards_of(st, caller);
                     a = test_action(G304_DO_CAPS, 0, 0);
@@ -342,10 +365,10 @@ static long env_long(const char *name, long fallback)
     return v && *v ? strtol(v, NULL, 10) : fallback;
 }
 
-Test(dd_cross, solver_agrees_with_brute_force)
+/* Checks `want` positions of the game of `seats` players from the seed against the brute force;
+ * every kind of position must have come up. */
+static void cross_check(int seats, long want, uint64_t seed)
 {
-    long want = env_long("CARDROOM_DD_CROSS_POSITIONS", 5000);
-    uint64_t seed = (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304);
     dd_solver *w = dd_solver_new(16);
     cr_assert_not_null(w);
     oracle o = {0};
@@ -353,7 +376,7 @@ Test(dd_cross, solver_agrees_with_brute_force)
     xrng r = {seed};
     for (long tries = 0; done < want && tries < want * 20; tries++) {
         position p;
-        if (!gen_position(rng_u64(&r), &p)) continue;
+        if (!gen_position(rng_u64(&r), seats, &p)) continue;
         check_position(&o, w, &p);
         done++;
         closed += !p.st.trump_open;
@@ -364,18 +387,31 @@ Test(dd_cross, solver_agrees_with_brute_force)
         for (int t = 0; t <= p.st.trick_no && t < G304_TRICKS; t++) facedown += p.st.tricks[t].facedown != 0;
         if (o.mismatches) break;
     }
-    cr_log_info("%ld positions (%ld closed, %ld Partner Close Caps, %ld with R-EXHAUST binding, %ld after a Caps "
-                "call, %ld mid-trick; %ld tricks with face-down cards), %ld oracle nodes",
-                done, closed, pcc, exhaust, called, mid, facedown, o.nodes);
+    cr_log_info("%d players: %ld positions (%ld closed, %ld Partner Close Caps, %ld with R-EXHAUST binding, %ld after "
+                "a Caps call, %ld mid-trick; %ld tricks with face-down cards), %ld oracle nodes",
+                seats, done, closed, pcc, exhaust, called, mid, facedown, o.nodes);
     cr_assert_eq(o.mismatches, 0, "%s", o.why);
     cr_assert_eq(done, want, "only %ld positions could be made", done);
-    /* every kind of position must have come up */
     cr_assert_gt(closed, want / 20);
     cr_assert_gt(pcc, want / 50);
     cr_assert_gt(exhaust, 0);
     cr_assert_gt(called, want / 50);
     cr_assert_gt(facedown, want / 10);
+    cr_assert_gt(mid, want / 10);
     dd_solver_free(w);
+}
+
+Test(dd_cross, solver_agrees_with_brute_force)
+{
+    cross_check(4, env_long("CARDROOM_DD_CROSS_POSITIONS", 5000), (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304));
+}
+
+/* Six-player 304 (R-SIX-…): six seats in teams of three, tricks of six cards (four in Partner Close
+ * Caps, both teammates out), the sixes in the pack. */
+Test(dd_cross, six_players_agree_with_brute_force)
+{
+    cross_check(6, env_long("CARDROOM_DD_CROSS_POSITIONS", 5000) / 6,
+                (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304) + 6);
 }
 
 /* A search stopped by its node budget answers DD_UNKNOWN and leaves the table sound: the same solver
@@ -388,7 +424,7 @@ Test(dd_cross, budget_stops_without_harm)
     int positions = 0, stopped = 0;
     for (int tries = 0; positions < 200 && tries < 5000; tries++) {
         position p;
-        if (!gen_position(rng_u64(&r), &p)) continue;
+        if (!gen_position(rng_u64(&r), tries % 2 ? 6 : 4, &p)) continue;
         dd_pos root;
         cr_assert_eq(dd_pos_of(&p.st, &root, NULL, 0), 0);
         positions++;
@@ -410,42 +446,45 @@ Test(dd_cross, budget_stops_without_harm)
     dd_solver_free(fresh);
 }
 
-/* Positions the solver does not take: a hand not in play, and a deal that is not the four-player
- * game's 32 cards (six-player 304 is refused for now). */
+/* A position the solver does not take: a hand not in play. Hands in play of both games are taken,
+ * with the game's seats and tricks. */
 Test(dd_cross, refusals)
 {
-    position p;
-    xrng r = {5};
-    while (!gen_position(rng_u64(&r), &p)) {}
-    dd_pos d;
-    char err[160];
-    g304_state st = p.st;
-    st.dealt[0] &= st.dealt[0] - 1;
-    cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
-    cr_assert(strstr(err, "four-player game only") != NULL, "%s", err);
-    st = p.st;
-    st.phase = G304_PHASE_BID8;
-    cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
-    cr_assert(strstr(err, "not in play (phase bid8)") != NULL, "%s", err);
-    cr_assert_eq(dd_pos_of(&p.st, &d, err, sizeof err), 0);
+    for (int seats = 4; seats <= 6; seats += 2) {
+        position p;
+        xrng r = {5};
+        while (!gen_position(rng_u64(&r), seats, &p)) {}
+        dd_pos d;
+        char err[160];
+        g304_state st = p.st;
+        st.phase = G304_PHASE_BID8;
+        cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
+        cr_assert(strstr(err, "not in play (phase bid8)") != NULL, "%s", err);
+        cr_assert_eq(dd_pos_of(&p.st, &d, err, sizeof err), 0);
+        cr_assert_eq(d.nseats, seats);
+        cr_assert_eq(d.ntricks, seats == 6 ? 6 : 8);
+    }
 }
 
-/* A six-player hand in play (R-SIX-…) is refused by name: the solver plays the four-player game. */
-Test(dd_cross, six_players_refused)
+/* A six-player hand from its deal to its end, every card chosen by the solver's own best move: the
+ * solver's position follows the engine's at every card, and the points its value promised at the
+ * first lead are what team 0 ends with (both teams play the solver's best moves). */
+Test(dd_cross, six_players_whole_hand)
 {
-    g304_rules r;
-    g304_error e;
-    g304_rules_default(&r);
-    cr_assert_eq(g304_rules_set_players(&r, 6, &e), 0);
+    g304_rules rules;
+    g304_rules_default(&rules);
+    cr_assert_eq(g304_rules_set_players(&rules, 6, NULL), 0);
+    dd_solver *w = dd_solver_new(18);
+    cr_assert_not_null(w);
     const int16_t tokens[2] = {11, 11};
-    int refused = 0;
-    for (uint8_t n = 1; n < 40 && !refused; n++) {
+    int hands = 0;
+    for (uint8_t n = 1; n < 60 && hands < 3; n++) {
         uint8_t seed[DEAL_SEED_BYTES] = {n};
         card_t deck[CARD_IDS];
         g304_state st;
-        deal_shuffle(seed, deck, CARD_IDS);
-        g304_start(&st, &r, 0, tokens, deck, NULL);
-        for (int ply = 0; ply < 60 && st.phase != G304_PHASE_PLAY && st.phase != G304_PHASE_DONE; ply++) {
+        g304_shuffle(seed, &rules, deck);
+        g304_start(&st, &rules, n % 6, tokens, deck, NULL);
+        for (int ply = 0; ply < 80 && st.phase != G304_PHASE_PLAY && st.phase != G304_PHASE_DONE; ply++) {
             ai304_input in;
             g304_action a;
             int seat = st.to_act;
@@ -454,11 +493,33 @@ Test(dd_cross, six_players_refused)
             cr_assert_eq(g304_apply(&st, seat, &a, NULL, NULL), G304_OK);
         }
         if (st.phase != G304_PHASE_PLAY) continue;
-        dd_pos d;
-        char err[160];
-        cr_assert_eq(dd_pos_of(&st, &d, err, sizeof err), -1);
-        cr_assert(strstr(err, "four-player game only") != NULL, "%s", err);
-        refused++;
+        dd_pos pos;
+        cr_assert_eq(dd_pos_of(&st, &pos, NULL, 0), 0);
+        int promised = pos.points[0] + dd_value(w, &pos);
+        while (st.phase == G304_PHASE_PLAY) {
+            card_t cand[G304_TRICKS];
+            int k = dd_legal(&pos, cand), maxi = team_of_seat(pos.to_act) == 0, best = -1;
+            cr_assert_gt(k, 0);
+            card_t pick = cand[0];
+            for (int i = 0; i < k; i++) {
+                dd_pos y = pos;
+                dd_play(&y, cand[i]);
+                int v = y.trick_no < y.ntricks ? y.points[0] + dd_value(w, &y) : y.points[0];
+                if (best < 0 || (maxi ? v > best : v < best)) best = v, pick = cand[i];
+            }
+            cr_assert_eq(best, promised, "the value changed under best play");
+            g304_action a = test_action(G304_DO_PLAY, pick, 0);
+            cr_assert_eq(g304_apply(&st, st.to_act, &a, NULL, NULL), G304_OK);
+            dd_play(&pos, pick);
+            if (st.phase != G304_PHASE_PLAY) break;
+            dd_pos ref;
+            cr_assert_eq(dd_pos_of(&st, &ref, NULL, 0), 0);
+            cr_assert(same_pos(&ref, &pos), "dd_play left a position unlike the engine's");
+        }
+        cr_assert_eq(st.trick_no, 6, "the hand ended before its sixth trick");
+        cr_assert_eq(st.points[0], promised);
+        hands++;
     }
-    cr_assert_eq(refused, 1, "no six-player hand reached the play");
+    cr_assert_eq(hands, 3, "too few six-player hands reached the play");
+    dd_solver_free(w);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1293,5 +1294,62 @@ Test(store, outbox_wire_kept_until_done)
     cr_expect_eq(store_outbox_wire(s, priv, "plain:late"), -1, "a delivered message takes no wire form");
     cr_expect(strstr(store_error(s), "not waiting") != NULL, "%s", store_error(s));
     cr_expect_eq(store_outbox_wire(s, 4242, "x"), -1);
+    store_close(s);
+}
+
+/* The size of a file, or -1 when it does not exist. */
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Commits rows messages of about 2 KB each in one transaction. */
+static void write_round(store *s, int rows)
+{
+    char text[2048];
+    memset(text, 'x', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    OK(store_begin(s));
+    for (int i = 0; i < rows; i++) OK(store_outbox_add(s, "console", "#room", "", "", 0, text, NULL));
+    OK(store_commit(s));
+}
+
+static int count_msg(void *ctx, const store_msg *m)
+{
+    (void)m;
+    ++*(int *)ctx;
+    return 0;
+}
+
+/* A commit that leaves 1,000 pages in the WAL does not copy them into the database itself (the
+ * event loop would wait for it): the store's checkpointer does, and the WAL then starts over
+ * instead of growing with every round. */
+Test(store_file, the_wal_is_checkpointed_apart_and_starts_over)
+{
+    char path[PATH_MAX], wal[PATH_MAX + 8];
+    tmp_path(path, sizeof path, "state.db");
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    store *s = open_ok(path);
+    cr_expect_eq(store_checkpoint_wait(s, 1), 0, "no checkpoint before the WAL holds 1,000 pages");
+    long long db_before = file_size(path);
+    write_round(s, 2500); /* about 5 MB: more than 1,000 pages of 4 KiB */
+    cr_assert_geq(store_checkpoint_wait(s, 1), 1);
+    long long db_after = file_size(path), wal_first = file_size(wal);
+    cr_expect_gt(db_after, db_before + 4 * 1024 * 1024, "the checkpoint copied the pages into the database (%lld -> %lld)",
+                 db_before, db_after);
+    long passes = 1;
+    for (int round = 0; round < 8; round++) { /* 40 MB more, each round waiting for its checkpoint */
+        write_round(s, 2500);
+        passes = store_checkpoint_wait(s, passes + 1);
+    }
+    cr_expect_geq(passes, 9);
+    cr_expect_leq(file_size(wal), wal_first + 1024 * 1024, "the WAL grew from %lld to %lld bytes: it did not start over",
+                  wal_first, file_size(wal));
+    store_close(s);
+    s = open_ok(path);
+    int n = 0;
+    OK(store_outbox_pending(s, "console", 0, count_msg, &n));
+    cr_expect_eq(n, 9 * 2500);
     store_close(s);
 }

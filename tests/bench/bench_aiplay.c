@@ -5,9 +5,9 @@
  * studied level is timed in thread CPU time (gathering the seat's knowledge plus the choice) and its
  * search nodes counted. Prints p50, p90, p99 and max per decision in milliseconds, for all decisions
  * and for those of the bidding (bids, indicator) and of the play apart, and the arena's deals per
- * second. Targets at expert: p50 <= 50 ms and p99 <= 300 ms on one core.
+ * second. Targets at expert: p50 <= 50 ms and p99 <= 300 ms on one core, at four seats and at six.
  *
- * Usage: bench_aiplay [deals [level]]   (default 40 expert) */
+ * Usage: bench_aiplay [deals [level [players]]]   (default 40 expert 4; players 6: six-player 304) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +61,15 @@ static void bench_report(const bench_log *b, int which, const char *what)
 int main(int argc, char **argv)
 {
     long deals = argc > 1 ? atol(argv[1]) : 40;
-    int level = argc > 2 ? aiplay_level_parse(argv[2]) : AIPLAY_EXPERT;
-    if (deals <= 0 || level < 0) {
-        fputs("usage: bench_aiplay [deals [easy|normal|expert]]\n", stderr);
-        return 2;
-    }
+    int level = argc > 2 ? aiplay_level_parse(argv[2]) : AIPLAY_EXPERT, players = argc > 3 ? atoi(argv[3]) : 4;
     bench_log log = {.level = level};
     arena_options o;
     memset(&o, 0, sizeof o);
     g304_rules_default(&o.rules);
+    if (deals <= 0 || level < 0 || g304_rules_set_players(&o.rules, players, NULL) != 0) {
+        fputs("usage: bench_aiplay [deals [easy|normal|expert [4|6]]]\n", stderr);
+        return 2;
+    }
     o.seed = 304;
     o.limit_ms = 1000;
     o.a.kind = o.a_partner.kind = o.b.kind = ARENA_BUILTIN;
@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("%s against easy, %ld deals played both ways\n", aiplay_level_name(level), deals);
+    printf("%s against easy, %d players, %ld deals played both ways\n", aiplay_level_name(level), players, deals);
     bench_report(&log, -1, "all");
     bench_report(&log, 0, "bidding");
     bench_report(&log, 1, "play");

@@ -16,14 +16,13 @@ Run:  python3 -m unittest tests/irc/test_irc_store_fault.py -v
 import os
 import sqlite3
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import test_irc_bot as ib  # noqa: E402  (the bot, the clients, the match script)
-from ircservers import NgircdServer  # noqa: E402
+from ircservers import ClientError, NgircdServer  # noqa: E402
 
 DOWN = "I cannot write to my database (another program holds the database)"
 UP = "My database works again"
@@ -69,16 +68,23 @@ class StoreFaultOnNgircd(ib.IrcTestCase):
         lock.close()
         alice.read_until(lambda m: any(x.startswith(UP) for x in channel(alice)), timeout=60)
 
+        def private(c):
+            return ib.squash([ib.mh.normalize_private(ib.plain(m.params[1])) for m in list(c.received)
+                              if m.nick == "cardroom" and m.command == "PRIVMSG" and len(m.params) == 2
+                              and not m.params[0].startswith("#")])
+
         def heard():
             room = [x for x in channel(alice) if not x.startswith((DOWN, UP))]
-            private = {name: [ib.mh.normalize_private(ib.plain(m.params[1])) for m in c.received
-                              if m.nick == "cardroom" and m.command == "PRIVMSG" and len(m.params) == 2
-                              and not m.params[0].startswith("#")] for name, c in people.items()}
-            return ib.squash(room), {name: ib.squash(p) for name, p in private.items()}
+            return ib.squash(room), {name: private(c) for name, c in people.items()}
         expected = ib.squash(want.room), {name: ib.squash(want.private.get(name, [])) for name in ib.PLAYERS}
-        deadline = time.monotonic() + 60
-        while heard() != expected and time.monotonic() < deadline:
-            time.sleep(0.2)
+        # Each client is waited for as its messages arrive (the assertion below names what differs).
+        for name, c in people.items():
+            def settled(m, name=name, c=c):
+                return private(c) == expected[1][name] and (c is not alice or heard()[0] == expected[0])
+            try:
+                c._wait(settled, 120, 0, "the bot's lines after the store worked again")
+            except ClientError:
+                break
         self.assertEqual(heard(), expected, "what the bot said after the store worked again")
         self.assertEqual([x.startswith(DOWN) for x in channel(alice)].count(True), 1)
         self.assertEqual([x.startswith(UP) for x in channel(alice)].count(True), 1)
