@@ -1,15 +1,25 @@
 /* dd.c — the double-dummy solver (interface and rules in dd.h).
  *
  * Shape of the search. A node is a whole dd_pos (about 100 bytes, copied per move: simpler and as
- * fast as undoing). dd_play() is the one place where a card changes the position, for callers and
- * for the search alike; it asks g304_check_card() whether the card goes face down and mirrors
- * g304.c's do_play()/finish_trick() for what follows a trick. Legal moves come from
- * g304_check_card() card by card.
+ * fast as undoing). dd_play_card() is the one place where a card changes the position, for callers
+ * (dd_play) and for the search alike; it mirrors g304.c's do_play()/finish_trick() for what follows
+ * a trick. Legal moves come from g304_check_card(), one card per suit; only the cases where it
+ * restricts nobody (following the suit led, a seat other than the maker leading, a seat other than
+ * the maker with the face-down indicator that cannot follow) are answered without asking it. The
+ * search decides tricks by the solver's own table of powers, the same rule as g304_trick_winner().
  *
  * Values are team 0's points from the cards still in play, so one alpha-beta serves both teams
- * (team 0 maximises, team 1 minimises) and a yes/no question is a null window. The transposition
- * table is probed and written only at trick starts, where a position is fully told by the hands,
- * the leader and four flags; it keeps a lower and an upper bound and the move that decided.
+ * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() halves
+ * the range of the value with null windows. At each trick start, in this order:
+ *  - the last trick is counted directly (every seat holds one card);
+ *  - bounds from the sure trumps (trumps stronger than all of the other team's: the tricks they win
+ *    and the cheapest cards the other seats must give to them) may settle the question;
+ *  - the transposition table is probed (the table is used only at trick starts, where a position is
+ *    fully told by who holds each card, the leader and a few flags); it keeps a lower and an upper
+ *    bound and the move that decided, its entries are 32 bytes at any number of seats, four to a
+ *    bucket of two cache lines, and a full bucket loses its entry with the fewest tricks left;
+ *  - with two tricks left, every line is played out (at most two cards a seat) and the exact value
+ *    stored: cheaper than searching, and good for every later window.
  *
  * Merging interchangeable cards must respect card points, which bridge solvers need not: two cards
  * adjacent in power (J and 9 of a suit, say) win the same tricks but carry 30 and 20 points, so
@@ -19,7 +29,12 @@
  *  - the last card of a trick: such a run of cards (same points or not) wins or loses this trick
  *    alike, and the card kept is then worth at most its extra points to the team that later wins
  *    it; so the run's card with the most points dominates when our team takes the trick, the one
- *    with the fewest when it does not. Only that card is searched. */
+ *    with the fewest when it does not. Only that card is searched.
+ *
+ * Tried and left out, as they cost more time than they saved on tests/bench/bench_dd: a full window
+ * or windows around a guessed value in dd_value(), killer and history move order, exact values with
+ * three tricks left, bounds in the middle of a trick, quick tricks of side suits, and probing the
+ * table for every child at the last card of a trick. */
 #include "dd.h"
 
 #include <stdio.h>
@@ -33,13 +48,23 @@
 #define DD_MODE_SWEEP 1 /* + team */
 
 typedef struct {
-    cardset_t hand[G304_MAX_SEATS];
+    uint64_t cards[2]; /* who holds each card (dd_key) */
     uint32_t meta;   /* leader, flags, what is fixed for the hand, and the question asked */
     int16_t lo, hi;  /* bounds of team 0's points from here (a yes/no answer in lo for sweeps) */
     card_t best;     /* the move that decided, CARD_NONE if none */
-    uint8_t left;    /* cards in play: deeper entries are kept when a bucket is full */
+    uint8_t left;    /* tricks left: deeper entries are kept when a bucket is full */
     uint16_t gen;    /* the table's generation when written: older entries count as empty */
 } dd_entry;
+
+/* A trick start as the table knows it: the holder of each card, 1 + its seat (0: out of hand), as three
+ * bit planes of 36 cards packed into two words, so that an entry has the same 32 bytes at any number of
+ * seats; the rest in meta; and the bucket it hashes to. */
+typedef struct {
+    uint64_t cards[2];
+    uint32_t meta, bucket;
+} dd_key;
+
+_Static_assert(CARD_IDS <= 36 && G304_MAX_SEATS < 8, "dd_key packs three planes of 36 cards");
 
 struct dd_solver {
     dd_entry *tt;
@@ -49,6 +74,7 @@ struct dd_solver {
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
     int8_t pts[CARD_IDS], pw[CARD_IDS];    /* the 36-card pack: the sixes too (R-SIX-CARDS) */
+    int16_t suit_pts[256];                 /* points of a suit's cards by the mask of their ranks */
     card_t by_power[SUIT_COUNT][RANK_IDS]; /* each suit strongest first, its six last */
     cardset_t above[CARD_IDS];             /* the stronger cards of the same suit */
 };
@@ -128,16 +154,30 @@ static void dd_rules_of(const dd_pos *p, int seat, g304_card_rules *r)
 
 /* The legal cards of seat when led is the card led (CARD_NONE: seat leads), by g304_check_card(), and
  * those of them that go face down. The engine decides a card of the hand by its suit alone (only the
- * indicator is special), so one card per suit is asked; test_dd_cross compares the result with
- * g304_legal() at every node it searches. */
+ * indicator is special), so one card per suit is asked. The cases where g304_check_card() restricts
+ * nobody but the maker holding the face-down indicator, or a maker's lead, are answered without
+ * asking: a seat holding the suit led follows it face up (R-FOLLOW); another seat leads any card, and
+ * one that cannot follow plays any card, face down while the trump is closed (R-FACEDOWN).
+ * test_dd_cross compares the result with g304_legal() at every node it searches. */
 static cardset_t dd_seat_legal(const dd_pos *p, int seat, card_t led, cardset_t *down)
 {
+    cardset_t hand = p->hand[seat];
+    *down = 0;
+    if (led != CARD_NONE) {
+        cardset_t follow = hand & CARDSET_SUIT(CARD_SUIT(led));
+        if (follow) return follow;
+        if (!(p->ind_down && seat == p->maker)) {
+            if (!p->trump_open) *down = hand;
+            return hand;
+        }
+    } else if (seat != p->maker) {
+        return hand;
+    }
     g304_card_rules r;
     dd_rules_of(p, seat, &r);
     r.led = led;
     cardset_t ok = 0;
     int fd;
-    *down = 0;
     for (int s = 0; s < SUIT_COUNT; s++) {
         cardset_t in_suit = r.hand & CARDSET_SUIT(s);
         if (!in_suit || g304_check_card(&r, cardset_first(in_suit), &fd, NULL) != G304_OK) continue;
@@ -177,9 +217,29 @@ int dd_legal(const dd_pos *p, card_t out[G304_TRICKS])
     return n;
 }
 
+/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
+ * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides the
+ * tricks of dd_play(); this faster form, by the solver's table of powers, decides the tricks the search
+ * plays, orders its moves and settles tricks early, and test_dd_cross checks the results it leads to. */
+static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
+{
+    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
+    return CARD_SUIT(c) == trump;
+}
+
+/* The index of the card winning cards[0..n-1] so far (g304_trick_winner() by dd_beats()). */
+static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
+    return best;
+}
+
 /* What follows the last card of a trick: g304.c's finish_trick() (R-REVEAL, the winner and the
- * points, R-EXHAUST, R-250). */
-static void dd_finish_trick(dd_pos *p)
+ * points, R-EXHAUST, R-250). w: the solver whose tables decide the winner and the points, or NULL for
+ * the engine's own functions (dd_play). */
+static void dd_finish_trick(const dd_solver *w, dd_pos *p)
 {
     int maker = p->maker, n = p->n;
     cardset_t trumps = CARDSET_SUIT(p->trump);
@@ -191,8 +251,8 @@ static void dd_finish_trick(dd_pos *p)
         p->ind_down = 0;
         p->trump_open = 1;
     }
-    int winner = p->seat[g304_trick_winner(p->card, n, p->trump)], pts = 0;
-    for (int i = 0; i < n; i++) pts += card_points(p->card[i]);
+    int winner = p->seat[w ? dd_winning(w, p->card, n, p->trump) : g304_trick_winner(p->card, n, p->trump)], pts = 0;
+    for (int i = 0; i < n; i++) pts += w ? w->pts[p->card[i]] : card_points(p->card[i]);
     p->points[dd_team(winner)] = (uint16_t)(p->points[dd_team(winner)] + pts);
     p->tricks[dd_team(winner)]++;
     if (!p->pcc && p->seat[0] == maker && CARD_SUIT(p->card[0]) == p->trump) {
@@ -211,8 +271,8 @@ static void dd_finish_trick(dd_pos *p)
     p->to_act = (uint8_t)winner;
 }
 
-/* g304.c's do_play() for a legal card; fd: it goes face down. */
-static void dd_play_card(dd_pos *p, card_t c, int fd)
+/* g304.c's do_play() for a legal card; fd: it goes face down; w as for dd_finish_trick(). */
+static void dd_play_card(const dd_solver *w, dd_pos *p, card_t c, int fd)
 {
     int seat = p->to_act;
     if (p->ind_down && seat == p->maker && c == p->indicator) {
@@ -235,13 +295,13 @@ static void dd_play_card(dd_pos *p, card_t c, int fd)
     if (fd) p->facedown |= (uint8_t)(1 << p->n);
     p->n++;
     if (p->n == dd_trick_size(p))
-        dd_finish_trick(p);
+        dd_finish_trick(w, p);
     else
         p->to_act = (uint8_t)dd_next_seat(p, seat);
     /* after a Caps call the game plays the caller's cards on his turns (g304.c's caps_autoplay) */
     if (p->caps_n && p->to_act == p->caps_seat && p->trick_no < p->ntricks) {
         cardset_t down, next = dd_legal_set(p, &down);
-        if (next) dd_play_card(p, cardset_first(next), down != 0);
+        if (next) dd_play_card(w, p, cardset_first(next), down != 0);
     }
 }
 
@@ -251,7 +311,7 @@ void dd_play(dd_pos *p, card_t card)
     int fd = 0;
     dd_rules_of(p, p->to_act, &r);
     g304_check_card(&r, card, &fd, NULL);
-    dd_play_card(p, card, fd);
+    dd_play_card(NULL, p, card, fd);
 }
 
 /* Cards still to be played: the hands (but those of a partner sitting out, R-PCC) and a face-down
@@ -281,15 +341,18 @@ dd_solver *dd_solver_new(int table_bits)
     if (!w) return NULL;
     w->buckets = (uint32_t)1 << (table_bits - 2);
     w->gen = 1;
-    w->tt = calloc((size_t)w->buckets * DD_WAYS, sizeof *w->tt);
+    size_t bytes = (size_t)w->buckets * DD_WAYS * sizeof *w->tt;
+    w->tt = aligned_alloc(DD_WAYS * sizeof *w->tt, bytes); /* a bucket on whole cache lines */
     if (!w->tt) {
         free(w);
         return NULL;
     }
+    memset(w->tt, 0, bytes);
     for (card_t c = 0; c < CARD_IDS; c++) {
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
     }
+    for (int m = 0; m < 256; m++) w->suit_pts[m] = (int16_t)cardset_points((cardset_t)m);
     for (int s = 0; s < SUIT_COUNT; s++) {
         for (int r = 0; r < RANK_IDS; r++) w->by_power[s][r] = CARD_MAKE(s, r);
         for (int i = 1; i < RANK_IDS; i++) /* insertion sort, strongest first */
@@ -348,34 +411,38 @@ static uint32_t dd_meta(const dd_pos *p, int mode)
            (uint32_t)p->ntricks << 25;
 }
 
-static uint32_t dd_bucket(const dd_solver *w, const dd_pos *p, uint32_t meta)
+static void dd_key_of(const dd_solver *w, const dd_pos *p, int mode, dd_key *k)
 {
-    uint64_t h = meta * 0x9E3779B97F4A7C15ull;
+    uint64_t plane[3] = {0, 0, 0};
     for (int s = 0; s < p->nseats; s++) {
-        h ^= p->hand[s] + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-        h *= 0xFF51AFD7ED558CCDull;
+        uint64_t v = (uint64_t)s + 1;
+        plane[0] |= p->hand[s] & -(v & 1);
+        plane[1] |= p->hand[s] & -(v >> 1 & 1);
+        plane[2] |= p->hand[s] & -(v >> 2 & 1);
     }
+    k->cards[0] = plane[0] | plane[1] << 36;
+    k->cards[1] = plane[1] >> 28 | plane[2] << 8;
+    k->meta = dd_meta(p, mode);
+    uint64_t h = (k->cards[0] ^ (uint64_t)k->meta << 44) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ h >> 31 ^ k->cards[1]) * 0xFF51AFD7ED558CCDull;
     h ^= h >> 29;
-    return (uint32_t)h & (w->buckets - 1);
+    k->bucket = (uint32_t)h & (w->buckets - 1);
 }
 
-static dd_entry *dd_probe(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t bucket)
+static dd_entry *dd_probe(dd_solver *w, const dd_key *k)
 {
-    dd_entry *e = &w->tt[(size_t)bucket * DD_WAYS];
-    for (int i = 0; i < DD_WAYS; i++) {
-        if (e[i].gen != w->gen || e[i].meta != meta) continue;
-        int same = 1;
-        for (int k = 0; k < p->nseats && same; k++) same = e[i].hand[k] == p->hand[k];
-        if (same) return &e[i];
-    }
+    dd_entry *e = &w->tt[(size_t)k->bucket * DD_WAYS];
+    for (int i = 0; i < DD_WAYS; i++)
+        if (e[i].gen == w->gen && e[i].meta == k->meta && e[i].cards[0] == k->cards[0] && e[i].cards[1] == k->cards[1])
+            return &e[i];
     return NULL;
 }
 
-static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t bucket, int lo, int hi, card_t best)
+static void dd_store(dd_solver *w, const dd_pos *p, const dd_key *k, int lo, int hi, card_t best)
 {
-    dd_entry *e = dd_probe(w, p, meta, bucket);
+    dd_entry *e = dd_probe(w, k);
     if (!e) {
-        dd_entry *b = &w->tt[(size_t)bucket * DD_WAYS];
+        dd_entry *b = &w->tt[(size_t)k->bucket * DD_WAYS];
         e = &b[0];
         for (int i = 0; i < DD_WAYS; i++) {
             if (b[i].gen != w->gen) { /* empty */
@@ -384,10 +451,10 @@ static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t buck
             }
             if (b[i].left < e->left) e = &b[i];
         }
-        memset(e, 0, sizeof *e);
         e->gen = w->gen;
-        memcpy(e->hand, p->hand, sizeof(cardset_t) * p->nseats);
-        e->meta = meta;
+        e->cards[0] = k->cards[0];
+        e->cards[1] = k->cards[1];
+        e->meta = k->meta;
         e->lo = (int16_t)lo;
         e->hi = (int16_t)hi;
     } else {
@@ -395,7 +462,7 @@ static void dd_store(dd_solver *w, const dd_pos *p, uint32_t meta, uint32_t buck
         if (hi < e->hi) e->hi = (int16_t)hi;
     }
     e->best = best;
-    e->left = (uint8_t)cardset_count(dd_in_play(p));
+    e->left = (uint8_t)(p->ntricks - p->trick_no);
 }
 
 /* ---- moves ---- */
@@ -406,24 +473,6 @@ typedef struct {
     int16_t score;
 } dd_move;
 
-/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
- * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides
- * every trick the search completes; this faster form only orders moves and settles tricks early, and
- * test_dd_cross checks the results it leads to. */
-static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
-{
-    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
-    return CARD_SUIT(c) == trump;
-}
-
-/* The index of the card winning cards[0..n-1] so far. */
-static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
-    return best;
-}
 
 /* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
 static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win)
@@ -460,7 +509,7 @@ static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
         if (dd_team(seat) == *team) continue;
         cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
         for (cardset_t h = legal; h; h &= h - 1)
-            if (dd_beats(w, cardset_first(h), cards[best], p->trump)) return 0;
+            if (dd_beats(w, (card_t)__builtin_ctzll(h), cards[best], p->trump)) return 0;
     }
     return 1;
 }
@@ -491,9 +540,10 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
             card_t run[RANK_IDS];
             int len = 0;
             for (int i = 0; i <= RANK_IDS; i++) {
-                card_t c = i < RANK_IDS ? w->by_power[s][i] : CARD_NONE;
-                if (c != CARD_NONE && (legal & CARDSET_BIT(c)) && c != ind) {
+                card_t c = i < RANK_IDS && mine ? w->by_power[s][i] : CARD_NONE; /* a run ends with mine */
+                if (c != CARD_NONE && (mine & CARDSET_BIT(c))) {
                     run[len++] = c;
+                    mine &= ~CARDSET_BIT(c);
                     continue;
                 }
                 if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
@@ -514,11 +564,12 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
                             }
                 }
                 len = 0;
+                if (c == CARD_NONE) break;
             }
         }
     }
     for (cardset_t s = keep; s; s &= s - 1) {
-        card_t c = cardset_first(s);
+        card_t c = (card_t)__builtin_ctzll(s);
         dd_move m = {c, (uint8_t)((down >> c) & 1), 0};
         m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win));
         int j = n++;
@@ -530,35 +581,142 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
 
 /* ---- the searches ---- */
 
-/* Points of team y's trumps stronger than every trump of the other team. A trump always counts as
- * one in its trick (face down it turns the trick up, R-REVEAL), so each of them wins the trick it is
- * played to, and every card is played by the end: team y wins at least these (a bound used at trick
- * starts). A side card gets no such bound: it may be thrown on a trick the other team wins. */
-static int dd_safe_points(const dd_solver *w, const dd_pos *p, int y)
+/* Card points of a set, by the solver's table. */
+static int dd_set_points(const dd_solver *w, cardset_t s)
 {
-    cardset_t trumps = CARDSET_SUIT(p->trump), hx = 0, hy = 0;
-    for (int s = 0; s < p->nseats; s++) {
-        if (dd_sits_out(p, s)) continue;
-        cardset_t h = p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
-        if (dd_team(s) == y) hy |= h & trumps;
-        else hx |= h & trumps;
-    }
-    if (!hy) return 0;
-    int i = 0;
-    while (i < RANK_IDS && !(hx & CARDSET_BIT(w->by_power[p->trump][i]))) i++;
-    return cardset_points(i < RANK_IDS ? hy & w->above[w->by_power[p->trump][i]] : hy);
+    int sum = 0;
+    for (int suit = 0; suit < SUIT_COUNT; suit++) sum += w->suit_pts[s >> (suit * RANK_COUNT) & 255];
+    return sum; /* the sixes (R-SIX-CARDS), after the 32 cards, are worth nothing */
 }
 
-/* The last trick: every seat holds one card, and one card is always playable. */
-static int dd_last_trick(const dd_pos *p)
+/* Bounds of team 0's points from a trick start, from each team's sure trumps: trumps stronger than
+ * every trump of the other team. A trump always counts as one in its trick (face down it turns the
+ * trick up, R-REVEAL), so each of them wins the trick it is played to, and every card is played by
+ * the end. A seat holding k of them wins k distinct tricks (one card of a seat per trick), and each
+ * seat of the other team gives a card to each of those tricks: at least its k cheapest cards. So
+ * team y wins at least the points of its sure trumps and of those cards. A side card gets no such
+ * bound: it may be thrown on a trick the other team wins. */
+static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
 {
-    dd_pos y = *p;
-    while (y.trick_no < y.ntricks) {
-        cardset_t held = y.hand[y.to_act];
-        card_t c = held ? cardset_first(held) : y.indicator;
-        dd_play(&y, c);
+    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_MAX_SEATS], team_trumps[2] = {0, 0}, in_play = 0;
+    for (int s = 0; s < p->nseats; s++) {
+        held[s] = dd_sits_out(p, s) ? 0 : p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
+        team_trumps[dd_team(s)] |= held[s] & trumps;
+        in_play |= held[s];
     }
-    return y.points[0] - p->points[0];
+    int safe[2] = {0, 0}, left = dd_set_points(w, in_play);
+    for (int i = 0; i < p->n; i++) left += w->pts[p->card[i]];
+    for (int y = 0; y < 2; y++) {
+        cardset_t sure = team_trumps[y], theirs = team_trumps[!y];
+        for (int i = 0; sure && theirs && i < RANK_IDS; i++) {
+            card_t c = w->by_power[p->trump][i];
+            if (theirs & CARDSET_BIT(c)) {
+                sure &= w->above[c];
+                break;
+            }
+        }
+        if (!sure) continue;
+        int k = 0, by = 0;
+        for (int s = 0; s < p->nseats; s++) {
+            int ks = 0;
+            if (dd_team(s) == y)
+                for (cardset_t h = held[s] & sure; h; h &= h - 1) ks++;
+            if (ks > k) k = ks, by = s;
+        }
+        safe[y] = dd_set_points(w, sure);
+        for (int s = 0; s < p->nseats; s++) {
+            if (s == by || !held[s]) continue;
+            if (dd_team(s) == y && (held[s] & sure)) continue; /* may give a sure trump, counted already */
+            cardset_t h = held[s];
+            for (int j = 0; j < k && h; j++) {
+                card_t c = cardset_first(h);
+                for (cardset_t t = h & (h - 1); t; t &= t - 1)
+                    if (w->pts[__builtin_ctzll(t)] < w->pts[c]) c = (card_t)__builtin_ctzll(t);
+                safe[y] += w->pts[c];
+                h &= ~CARDSET_BIT(c);
+            }
+        }
+    }
+    *lo = safe[0];
+    *hi = left - safe[1];
+}
+
+/* The last trick, from its lead: every seat holds one card (the maker's may be the face-down
+ * indicator), and it goes to the strongest card (dd_winning); nothing that happens after it counts. */
+static int dd_last_trick(const dd_solver *w, const dd_pos *p)
+{
+    card_t cards[G304_MAX_SEATS];
+    int seat = p->to_act, size = dd_trick_size(p), pts = 0;
+    uint8_t seats[G304_MAX_SEATS];
+    for (int k = 0; k < size; k++, seat = dd_next_seat(p, seat)) {
+        cardset_t held = p->hand[seat];
+        cards[k] = held ? cardset_first(held) : p->indicator;
+        seats[k] = (uint8_t)seat;
+        pts += w->pts[cards[k]];
+    }
+    return dd_team(seats[dd_winning(w, cards, size, p->trump)]) == 0 ? pts : 0;
+}
+
+/* The last two tricks from the lead of the first, exactly, without the search: at most two cards a
+ * seat, so every line is tried (under alpha-beta, which keeps the value exact). The legal cards of a
+ * seat that follows depend only on the card led (nothing a seat plays changes another's choice within
+ * the trick: the trump opens and the indicator comes up only once the trick is over), and the last
+ * trick is every seat's remaining card, played in the same turn from the first trick's winner. */
+typedef struct {
+    int size, trump;
+    uint8_t seat[G304_MAX_SEATS];    /* by place in the first trick: the seat */
+    cardset_t held[G304_MAX_SEATS];  /* by place: the seat's two cards, a face-down indicator included */
+    cardset_t legal[G304_MAX_SEATS]; /* by place: the legal cards */
+    card_t card[G304_MAX_SEATS];     /* by place: the card played */
+} dd_two;
+
+static int dd_two_value(const dd_solver *w, const dd_two *t)
+{
+    card_t last[G304_MAX_SEATS];
+    int size = t->size, first = dd_winning(w, t->card, size, t->trump), pts = 0, rest = 0;
+    for (int k = 0; k < size; k++) {
+        int j = first + k < size ? first + k : first + k - size;
+        last[k] = (card_t)__builtin_ctzll(t->held[j] & ~CARDSET_BIT(t->card[j]));
+        pts += w->pts[t->card[k]];
+        rest += w->pts[last[k]];
+    }
+    int wl = first + dd_winning(w, last, size, t->trump);
+    if (wl >= size) wl -= size;
+    return (dd_team(t->seat[first]) == 0 ? pts : 0) + (dd_team(t->seat[wl]) == 0 ? rest : 0);
+}
+
+/* Best play of the seats from place k of the first trick on. */
+static int dd_two_play(const dd_solver *w, const dd_pos *p, dd_two *t, int k, int alpha, int beta)
+{
+    if (k == t->size) return dd_two_value(w, t);
+    int maxi = dd_team(t->seat[k]) == 0, best = maxi ? -DD_INF : DD_INF;
+    for (cardset_t s = t->legal[k]; s; s &= s - 1) {
+        t->card[k] = (card_t)__builtin_ctzll(s);
+        if (k == 0) {
+            cardset_t down;
+            for (int j = 1; j < t->size; j++) t->legal[j] = dd_seat_legal(p, t->seat[j], t->card[0], &down);
+        }
+        int v = dd_two_play(w, p, t, k + 1, alpha, beta);
+        if (maxi ? v > best : v < best) best = v;
+        if (maxi && best > alpha) alpha = best;
+        if (!maxi && best < beta) beta = best;
+        if (alpha >= beta) break;
+    }
+    return best;
+}
+
+static int dd_two_tricks(const dd_solver *w, const dd_pos *p)
+{
+    dd_two t;
+    cardset_t down;
+    t.size = dd_trick_size(p);
+    t.trump = p->trump;
+    for (int k = 0, seat = p->to_act; k < t.size; k++, seat = dd_next_seat(p, seat)) {
+        t.seat[k] = (uint8_t)seat;
+        t.held[k] = p->hand[seat] | (p->ind_down && seat == p->maker ? CARDSET_BIT(p->indicator) : 0);
+    }
+    t.legal[0] = dd_legal_set(p, &down);
+    return dd_two_play(w, p, &t, 0, -DD_INF, DD_INF);
 }
 
 static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
@@ -566,16 +724,19 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     if (dd_tick(w)) return alpha; /* any value: the search is abandoned and stores nothing */
     if (p->trick_no >= p->ntricks) return 0;
     int start = p->n == 0 && !p->caps_n;
-    uint32_t meta = 0, bucket = 0;
+    dd_key key;
     card_t hint = CARD_NONE;
     int a0 = alpha, b0 = beta;
     if (start) {
-        if (p->trick_no == p->ntricks - 1) return dd_last_trick(p);
-        meta = dd_meta(p, DD_MODE_POINTS);
-        bucket = dd_bucket(w, p, meta);
-        __builtin_prefetch(&w->tt[(size_t)bucket * DD_WAYS]); /* the bounds below hide the memory latency */
-        int lo = dd_safe_points(w, p, 0), hi = dd_points_left(p) - dd_safe_points(w, p, 1);
-        const dd_entry *e = dd_probe(w, p, meta, bucket);
+        if (p->trick_no == p->ntricks - 1) return dd_last_trick(w, p);
+        dd_key_of(w, p, DD_MODE_POINTS, &key);
+        __builtin_prefetch(&w->tt[(size_t)key.bucket * DD_WAYS]); /* the bounds below hide the memory latency */
+        __builtin_prefetch(&w->tt[(size_t)key.bucket * DD_WAYS + DD_WAYS - 1]);
+        int lo, hi;
+        dd_bounds(w, p, &lo, &hi);
+        if (lo >= beta || lo == hi) return lo;
+        if (hi <= alpha) return hi;
+        const dd_entry *e = dd_probe(w, &key);
         if (e) {
             if (e->lo > lo) lo = e->lo;
             if (e->hi < hi) hi = e->hi;
@@ -583,6 +744,11 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
         }
         if (lo >= beta || lo == hi) return lo;
         if (hi <= alpha) return hi;
+        if (p->trick_no == p->ntricks - 2) {
+            int v = dd_two_tricks(w, p);
+            dd_store(w, p, &key, v, v, CARD_NONE);
+            return v;
+        }
         if (lo > alpha) alpha = lo;
         if (hi < beta) beta = hi;
         a0 = alpha, b0 = beta;
@@ -594,7 +760,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     card_t best_card = CARD_NONE;
     for (int i = 0; i < nm; i++) {
         dd_pos y = *p;
-        dd_play_card(&y, mv[i].card, mv[i].down);
+        dd_play_card(w, &y, mv[i].card, mv[i].down);
         int gain = y.points[0] - p->points[0];
         int v = gain + dd_search(w, &y, alpha - gain, beta - gain);
         if (maxi ? v > best : v < best) best = v, best_card = mv[i].card;
@@ -605,7 +771,7 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     if (start && !w->stopped) {
         int lo = best >= b0 ? best : -DD_INF, hi = best <= a0 ? best : DD_INF;
         if (best > a0 && best < b0) lo = hi = best;
-        dd_store(w, p, meta, bucket, lo, hi, best_card);
+        dd_store(w, p, &key, lo, hi, best_card);
     }
     return best;
 }
@@ -645,12 +811,11 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
     if (dd_tick(w)) return 0;
     if (p->trick_no >= p->ntricks) return 1;
     int start = p->n == 0 && !p->caps_n;
-    uint32_t meta = 0, bucket = 0;
+    dd_key key;
     card_t hint = CARD_NONE;
     if (start) {
-        meta = dd_meta(p, DD_MODE_SWEEP + team);
-        bucket = dd_bucket(w, p, meta);
-        const dd_entry *e = dd_probe(w, p, meta, bucket);
+        dd_key_of(w, p, DD_MODE_SWEEP + team, &key);
+        const dd_entry *e = dd_probe(w, &key);
         if (e) return e->lo;
     }
     dd_move mv[G304_TRICKS + 1];
@@ -659,14 +824,14 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
     card_t best_card = CARD_NONE;
     for (int i = 0; i < nm; i++) {
         dd_pos y = *p;
-        dd_play_card(&y, mv[i].card, mv[i].down);
+        dd_play_card(w, &y, mv[i].card, mv[i].down);
         int r = y.tricks[!team] == p->tricks[!team] && dd_sweep_search(w, &y, team);
         if (r == ours) {
             result = r, best_card = mv[i].card;
             break;
         }
     }
-    if (start && !w->stopped) dd_store(w, p, meta, bucket, result, result, best_card);
+    if (start && !w->stopped) dd_store(w, p, &key, result, result, best_card);
     return result;
 }
 

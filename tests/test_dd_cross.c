@@ -19,7 +19,7 @@
  * Caps), the sixes in the pack; and one six-player hand played from its first lead to its end by the
  * solver's best moves.
  *
- * Environment: CARDROOM_DD_CROSS_POSITIONS (default 3000; a sixth of it with six players),
+ * Environment: CARDROOM_DD_CROSS_POSITIONS (default 5000; a sixth of it with six players),
  * CARDROOM_DD_CROSS_SEED (default 304). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -403,14 +403,14 @@ static void cross_check(int seats, long want, uint64_t seed)
 
 Test(dd_cross, solver_agrees_with_brute_force)
 {
-    cross_check(4, env_long("CARDROOM_DD_CROSS_POSITIONS", 3000), (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304));
+    cross_check(4, env_long("CARDROOM_DD_CROSS_POSITIONS", 5000), (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304));
 }
 
 /* Six-player 304 (R-SIX-…): six seats in teams of three, tricks of six cards (four in Partner Close
  * Caps, both teammates out), the sixes in the pack. */
 Test(dd_cross, six_players_agree_with_brute_force)
 {
-    cross_check(6, env_long("CARDROOM_DD_CROSS_POSITIONS", 3000) / 6,
+    cross_check(6, env_long("CARDROOM_DD_CROSS_POSITIONS", 5000) / 6,
                 (uint64_t)env_long("CARDROOM_DD_CROSS_SEED", 304) + 6);
 }
 
