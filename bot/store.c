@@ -515,14 +515,15 @@ static void *store_ckpt_run(void *arg)
         if (k->stop) break;
         k->want = 0;
         pthread_mutex_unlock(&k->mu);
-        if (!db && sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-            sqlite3_close(db);
-            db = NULL;
+        if (!db) {
+            if (sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+                sqlite3_exec(db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+            else {
+                sqlite3_close(db);
+                db = NULL;
+            }
         }
-        if (db) {
-            sqlite3_exec(db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
-            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-        }
+        if (db) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&k->mu);
         k->passes++;
         pthread_cond_broadcast(&k->cv);
