@@ -974,12 +974,18 @@ static store *store_at(const char *path)
     return db;
 }
 
+/* A new store in dir (its path in path, for reopening it), opened. */
+static store *store_in(const char *dir, char *path, size_t len)
+{
+    snprintf(path, len, "%s/store.db", dir);
+    return store_at(path);
+}
+
 Test(mx_e2ee, persistence)
 {
     char *dir = temp_dir("mx_e2ee");
     char path[512];
-    snprintf(path, sizeof path, "%s/store.db", dir);
-    store *db = store_at(path);
+    store *db = store_in(dir, path, sizeof path);
     machine m;
     machine_start(&m, db);
     char curve[44], ed[44];
@@ -1505,8 +1511,7 @@ Test(mx_e2ee, device_change_survives_restart)
 {
     char *dir = temp_dir("mx_e2ee");
     char path[512];
-    snprintf(path, sizeof path, "%s/store.db", dir);
-    store *db = store_at(path);
+    store *db = store_in(dir, path, sizeof path);
     machine m;
     machine_start(&m, db);
     json_decref(first_upload(&m));
@@ -1555,8 +1560,7 @@ Test(mx_e2ee, to_device_read_once_across_a_restart)
 {
     char *dir = temp_dir("mx_e2ee");
     char path[512];
-    snprintf(path, sizeof path, "%s/store.db", dir);
-    store *db = store_at(path);
+    store *db = store_in(dir, path, sizeof path);
     machine m;
     machine_start(&m, db);
     json_t *up = first_upload(&m);
