@@ -46,6 +46,7 @@
 #define BACKLOG_ROOM_MSGS 3    /* as many: a network may send a room one message at a time */
 #define BACKLOG_NET_MS 5000    /* what all the rooms of one network have unsent together */
 #define ADMIN_LIST_ROWS 40      /* tables an admin's list shows */
+#define TIMER_UNKNOWN INT64_MIN /* slot.timer_at of a table whose timers were never asked */
 
 typedef enum { TASK_EVENT, TASK_SETTLE, TASK_ANSWER } task_kind;
 
@@ -70,6 +71,10 @@ typedef struct {
     int held_now;         /* events were held in this batch: follow-ups come after them */
     int restoring;        /* the inbox holds work of it from before a restart, not done yet */
     int held;             /* a computer player waits for the backlog (schedule) */
+    int64_t timer_at;     /* when its timers are due (ms), TIMER_UNKNOWN for a new table: set after
+                             a transaction that changed it, never later than the truth (what changes
+                             a table without an entry only delays its timers), so the timer pass
+                             skips the tables not yet due */
 } slot;
 
 /* What a transaction says to one destination (a room, or one person about one room's table),
@@ -512,6 +517,7 @@ static slot *slot_add(core *c)
 {
     slot *s = calloc(1, sizeof *s);
     if (!s) abort();
+    s->timer_at = TIMER_UNKNOWN;
     c->slots = grow(c->slots, &c->cslots, c->nslots + 1, sizeof *c->slots);
     c->slots[c->nslots++] = s;
     return s;
@@ -1687,13 +1693,15 @@ static void after_commit(core *c)
     int64_t now = now_ms(c);
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        if (!s->dirty || waits(s)) continue;
-        s->dirty = 0;
-        schedule(c, s);
-        table_note_turn(&s->t, now);
-        int64_t at = table_next_timer(&s->t, (int64_t)k->remind_after * 1000, (int64_t)k->idle_takeover * 1000,
-                                      (int64_t)k->table_idle_close * 1000);
-        if (at < c->next_deadline) c->next_deadline = at;
+        if (waits(s)) continue;
+        if (s->dirty || s->timer_at == TIMER_UNKNOWN) {
+            if (s->dirty) schedule(c, s);
+            s->dirty = 0;
+            table_note_turn(&s->t, now);
+            s->timer_at = table_next_timer(&s->t, (int64_t)k->remind_after * 1000, (int64_t)k->idle_takeover * 1000,
+                                           (int64_t)k->table_idle_close * 1000);
+        }
+        if (s->timer_at < c->next_deadline) c->next_deadline = s->timer_at; /* a table just free too */
     }
     slots_sweep(c);
     for (int i = 0; i < c->nleaving; i++) { /* the rooms admins made the bot leave, their tables closed */
@@ -1752,18 +1760,21 @@ static int apply_answer(core *c, const work_job *j)
     return take_task(c, s, s->t.net, &w);
 }
 
+/* The timers of the tables that are due (timer_at), and the next deadline of all. */
 static int run_timers(core *c, int64_t now)
 {
     const cfg *k = c->o.config;
     int64_t next = INT64_MAX;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = c->slots[i];
-        table_out o = {0};
         if (waits(s)) continue; /* its timers run once it is free */
-        int64_t at = table_timers(&s->t, env_for(c, s->t.net), now, (int64_t)k->remind_after * 1000,
-                                  (int64_t)k->idle_takeover * 1000, (int64_t)k->table_idle_close * 1000, &o);
-        if (at < next) next = at;
-        if (write_and_clear(c, s, &o) != 0) return -1;
+        if (s->timer_at <= now) {
+            table_out o = {0};
+            s->timer_at = table_timers(&s->t, env_for(c, s->t.net), now, (int64_t)k->remind_after * 1000,
+                                       (int64_t)k->idle_takeover * 1000, (int64_t)k->table_idle_close * 1000, &o);
+            if (write_and_clear(c, s, &o) != 0) return -1;
+        }
+        if (s->timer_at < next) next = s->timer_at;
     }
     c->next_deadline = next;
     return 0;
