@@ -62,6 +62,8 @@ typedef struct {
     int job_pending;
     int64_t job_seq;
     int dirty;
+    int ended;            /* the room's finished table, which answers !review there until a new
+                             table opens (see "finished tables") */
     task *tasks;          /* held while the first waits for a search; none: the table is free */
     int ntasks, ctasks;
     table_question *answers; /* searches answered for the first task, in the order it asks */
@@ -70,8 +72,6 @@ typedef struct {
     int held_now;         /* events were held in this batch: follow-ups come after them */
     int restoring;        /* the inbox holds work of it from before a restart, not done yet */
     int held;             /* a computer player waits for the backlog (schedule) */
-    int ended;            /* the room's finished table, which answers !review there until a new
-                             table opens (see "finished tables") */
 } slot;
 
 /* What a transaction says to one destination (a room, or one person about one room's table),
