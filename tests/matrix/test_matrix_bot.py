@@ -730,13 +730,14 @@ class MatrixBotTest(unittest.TestCase):
 
     def test_18_hints_in_encrypted_direct_chats_and_the_review_in_the_room(self):
         """tests/console/hint-review.txt with four E2EE people: every hint is decrypted from
-        the asker's encrypted direct chat and none reaches the game room; the review of the
-        hand is posted in the room, once; both exactly as the console says them."""
+        the asker's encrypted direct chat and none reaches the game room; the review of a hand
+        during the match and of its last hand after its end are posted in the room, once each;
+        all exactly as the console says them."""
         room, private = self.encrypted_script(HINT_SCRIPT, PLAYERS)
         self.assertEqual([line for line in room if "hint: " in line], [], "a hint in the game room")
         hints = [line for name in PLAYERS for line in private[name] if "hint: " in line]
         self.assertEqual(len(hints), 3, hints)
-        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 1)
+        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 2)
 
     # ---- 19 --------------------------------------------------------------------------------------
 
