@@ -44,6 +44,7 @@
 #define DD_DEFAULT_BITS 17
 #define DD_WAYS 4      /* entries per bucket */
 #define DD_INF 10000
+#define DD_WORTHS 8    /* distinct card point values, at most */
 #define DD_MODE_POINTS 0
 #define DD_MODE_SWEEP 1 /* + team */
 
@@ -77,6 +78,9 @@ struct dd_solver {
     int16_t suit_pts[256];                 /* points of a suit's cards by the mask of their ranks */
     card_t by_power[SUIT_COUNT][RANK_IDS]; /* each suit strongest first, its six last */
     cardset_t above[CARD_IDS];             /* the stronger cards of the same suit */
+    cardset_t worth[DD_WORTHS];            /* the cards of each point value, cheapest first */
+    int8_t worth_pts[DD_WORTHS];
+    int nworth;
 };
 
 static int dd_team(int seat) { return seat & 1; } /* R-SEATS, R-SIX-SEATS: g304.c's team_of() */
@@ -352,6 +356,14 @@ dd_solver *dd_solver_new(int table_bits)
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
     }
+    for (int v = 0; v <= 30; v++) { /* the point values, cheapest first */
+        cardset_t cards = 0;
+        for (card_t c = 0; c < CARD_IDS; c++)
+            if (w->pts[c] == v) cards |= CARDSET_BIT(c);
+        if (!cards) continue;
+        w->worth[w->nworth] = cards;
+        w->worth_pts[w->nworth++] = (int8_t)v;
+    }
     for (int m = 0; m < 256; m++) w->suit_pts[m] = (int16_t)cardset_points((cardset_t)m);
     for (int s = 0; s < SUIT_COUNT; s++) {
         for (int r = 0; r < RANK_IDS; r++) w->by_power[s][r] = CARD_MAKE(s, r);
@@ -536,35 +548,32 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
         cardset_t split = others | on_table | (ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
         for (int s = 0; s < SUIT_COUNT; s++) {
             cardset_t mine = legal & CARDSET_SUIT(s) & ~(ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
-            if (!(mine & (mine - 1))) continue; /* fewer than two: nothing to merge */
-            card_t run[RANK_IDS];
-            int len = 0;
-            for (int i = 0; i <= RANK_IDS; i++) {
-                card_t c = i < RANK_IDS && mine ? w->by_power[s][i] : CARD_NONE; /* a run ends with mine */
-                if (c != CARD_NONE && (mine & CARDSET_BIT(c))) {
-                    run[len++] = c;
-                    mine &= ~CARDSET_BIT(c);
-                    continue;
+            while (mine & (mine - 1)) { /* a run: the cards of mine with the same cards of split above */
+                card_t first = (card_t)__builtin_ctzll(mine);
+                cardset_t over = split & w->above[first], run = 0;
+                for (cardset_t t = mine; t; t &= t - 1) {
+                    card_t c = (card_t)__builtin_ctzll(t);
+                    if ((split & w->above[c]) == over) run |= CARDSET_BIT(c);
                 }
-                if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
+                mine &= ~run;
+                if (!(run & (run - 1))) continue;
                 int team;
-                if (len > 1 && dd_settled(w, p, run[0], &team)) {
+                if (dd_settled(w, p, first, &team)) {
                     int ours = team == dd_team(me);
-                    card_t pick = run[0];
-                    for (int k = 1; k < len; k++)
-                        if (ours ? w->pts[run[k]] > w->pts[pick] : w->pts[run[k]] < w->pts[pick]) pick = run[k];
-                    for (int k = 0; k < len; k++)
-                        if (run[k] != pick) keep &= ~CARDSET_BIT(run[k]);
+                    card_t pick = first;
+                    for (cardset_t t = run & (run - 1); t; t &= t - 1) {
+                        card_t c = (card_t)__builtin_ctzll(t);
+                        if (ours ? w->pts[c] > w->pts[pick] : w->pts[c] < w->pts[pick]) pick = c;
+                    }
+                    keep &= ~run | CARDSET_BIT(pick);
                 } else {
-                    for (int k = 1; k < len; k++)
-                        for (int j = 0; j < k; j++)
-                            if (w->pts[run[j]] == w->pts[run[k]] && (keep & CARDSET_BIT(run[j]))) {
-                                keep &= ~CARDSET_BIT(run[k]);
-                                break;
-                            }
+                    int seen = 0; /* bit v: a card of v points is kept */
+                    for (cardset_t t = run; t; t &= t - 1) {
+                        card_t c = (card_t)__builtin_ctzll(t);
+                        if (seen >> w->pts[c] & 1) keep &= ~CARDSET_BIT(c);
+                        seen |= 1 << w->pts[c];
+                    }
                 }
-                len = 0;
-                if (c == CARD_NONE) break;
             }
         }
     }
@@ -627,14 +636,9 @@ static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
         for (int s = 0; s < p->nseats; s++) {
             if (s == by || !held[s]) continue;
             if (dd_team(s) == y && (held[s] & sure)) continue; /* may give a sure trump, counted already */
-            cardset_t h = held[s];
-            for (int j = 0; j < k && h; j++) {
-                card_t c = cardset_first(h);
-                for (cardset_t t = h & (h - 1); t; t &= t - 1)
-                    if (w->pts[__builtin_ctzll(t)] < w->pts[c]) c = (card_t)__builtin_ctzll(t);
-                safe[y] += w->pts[c];
-                h &= ~CARDSET_BIT(c);
-            }
+            int need = k; /* the k cheapest cards */
+            for (int j = 0; need > 0 && j < w->nworth; j++)
+                for (cardset_t t = held[s] & w->worth[j]; t && need > 0; t &= t - 1, need--) safe[y] += w->worth_pts[j];
         }
     }
     *lo = safe[0];
@@ -776,18 +780,40 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     return best;
 }
 
-/* Null-window searches halving the range of the value: they prune far more than one search with the
- * whole window, and the table carries their bounds from one to the next. (MTD(f) from a guess moves
- * one point per search here: fail-soft bounds in a points game are rarely far from the window.) */
+/* A first guess of the value: the points team 0 wins when every seat plays the move dd_moves() ranks
+ * first (no search: a few dozen plays). */
+static int dd_guess(const dd_solver *w, const dd_pos *p)
+{
+    dd_pos y = *p;
+    dd_move mv[G304_TRICKS + 1];
+    while (y.trick_no < y.ntricks && dd_moves(w, &y, CARD_NONE, mv)) dd_play_card(w, &y, mv[0].card, mv[0].down);
+    return y.points[0] - p->points[0];
+}
+
+/* Null-window searches close in on the value: they prune far more than one search with the whole
+ * window, and the table carries their bounds from one to the next. The first asks about the guess;
+ * while the answers keep going the same way the next asks 16, 32, 64 ... points further on, then the
+ * range left is halved. Fail-soft values help little (in a points game they fall next to the window),
+ * and the searches near the value cost the most, so a guess within a few dozen points saves the
+ * cheap far ones and keeps the count of near ones. */
 int dd_value(dd_solver *w, const dd_pos *p)
 {
-    int lower = 0, upper = dd_points_left(p);
+    int lower = 0, upper = dd_points_left(p), beta = dd_guess(w, p), step = 16, dir = 0;
     dd_begin(w);
     while (lower < upper && !w->stopped) {
-        int beta = (lower + upper + 1) / 2;
-        int g = dd_search(w, p, beta - 1, beta);
+        if (beta <= lower) beta = lower + 1;
+        if (beta > upper) beta = upper;
+        int g = dd_search(w, p, beta - 1, beta), d = g < beta ? -1 : 1;
         if (g < beta) upper = g;
         else lower = g;
+        if (dir == 0 || d == dir) { /* still going one way: a longer step */
+            dir = d;
+            beta = d > 0 ? lower + step : upper + 1 - step;
+            step *= 2;
+        } else {
+            dir = 2; /* bracketed: halve from now on */
+        }
+        if (dir == 2 || beta <= lower || beta > upper) beta = (lower + upper + 1) / 2, dir = 2;
     }
     return w->stopped ? DD_UNKNOWN : lower;
 }
