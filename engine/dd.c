@@ -74,10 +74,13 @@ struct dd_solver {
     long nodes;
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
+    int total;            /* the current search: points in play at its root and won before it */
     int8_t pts[CARD_IDS], pw[CARD_IDS];    /* the 36-card pack: the sixes too (R-SIX-CARDS) */
     int16_t suit_pts[256];                 /* points of a suit's cards by the mask of their ranks */
     card_t by_power[SUIT_COUNT][RANK_IDS]; /* each suit strongest first, its six last */
     cardset_t above[CARD_IDS];             /* the stronger cards of the same suit */
+    int8_t strength[SUIT_COUNT][SUIT_COUNT][CARD_IDS]; /* by trump and suit led: trumps, then the
+                                                          suit led, then the rest, each by power */
     cardset_t worth[DD_WORTHS];            /* the cards of each point value, cheapest first */
     int8_t worth_pts[DD_WORTHS];
     int nworth;
@@ -221,22 +224,24 @@ int dd_legal(const dd_pos *p, card_t out[G304_TRICKS])
     return n;
 }
 
-/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
- * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides the
- * tricks of dd_play(); this faster form, by the solver's table of powers, decides the tricks the search
- * plays, orders its moves and settles tricks early, and test_dd_cross checks the results it leads to. */
-static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
+/* The cards that beat card best, the card winning a trick so far: the higher cards of its suit, and
+ * every trump if it is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides the
+ * tricks of dd_play(); this faster form, by the solver's tables of powers, decides the tricks the
+ * search plays, orders its moves and settles tricks early, and test_dd_cross checks the results it
+ * leads to. */
+static cardset_t dd_beaters(const dd_solver *w, card_t best, int trump)
 {
-    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
-    return CARD_SUIT(c) == trump;
+    return CARD_SUIT(best) == trump ? w->above[best] : w->above[best] | CARDSET_SUIT(trump);
 }
 
-/* The index of the card winning cards[0..n-1] so far (g304_trick_winner() by dd_beats()). */
+/* The index of the card winning cards[0..n-1] so far: the strongest by the order dd_beaters() gives,
+ * as the solver's table of strengths by trump and suit led holds it. */
 static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
 {
+    const int8_t *str = w->strength[trump][CARD_SUIT(cards[0])];
     int best = 0;
     for (int i = 1; i < n; i++)
-        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
+        if (str[cards[i]] > str[cards[best]]) best = i;
     return best;
 }
 
@@ -323,8 +328,9 @@ void dd_play(dd_pos *p, card_t card)
 static cardset_t dd_in_play(const dd_pos *p)
 {
     cardset_t s = p->ind_down ? CARDSET_BIT(p->indicator) : 0;
-    for (int i = 0; i < p->nseats; i++)
-        if (!dd_sits_out(p, i)) s |= p->hand[i];
+    for (int i = 0; i < p->nseats; i++) s |= p->hand[i];
+    for (int i = 0; p->pcc && i < p->nseats; i++)
+        if (dd_sits_out(p, i)) s &= ~p->hand[i];
     return s;
 }
 
@@ -356,6 +362,10 @@ dd_solver *dd_solver_new(int table_bits)
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
     }
+    for (int t = 0; t < SUIT_COUNT; t++)
+        for (int l = 0; l < SUIT_COUNT; l++)
+            for (card_t c = 0; c < CARD_IDS; c++) /* powers run from -1 (a six) to 7 */
+                w->strength[t][l][c] = (int8_t)(1 + w->pw[c] + (CARD_SUIT(c) == t ? 32 : CARD_SUIT(c) == l ? 16 : 0));
     for (int v = 0; v <= 30; v++) { /* the point values, cheapest first */
         cardset_t cards = 0;
         for (card_t c = 0; c < CARD_IDS; c++)
@@ -398,9 +408,10 @@ void dd_solver_clear(dd_solver *w)
 
 void dd_solver_budget(dd_solver *w, long nodes) { w->budget = nodes > 0 ? nodes : 0; }
 
-/* Starts the clock of one search. */
-static void dd_begin(dd_solver *w)
+/* Starts the clock of one search from p. */
+static void dd_begin(dd_solver *w, const dd_pos *p)
 {
+    w->total = dd_points_left(p) + p->points[0] + p->points[1];
     w->stopped = 0;
     w->stop_at = w->budget ? w->nodes + w->budget : -1;
 }
@@ -487,7 +498,7 @@ typedef struct {
 
 
 /* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
-static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win)
+static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win, cardset_t beat)
 {
     int me = p->to_act, s = CARD_SUIT(c);
     if (p->n == 0) {
@@ -496,7 +507,7 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
         return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
     }
     int partner_wins = dd_team(p->seat[win]) == dd_team(me);
-    int beats = dd_beats(w, c, p->card[win], p->trump);
+    int beats = (beat >> c) & 1; /* the cards that beat the trick's winning card */
     if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
     if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
     return 100 - 2 * w->pts[c] - w->pw[c];
@@ -504,24 +515,20 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
 
 /* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
  * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
- * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
-static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
+ * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team).
+ * win and beat: the trick's winning card so far and the cards that beat it (dd_moves). */
+static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int win, cardset_t beat, int *team)
 {
-    card_t cards[G304_MAX_SEATS];
-    uint8_t seats[G304_MAX_SEATS];
-    int n = p->n, size = dd_trick_size(p);
-    memcpy(cards, p->card, (size_t)n);
-    memcpy(seats, p->seat, (size_t)n);
-    cards[n] = c;
-    seats[n] = p->to_act;
-    int best = dd_winning(w, cards, n + 1, p->trump);
-    *team = dd_team(seats[best]);
-    for (int k = n + 1, seat = p->to_act; k < size; k++) {
-        seat = dd_next_seat(p, seat);
-        if (dd_team(seat) == *team) continue;
-        cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
-        for (cardset_t h = legal; h; h &= h - 1)
-            if (dd_beats(w, (card_t)__builtin_ctzll(h), cards[best], p->trump)) return 0;
+    card_t led = p->n ? p->card[0] : c, best = c;
+    int seat = p->to_act;
+    if (p->n && !((beat >> c) & 1)) best = p->card[win], seat = p->seat[win];
+    *team = dd_team(seat);
+    cardset_t over = dd_beaters(w, best, p->trump);
+    for (int k = p->n + 1, s = p->to_act, size = dd_trick_size(p); k < size; k++) {
+        s = dd_next_seat(p, s);
+        if (dd_team(s) == *team) continue;
+        cardset_t down;
+        if (dd_seat_legal(p, s, led, &down) & over) return 0;
     }
     return 1;
 }
@@ -543,6 +550,7 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
     cardset_t others = dd_in_play(p) & ~p->hand[me], on_table = 0;
     for (int i = 0; i < p->n; i++) on_table |= CARDSET_BIT(p->card[i]);
     int win = p->n ? dd_winning(w, p->card, p->n, p->trump) : 0;
+    cardset_t beat = p->n ? dd_beaters(w, p->card[win], p->trump) : 0;
     cardset_t keep = legal;
     if (!(p->caps_n && me == p->caps_seat)) {
         cardset_t split = others | on_table | (ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
@@ -558,7 +566,7 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
                 mine &= ~run;
                 if (!(run & (run - 1))) continue;
                 int team;
-                if (dd_settled(w, p, first, &team)) {
+                if (dd_settled(w, p, first, win, beat, &team)) {
                     int ours = team == dd_team(me);
                     card_t pick = first;
                     for (cardset_t t = run & (run - 1); t; t &= t - 1) {
@@ -580,7 +588,7 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
     for (cardset_t s = keep; s; s &= s - 1) {
         card_t c = (card_t)__builtin_ctzll(s);
         dd_move m = {c, (uint8_t)((down >> c) & 1), 0};
-        m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win));
+        m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win, beat));
         int j = n++;
         while (j > 0 && out[j - 1].score < m.score) out[j] = out[j - 1], j--;
         out[j] = m;
@@ -607,14 +615,12 @@ static int dd_set_points(const dd_solver *w, cardset_t s)
  * bound: it may be thrown on a trick the other team wins. */
 static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
 {
-    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_MAX_SEATS], team_trumps[2] = {0, 0}, in_play = 0;
+    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_MAX_SEATS], team_trumps[2] = {0, 0};
     for (int s = 0; s < p->nseats; s++) {
         held[s] = dd_sits_out(p, s) ? 0 : p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
         team_trumps[dd_team(s)] |= held[s] & trumps;
-        in_play |= held[s];
     }
-    int safe[2] = {0, 0}, left = dd_set_points(w, in_play);
-    for (int i = 0; i < p->n; i++) left += w->pts[p->card[i]];
+    int safe[2] = {0, 0}, left = w->total - p->points[0] - p->points[1]; /* a trick start: all in hand */
     for (int y = 0; y < 2; y++) {
         cardset_t sure = team_trumps[y], theirs = team_trumps[!y];
         for (int i = 0; sure && theirs && i < RANK_IDS; i++) {
@@ -799,7 +805,7 @@ static int dd_guess(const dd_solver *w, const dd_pos *p)
 int dd_value(dd_solver *w, const dd_pos *p)
 {
     int lower = 0, upper = dd_points_left(p), beta = dd_guess(w, p), step = 16, dir = 0;
-    dd_begin(w);
+    dd_begin(w, p);
     while (lower < upper && !w->stopped) {
         if (beta <= lower) beta = lower + 1;
         if (beta > upper) beta = upper;
@@ -821,7 +827,7 @@ int dd_value(dd_solver *w, const dd_pos *p)
 int dd_reach(dd_solver *w, const dd_pos *p, int team, int target)
 {
     if (target <= 0) return 1;
-    dd_begin(w);
+    dd_begin(w, p);
     int r;
     if (team == 0) {
         r = dd_search(w, p, target - 1, target) >= target;
@@ -863,7 +869,7 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
 
 int dd_sweep(dd_solver *w, const dd_pos *p, int team)
 {
-    dd_begin(w);
+    dd_begin(w, p);
     int r = dd_sweep_search(w, p, team);
     return w->stopped ? DD_UNKNOWN : r;
 }
