@@ -497,22 +497,6 @@ typedef struct {
 } dd_move;
 
 
-/* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
-static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win, cardset_t beat)
-{
-    int me = p->to_act, s = CARD_SUIT(c);
-    if (p->n == 0) {
-        if (!(others & w->above[c])) /* the top card left in its suit */
-            return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
-        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
-    }
-    int partner_wins = dd_team(p->seat[win]) == dd_team(me);
-    int beats = (beat >> c) & 1; /* the cards that beat the trick's winning card */
-    if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
-    if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
-    return 100 - 2 * w->pts[c] - w->pw[c];
-}
-
 /* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
  * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
  * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team).
@@ -531,6 +515,29 @@ static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int win, ca
         if (dd_seat_legal(p, s, led, &down) & over) return 0;
     }
     return 1;
+}
+
+/* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
+static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win, cardset_t beat)
+{
+    int me = p->to_act, s = CARD_SUIT(c);
+    if (p->n == 0) {
+        int team;
+        if (dd_settled(w, p, c, 0, 0, &team) && team == dd_team(me)) /* the lead wins the trick */
+            return 300 + w->pts[c] - (s == p->trump ? 15 : 0);
+        if (!(others & w->above[c])) /* the top card left in its suit */
+            return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
+        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
+    }
+    int partner_wins = dd_team(p->seat[win]) == dd_team(me);
+    int beats = (beat >> c) & 1; /* the cards that beat the trick's winning card */
+    if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
+    if (beats && p->n + 1 < dd_trick_size(p)) {
+        int team;
+        if (dd_settled(w, p, c, win, beat, &team)) return 300 + w->pts[c]; /* it takes the trick */
+    }
+    if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
+    return 100 - 2 * w->pts[c] - w->pw[c];
 }
 
 /* The moves worth searching, best first (hint: the table's move, tried first). Of each run of this
