@@ -525,13 +525,25 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
         int team;
         if (dd_settled(w, p, c, 0, 0, &team) && team == dd_team(me)) /* the lead wins the trick */
             return 300 + w->pts[c] - (s == p->trump ? 15 : 0);
+        cardset_t in_suit = others & CARDSET_SUIT(s), mate = 0;
+        for (int k = 1, seat = me; k < dd_trick_size(p); k++)
+            if (dd_team(seat = dd_next_seat(p, seat)) == dd_team(me)) mate |= p->hand[seat];
+        for (cardset_t t = in_suit; t; t &= t - 1) {
+            card_t top = (card_t)__builtin_ctzll(t);
+            if (!(in_suit & w->above[top]) && (mate & CARDSET_BIT(top)) && !(w->above[top] & CARDSET_BIT(c)))
+                return 250 - 2 * w->pts[c] - w->pw[c]; /* a low lead to the partner's top card */
+        }
         if (!(others & w->above[c])) /* the top card left in its suit */
             return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
         return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
     }
     int partner_wins = dd_team(p->seat[win]) == dd_team(me);
     int beats = (beat >> c) & 1; /* the cards that beat the trick's winning card */
-    if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
+    if (partner_wins) {
+        int team, sure = dd_settled(w, p, c, win, beat, &team);
+        if (beats) return sure && p->n + 1 < dd_trick_size(p) ? 150 + w->pts[c] : -w->pts[c];
+        return sure ? 200 + 2 * w->pts[c] - w->pw[c] : 100 - 2 * w->pts[c] - w->pw[c];
+    }
     if (beats && p->n + 1 < dd_trick_size(p)) {
         int team;
         if (dd_settled(w, p, c, win, beat, &team)) return 300 + w->pts[c]; /* it takes the trick */
