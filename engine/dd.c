@@ -548,7 +548,10 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
         int team;
         if (dd_settled(w, p, c, win, beat, &team)) return 300 + w->pts[c]; /* it takes the trick */
     }
-    if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
+    if (beats) return 200 + 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
+    int team;
+    if (p->n + 1 < dd_trick_size(p) && !dd_settled(w, p, c, win, beat, &team)) /* the partner may still take it */
+        return 100 + 2 * w->pts[c] - w->pw[c];
     return 100 - 2 * w->pts[c] - w->pw[c];
 }
 
