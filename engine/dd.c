@@ -6,11 +6,13 @@
  * a trick. Legal moves come from g304_check_card(), one card per suit; only the cases where it
  * restricts nobody (following the suit led, a seat other than the maker leading, a seat other than
  * the maker with the face-down indicator that cannot follow) are answered without asking it. The
- * search decides tricks by the solver's own table of powers, the same rule as g304_trick_winner().
+ * search decides tricks by the solver's own tables of powers and strengths, the same rule as
+ * g304_trick_winner().
  *
  * Values are team 0's points from the cards still in play, so one alpha-beta serves both teams
- * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() halves
- * the range of the value with null windows. At each trick start, in this order:
+ * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() closes in
+ * on the value with null windows, the first at the value of a heuristic line of play, then steps
+ * growing until the value is bracketed, then halving. At each trick start, in this order:
  *  - the last trick is counted directly (every seat holds one card);
  *  - bounds from the sure trumps (trumps stronger than all of the other team's: the tricks they win
  *    and the cheapest cards the other seats must give to them) may settle the question;
@@ -31,10 +33,21 @@
  *    it; so the run's card with the most points dominates when our team takes the trick, the one
  *    with the fewest when it does not. Only that card is searched.
  *
- * Tried and left out, as they cost more time than they saved on tests/bench/bench_dd: a full window
- * or windows around a guessed value in dd_value(), killer and history move order, exact values with
- * three tricks left, bounds in the middle of a trick, quick tricks of side suits, and probing the
- * table for every child at the last card of a trick. */
+ * Move order decides most of the cost (a null window is cheap only when the first move refutes).
+ * First the table's move at a trick start; then the cards that surely take the trick (no seat of
+ * the other team still to play holds a legal card that beats them: the same test as the merge
+ * above); a low lead to the partner's top card or in a suit the partner can ruff, and last the
+ * leads the other team can ruff; a card beating the other team's with the highest such card; points
+ * thrown on a partner's winning card when it is safe, and on a trick a partner still to play may
+ * take; otherwise the cheapest card.
+ *
+ * Tried and left out, as they cost more time than they saved on tests/bench/bench_dd: a full window,
+ * or windows kept narrow around a guessed value in dd_value() (the guess now places only the first
+ * window), killer and history move order, exact values with three tricks left, bounds in the middle
+ * of a trick, quick tricks of side suits, probing the table for every child at the last card of a
+ * trick, keys that merge the cards without points (8, 7, six) of a suit across hands (next to no
+ * more table hits), leaving the table out with two tricks left, and -O3 with link-time optimisation
+ * (slower). */
 #include "dd.h"
 
 #include <stdio.h>
@@ -526,16 +539,22 @@ static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset
         if (dd_settled(w, p, c, 0, 0, &team) && team == dd_team(me)) /* the lead wins the trick */
             return 300 + w->pts[c] - (s == p->trump ? 15 : 0);
         cardset_t in_suit = others & CARDSET_SUIT(s), mate = 0;
-        for (int k = 1, seat = me; k < dd_trick_size(p); k++)
-            if (dd_team(seat = dd_next_seat(p, seat)) == dd_team(me)) mate |= p->hand[seat];
+        int ruffed = 0; /* a seat of the other team can ruff the lead */
+        for (int k = 1, seat = me; k < dd_trick_size(p); k++) {
+            cardset_t h = p->hand[seat = dd_next_seat(p, seat)];
+            if (dd_team(seat) == dd_team(me)) mate |= h;
+            else ruffed |= s != p->trump && !(h & CARDSET_SUIT(s)) && (h & CARDSET_SUIT(p->trump));
+        }
         for (cardset_t t = in_suit; t; t &= t - 1) {
             card_t top = (card_t)__builtin_ctzll(t);
             if (!(in_suit & w->above[top]) && (mate & CARDSET_BIT(top)) && !(w->above[top] & CARDSET_BIT(c)))
                 return 250 - 2 * w->pts[c] - w->pw[c]; /* a low lead to the partner's top card */
         }
+        if (s != p->trump && !(mate & CARDSET_SUIT(s)) && (mate & CARDSET_SUIT(p->trump)))
+            return 240 - 2 * w->pts[c] - w->pw[c]; /* a lead the partner can ruff */
         if (!(others & w->above[c])) /* the top card left in its suit */
             return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
-        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
+        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0) - (ruffed ? 40 : 0);
     }
     int partner_wins = dd_team(p->seat[win]) == dd_team(me);
     int beats = (beat >> c) & 1; /* the cards that beat the trick's winning card */
