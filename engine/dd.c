@@ -6,11 +6,13 @@
  * a trick. Legal moves come from g304_check_card(), one card per suit; only the cases where it
  * restricts nobody (following the suit led, a seat other than the maker leading, a seat other than
  * the maker with the face-down indicator that cannot follow) are answered without asking it. The
- * search decides tricks by the solver's own table of powers, the same rule as g304_trick_winner().
+ * search decides tricks by the solver's own tables of powers and strengths, the same rule as
+ * g304_trick_winner().
  *
  * Values are team 0's points from the cards still in play, so one alpha-beta serves both teams
- * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() halves
- * the range of the value with null windows. At each trick start, in this order:
+ * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() closes in
+ * on the value with null windows, the first at the value of a heuristic line of play, then steps
+ * growing until the value is bracketed, then halving. At each trick start, in this order:
  *  - the last trick is counted directly (every seat holds one card);
  *  - bounds from the sure trumps (trumps stronger than all of the other team's: the tricks they win
  *    and the cheapest cards the other seats must give to them) may settle the question;
@@ -31,10 +33,21 @@
  *    it; so the run's card with the most points dominates when our team takes the trick, the one
  *    with the fewest when it does not. Only that card is searched.
  *
- * Tried and left out, as they cost more time than they saved on tests/bench/bench_dd: a full window
- * or windows around a guessed value in dd_value(), killer and history move order, exact values with
- * three tricks left, bounds in the middle of a trick, quick tricks of side suits, and probing the
- * table for every child at the last card of a trick. */
+ * Move order decides most of the cost (a null window is cheap only when the first move refutes).
+ * First the table's move at a trick start; then the cards that surely take the trick (no seat of
+ * the other team still to play holds a legal card that beats them: the same test as the merge
+ * above); a low lead to the partner's top card or in a suit the partner can ruff, and last the
+ * leads the other team can ruff; a card beating the other team's with the highest such card; points
+ * thrown on a partner's winning card when it is safe, and on a trick a partner still to play may
+ * take; otherwise the cheapest card.
+ *
+ * Tried and left out, as they cost more time than they saved on tests/bench/bench_dd: a full window,
+ * or windows kept narrow around a guessed value in dd_value() (the guess now places only the first
+ * window), killer and history move order, exact values with three tricks left, bounds in the middle
+ * of a trick, quick tricks of side suits, probing the table for every child at the last card of a
+ * trick, keys that merge the cards without points (8, 7, six) of a suit across hands (next to no
+ * more table hits), leaving the table out with two tricks left, and -O3 with link-time optimisation
+ * (slower). */
 #include "dd.h"
 
 #include <stdio.h>
@@ -44,6 +57,7 @@
 #define DD_DEFAULT_BITS 17
 #define DD_WAYS 4      /* entries per bucket */
 #define DD_INF 10000
+#define DD_WORTHS 8    /* distinct card point values, at most */
 #define DD_MODE_POINTS 0
 #define DD_MODE_SWEEP 1 /* + team */
 
@@ -73,10 +87,16 @@ struct dd_solver {
     long nodes;
     long budget, stop_at; /* dd_solver_budget(); the node count where the current search stops */
     int stopped;          /* the current search reached stop_at: its results are not stored */
+    int total;            /* the current search: points in play at its root and won before it */
     int8_t pts[CARD_IDS], pw[CARD_IDS];    /* the 36-card pack: the sixes too (R-SIX-CARDS) */
     int16_t suit_pts[256];                 /* points of a suit's cards by the mask of their ranks */
     card_t by_power[SUIT_COUNT][RANK_IDS]; /* each suit strongest first, its six last */
     cardset_t above[CARD_IDS];             /* the stronger cards of the same suit */
+    int8_t strength[SUIT_COUNT][SUIT_COUNT][CARD_IDS]; /* by trump and suit led: trumps, then the
+                                                          suit led, then the rest, each by power */
+    cardset_t worth[DD_WORTHS];            /* the cards of each point value, cheapest first */
+    int8_t worth_pts[DD_WORTHS];
+    int nworth;
 };
 
 static int dd_team(int seat) { return seat & 1; } /* R-SEATS, R-SIX-SEATS: g304.c's team_of() */
@@ -217,22 +237,24 @@ int dd_legal(const dd_pos *p, card_t out[G304_TRICKS])
     return n;
 }
 
-/* Whether card c beats card best, the card winning a trick so far: a higher card of its suit, or a
- * trump over a card that is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides the
- * tricks of dd_play(); this faster form, by the solver's table of powers, decides the tricks the search
- * plays, orders its moves and settles tricks early, and test_dd_cross checks the results it leads to. */
-static int dd_beats(const dd_solver *w, card_t c, card_t best, int trump)
+/* The cards that beat card best, the card winning a trick so far: the higher cards of its suit, and
+ * every trump if it is not one (R-FOLLOW). The same rule as g304_trick_winner(), which decides the
+ * tricks of dd_play(); this faster form, by the solver's tables of powers, decides the tricks the
+ * search plays, orders its moves and settles tricks early, and test_dd_cross checks the results it
+ * leads to. */
+static cardset_t dd_beaters(const dd_solver *w, card_t best, int trump)
 {
-    if (CARD_SUIT(c) == CARD_SUIT(best)) return w->pw[c] > w->pw[best];
-    return CARD_SUIT(c) == trump;
+    return CARD_SUIT(best) == trump ? w->above[best] : w->above[best] | CARDSET_SUIT(trump);
 }
 
-/* The index of the card winning cards[0..n-1] so far (g304_trick_winner() by dd_beats()). */
+/* The index of the card winning cards[0..n-1] so far: the strongest by the order dd_beaters() gives,
+ * as the solver's table of strengths by trump and suit led holds it. */
 static int dd_winning(const dd_solver *w, const card_t *cards, int n, int trump)
 {
+    const int8_t *str = w->strength[trump][CARD_SUIT(cards[0])];
     int best = 0;
     for (int i = 1; i < n; i++)
-        if (dd_beats(w, cards[i], cards[best], trump)) best = i;
+        if (str[cards[i]] > str[cards[best]]) best = i;
     return best;
 }
 
@@ -319,8 +341,9 @@ void dd_play(dd_pos *p, card_t card)
 static cardset_t dd_in_play(const dd_pos *p)
 {
     cardset_t s = p->ind_down ? CARDSET_BIT(p->indicator) : 0;
-    for (int i = 0; i < p->nseats; i++)
-        if (!dd_sits_out(p, i)) s |= p->hand[i];
+    for (int i = 0; i < p->nseats; i++) s |= p->hand[i];
+    for (int i = 0; p->pcc && i < p->nseats; i++)
+        if (dd_sits_out(p, i)) s &= ~p->hand[i];
     return s;
 }
 
@@ -351,6 +374,18 @@ dd_solver *dd_solver_new(int table_bits)
     for (card_t c = 0; c < CARD_IDS; c++) {
         w->pts[c] = (int8_t)card_points(c);
         w->pw[c] = (int8_t)card_power(c);
+    }
+    for (int t = 0; t < SUIT_COUNT; t++)
+        for (int l = 0; l < SUIT_COUNT; l++)
+            for (card_t c = 0; c < CARD_IDS; c++) /* powers run from -1 (a six) to 7 */
+                w->strength[t][l][c] = (int8_t)(1 + w->pw[c] + (CARD_SUIT(c) == t ? 32 : CARD_SUIT(c) == l ? 16 : 0));
+    for (int v = 0; v <= 30; v++) { /* the point values, cheapest first */
+        cardset_t cards = 0;
+        for (card_t c = 0; c < CARD_IDS; c++)
+            if (w->pts[c] == v) cards |= CARDSET_BIT(c);
+        if (!cards) continue;
+        w->worth[w->nworth] = cards;
+        w->worth_pts[w->nworth++] = (int8_t)v;
     }
     for (int m = 0; m < 256; m++) w->suit_pts[m] = (int16_t)cardset_points((cardset_t)m);
     for (int s = 0; s < SUIT_COUNT; s++) {
@@ -386,9 +421,10 @@ void dd_solver_clear(dd_solver *w)
 
 void dd_solver_budget(dd_solver *w, long nodes) { w->budget = nodes > 0 ? nodes : 0; }
 
-/* Starts the clock of one search. */
-static void dd_begin(dd_solver *w)
+/* Starts the clock of one search from p. */
+static void dd_begin(dd_solver *w, const dd_pos *p)
 {
+    w->total = dd_points_left(p) + p->points[0] + p->points[1];
     w->stopped = 0;
     w->stop_at = w->budget ? w->nodes + w->budget : -1;
 }
@@ -474,44 +510,68 @@ typedef struct {
 } dd_move;
 
 
+/* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
+ * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
+ * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team).
+ * win and beat: the trick's winning card so far and the cards that beat it (dd_moves). */
+static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int win, cardset_t beat, int *team)
+{
+    card_t led = p->n ? p->card[0] : c, best = c;
+    int seat = p->to_act;
+    if (p->n && !((beat >> c) & 1)) best = p->card[win], seat = p->seat[win];
+    *team = dd_team(seat);
+    cardset_t over = dd_beaters(w, best, p->trump);
+    for (int k = p->n + 1, s = p->to_act, size = dd_trick_size(p); k < size; k++) {
+        s = dd_next_seat(p, s);
+        if (dd_team(s) == *team) continue;
+        cardset_t down;
+        if (dd_seat_legal(p, s, led, &down) & over) return 0;
+    }
+    return 1;
+}
+
 /* A heuristic rank for move order: likely best moves first. Exactness does not depend on it. */
-static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win)
+static int dd_order_score(const dd_solver *w, const dd_pos *p, card_t c, cardset_t others, int win, cardset_t beat)
 {
     int me = p->to_act, s = CARD_SUIT(c);
     if (p->n == 0) {
+        int team;
+        if (dd_settled(w, p, c, 0, 0, &team) && team == dd_team(me)) /* the lead wins the trick */
+            return 300 + w->pts[c] - (s == p->trump ? 15 : 0);
+        cardset_t in_suit = others & CARDSET_SUIT(s), mate = 0;
+        int ruffed = 0; /* a seat of the other team can ruff the lead */
+        for (int k = 1, seat = me; k < dd_trick_size(p); k++) {
+            cardset_t h = p->hand[seat = dd_next_seat(p, seat)];
+            if (dd_team(seat) == dd_team(me)) mate |= h;
+            else ruffed |= s != p->trump && !(h & CARDSET_SUIT(s)) && (h & CARDSET_SUIT(p->trump));
+        }
+        for (cardset_t t = in_suit; t; t &= t - 1) {
+            card_t top = (card_t)__builtin_ctzll(t);
+            if (!(in_suit & w->above[top]) && (mate & CARDSET_BIT(top)) && !(w->above[top] & CARDSET_BIT(c)))
+                return 250 - 2 * w->pts[c] - w->pw[c]; /* a low lead to the partner's top card */
+        }
+        if (s != p->trump && !(mate & CARDSET_SUIT(s)) && (mate & CARDSET_SUIT(p->trump)))
+            return 240 - 2 * w->pts[c] - w->pw[c]; /* a lead the partner can ruff */
         if (!(others & w->above[c])) /* the top card left in its suit */
             return 200 + w->pts[c] + (s == p->trump && dd_team(me) == dd_team(p->maker) ? 40 : 0);
-        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0);
+        return 100 - 2 * w->pts[c] - w->pw[c] - (s == p->trump ? 30 : 0) - (ruffed ? 40 : 0);
     }
     int partner_wins = dd_team(p->seat[win]) == dd_team(me);
-    int beats = dd_beats(w, c, p->card[win], p->trump);
-    if (partner_wins) return beats ? -w->pts[c] : 100 + 2 * w->pts[c] - w->pw[c];
-    if (beats) return 200 - 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
-    return 100 - 2 * w->pts[c] - w->pw[c];
-}
-
-/* Whether the team that wins the trick is settled once the seat to act plays c: no seat still to
- * play on the other side of the card then winning holds a legal card that beats it (R-FOLLOW's
- * winner by g304_trick_winner(); a card of the same team overtaking keeps the trick in that team). */
-static int dd_settled(const dd_solver *w, const dd_pos *p, card_t c, int *team)
-{
-    card_t cards[G304_MAX_SEATS];
-    uint8_t seats[G304_MAX_SEATS];
-    int n = p->n, size = dd_trick_size(p);
-    memcpy(cards, p->card, (size_t)n);
-    memcpy(seats, p->seat, (size_t)n);
-    cards[n] = c;
-    seats[n] = p->to_act;
-    int best = dd_winning(w, cards, n + 1, p->trump);
-    *team = dd_team(seats[best]);
-    for (int k = n + 1, seat = p->to_act; k < size; k++) {
-        seat = dd_next_seat(p, seat);
-        if (dd_team(seat) == *team) continue;
-        cardset_t down, legal = dd_seat_legal(p, seat, cards[0], &down);
-        for (cardset_t h = legal; h; h &= h - 1)
-            if (dd_beats(w, (card_t)__builtin_ctzll(h), cards[best], p->trump)) return 0;
+    int beats = (beat >> c) & 1; /* the cards that beat the trick's winning card */
+    if (partner_wins) {
+        int team, sure = dd_settled(w, p, c, win, beat, &team);
+        if (beats) return sure && p->n + 1 < dd_trick_size(p) ? 150 + w->pts[c] : -w->pts[c];
+        return sure ? 200 + 2 * w->pts[c] - w->pw[c] : 100 - 2 * w->pts[c] - w->pw[c];
     }
-    return 1;
+    if (beats && p->n + 1 < dd_trick_size(p)) {
+        int team;
+        if (dd_settled(w, p, c, win, beat, &team)) return 300 + w->pts[c]; /* it takes the trick */
+    }
+    if (beats) return 200 + 4 * w->pw[c] + w->pts[c] - (s == p->trump && CARD_SUIT(p->card[0]) != s ? 20 : 0);
+    int team;
+    if (p->n + 1 < dd_trick_size(p) && !dd_settled(w, p, c, win, beat, &team)) /* the partner may still take it */
+        return 100 + 2 * w->pts[c] - w->pw[c];
+    return 100 - 2 * w->pts[c] - w->pw[c];
 }
 
 /* The moves worth searching, best first (hint: the table's move, tried first). Of each run of this
@@ -531,47 +591,45 @@ static int dd_moves(const dd_solver *w, const dd_pos *p, card_t hint, dd_move *o
     cardset_t others = dd_in_play(p) & ~p->hand[me], on_table = 0;
     for (int i = 0; i < p->n; i++) on_table |= CARDSET_BIT(p->card[i]);
     int win = p->n ? dd_winning(w, p->card, p->n, p->trump) : 0;
+    cardset_t beat = p->n ? dd_beaters(w, p->card[win], p->trump) : 0;
     cardset_t keep = legal;
     if (!(p->caps_n && me == p->caps_seat)) {
         cardset_t split = others | on_table | (ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
         for (int s = 0; s < SUIT_COUNT; s++) {
             cardset_t mine = legal & CARDSET_SUIT(s) & ~(ind != CARD_NONE ? CARDSET_BIT(ind) : 0);
-            if (!(mine & (mine - 1))) continue; /* fewer than two: nothing to merge */
-            card_t run[RANK_IDS];
-            int len = 0;
-            for (int i = 0; i <= RANK_IDS; i++) {
-                card_t c = i < RANK_IDS && mine ? w->by_power[s][i] : CARD_NONE; /* a run ends with mine */
-                if (c != CARD_NONE && (mine & CARDSET_BIT(c))) {
-                    run[len++] = c;
-                    mine &= ~CARDSET_BIT(c);
-                    continue;
+            while (mine & (mine - 1)) { /* a run: the cards of mine with the same cards of split above */
+                card_t first = (card_t)__builtin_ctzll(mine);
+                cardset_t over = split & w->above[first], run = 0;
+                for (cardset_t t = mine; t; t &= t - 1) {
+                    card_t c = (card_t)__builtin_ctzll(t);
+                    if ((split & w->above[c]) == over) run |= CARDSET_BIT(c);
                 }
-                if (c != CARD_NONE && !(split & CARDSET_BIT(c))) continue; /* out of play: no split */
+                mine &= ~run;
+                if (!(run & (run - 1))) continue;
                 int team;
-                if (len > 1 && dd_settled(w, p, run[0], &team)) {
+                if (dd_settled(w, p, first, win, beat, &team)) {
                     int ours = team == dd_team(me);
-                    card_t pick = run[0];
-                    for (int k = 1; k < len; k++)
-                        if (ours ? w->pts[run[k]] > w->pts[pick] : w->pts[run[k]] < w->pts[pick]) pick = run[k];
-                    for (int k = 0; k < len; k++)
-                        if (run[k] != pick) keep &= ~CARDSET_BIT(run[k]);
+                    card_t pick = first;
+                    for (cardset_t t = run & (run - 1); t; t &= t - 1) {
+                        card_t c = (card_t)__builtin_ctzll(t);
+                        if (ours ? w->pts[c] > w->pts[pick] : w->pts[c] < w->pts[pick]) pick = c;
+                    }
+                    keep &= ~run | CARDSET_BIT(pick);
                 } else {
-                    for (int k = 1; k < len; k++)
-                        for (int j = 0; j < k; j++)
-                            if (w->pts[run[j]] == w->pts[run[k]] && (keep & CARDSET_BIT(run[j]))) {
-                                keep &= ~CARDSET_BIT(run[k]);
-                                break;
-                            }
+                    int seen = 0; /* bit v: a card of v points is kept */
+                    for (cardset_t t = run; t; t &= t - 1) {
+                        card_t c = (card_t)__builtin_ctzll(t);
+                        if (seen >> w->pts[c] & 1) keep &= ~CARDSET_BIT(c);
+                        seen |= 1 << w->pts[c];
+                    }
                 }
-                len = 0;
-                if (c == CARD_NONE) break;
             }
         }
     }
     for (cardset_t s = keep; s; s &= s - 1) {
         card_t c = (card_t)__builtin_ctzll(s);
         dd_move m = {c, (uint8_t)((down >> c) & 1), 0};
-        m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win));
+        m.score = (int16_t)(c == hint ? 1000 : dd_order_score(w, p, c, others, win, beat));
         int j = n++;
         while (j > 0 && out[j - 1].score < m.score) out[j] = out[j - 1], j--;
         out[j] = m;
@@ -598,14 +656,12 @@ static int dd_set_points(const dd_solver *w, cardset_t s)
  * bound: it may be thrown on a trick the other team wins. */
 static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
 {
-    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_MAX_SEATS], team_trumps[2] = {0, 0}, in_play = 0;
+    cardset_t trumps = CARDSET_SUIT(p->trump), held[G304_MAX_SEATS], team_trumps[2] = {0, 0};
     for (int s = 0; s < p->nseats; s++) {
         held[s] = dd_sits_out(p, s) ? 0 : p->hand[s] | (p->ind_down && s == p->maker ? CARDSET_BIT(p->indicator) : 0);
         team_trumps[dd_team(s)] |= held[s] & trumps;
-        in_play |= held[s];
     }
-    int safe[2] = {0, 0}, left = dd_set_points(w, in_play);
-    for (int i = 0; i < p->n; i++) left += w->pts[p->card[i]];
+    int safe[2] = {0, 0}, left = w->total - p->points[0] - p->points[1]; /* a trick start: all in hand */
     for (int y = 0; y < 2; y++) {
         cardset_t sure = team_trumps[y], theirs = team_trumps[!y];
         for (int i = 0; sure && theirs && i < RANK_IDS; i++) {
@@ -627,14 +683,9 @@ static void dd_bounds(const dd_solver *w, const dd_pos *p, int *lo, int *hi)
         for (int s = 0; s < p->nseats; s++) {
             if (s == by || !held[s]) continue;
             if (dd_team(s) == y && (held[s] & sure)) continue; /* may give a sure trump, counted already */
-            cardset_t h = held[s];
-            for (int j = 0; j < k && h; j++) {
-                card_t c = cardset_first(h);
-                for (cardset_t t = h & (h - 1); t; t &= t - 1)
-                    if (w->pts[__builtin_ctzll(t)] < w->pts[c]) c = (card_t)__builtin_ctzll(t);
-                safe[y] += w->pts[c];
-                h &= ~CARDSET_BIT(c);
-            }
+            int need = k; /* the k cheapest cards */
+            for (int j = 0; need > 0 && j < w->nworth; j++)
+                for (cardset_t t = held[s] & w->worth[j]; t && need > 0; t &= t - 1, need--) safe[y] += w->worth_pts[j];
         }
     }
     *lo = safe[0];
@@ -776,18 +827,40 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     return best;
 }
 
-/* Null-window searches halving the range of the value: they prune far more than one search with the
- * whole window, and the table carries their bounds from one to the next. (MTD(f) from a guess moves
- * one point per search here: fail-soft bounds in a points game are rarely far from the window.) */
+/* A first guess of the value: the points team 0 wins when every seat plays the move dd_moves() ranks
+ * first (no search: a few dozen plays). */
+static int dd_guess(const dd_solver *w, const dd_pos *p)
+{
+    dd_pos y = *p;
+    dd_move mv[G304_TRICKS + 1];
+    while (y.trick_no < y.ntricks && dd_moves(w, &y, CARD_NONE, mv)) dd_play_card(w, &y, mv[0].card, mv[0].down);
+    return y.points[0] - p->points[0];
+}
+
+/* Null-window searches close in on the value: they prune far more than one search with the whole
+ * window, and the table carries their bounds from one to the next. The first asks about the guess;
+ * while the answers keep going the same way the next asks 16, 32, 64 ... points further on, then the
+ * range left is halved. Fail-soft values help little (in a points game they fall next to the window),
+ * and the searches near the value cost the most, so a guess within a few dozen points saves the
+ * cheap far ones and keeps the count of near ones. */
 int dd_value(dd_solver *w, const dd_pos *p)
 {
-    int lower = 0, upper = dd_points_left(p);
-    dd_begin(w);
+    int lower = 0, upper = dd_points_left(p), beta = dd_guess(w, p), step = 16, dir = 0;
+    dd_begin(w, p);
     while (lower < upper && !w->stopped) {
-        int beta = (lower + upper + 1) / 2;
-        int g = dd_search(w, p, beta - 1, beta);
+        if (beta <= lower) beta = lower + 1;
+        if (beta > upper) beta = upper;
+        int g = dd_search(w, p, beta - 1, beta), d = g < beta ? -1 : 1;
         if (g < beta) upper = g;
         else lower = g;
+        if (dir == 0 || d == dir) { /* still going one way: a longer step */
+            dir = d;
+            beta = d > 0 ? lower + step : upper + 1 - step;
+            step *= 2;
+        } else {
+            dir = 2; /* bracketed: halve from now on */
+        }
+        if (dir == 2 || beta <= lower || beta > upper) beta = (lower + upper + 1) / 2, dir = 2;
     }
     return w->stopped ? DD_UNKNOWN : lower;
 }
@@ -795,7 +868,7 @@ int dd_value(dd_solver *w, const dd_pos *p)
 int dd_reach(dd_solver *w, const dd_pos *p, int team, int target)
 {
     if (target <= 0) return 1;
-    dd_begin(w);
+    dd_begin(w, p);
     int r;
     if (team == 0) {
         r = dd_search(w, p, target - 1, target) >= target;
@@ -837,7 +910,7 @@ static int dd_sweep_search(dd_solver *w, const dd_pos *p, int team)
 
 int dd_sweep(dd_solver *w, const dd_pos *p, int team)
 {
-    dd_begin(w);
+    dd_begin(w, p);
     int r = dd_sweep_search(w, p, team);
     return w->stopped ? DD_UNKNOWN : r;
 }
