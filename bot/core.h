@@ -114,6 +114,8 @@ typedef struct {
     int64_t slowest_cpu_ns; /* the most CPU time one such call took (the wall clock adds disk
                                syncs and time the thread was not running) */
     int tables;           /* open tables in memory */
+    int undurable;        /* messages queued, and rooms to leave, that wait until the disk has their
+                             commit (they count in core_busy() too) */
 } core_stats;
 void core_stats_of(core *c, core_stats *s);
 

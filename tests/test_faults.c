@@ -31,6 +31,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -44,6 +46,7 @@
 #include "core.h"
 #include "store.h"
 #include "test_dirs.h"
+#include "test_durable.h"
 
 #ifndef CARDROOM_BIN
 #error "build with -DCARDROOM_BIN=\"/path/to/build/cardroom\""
@@ -69,6 +72,7 @@ static sqlite3_vfs *real_vfs;
 static sqlite3_vfs shim_vfs;
 static sqlite3_io_methods shim_io;
 
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER; /* the store's threads sync too */
 static struct {
     int ops;              /* writes, syncs and truncates so far */
     int fail_at;          /* the first of them to fail; 0: none */
@@ -81,10 +85,15 @@ static struct {
  * SQLITE_IOERR_WRITE; sync: SQLITE_IOERR_FSYNC for an I/O error). */
 static int fault_next(int io_code)
 {
+    pthread_mutex_lock(&fault_mu);
+    int rc = SQLITE_OK;
     fault.ops++;
-    if (!fault.fail_at || fault.ops < fault.fail_at || fault.failed >= fault.in_a_row) return SQLITE_OK;
-    fault.failed++;
-    return fault.code == SQLITE_IOERR ? io_code : fault.code;
+    if (fault.fail_at && fault.ops >= fault.fail_at && fault.failed < fault.in_a_row) {
+        fault.failed++;
+        rc = fault.code == SQLITE_IOERR ? io_code : fault.code;
+    }
+    pthread_mutex_unlock(&fault_mu);
+    return rc;
 }
 
 #define REAL(f) (((shim_file *)(f))->real)
@@ -445,6 +454,28 @@ static int rec_send(void *ctx, const store_msg *m)
 
 static void rec_notice(void *ctx, const char *room, const char *text) { rec_add(ctx, "notice", room, text); }
 
+/* Write-like calls so far (the store's threads may be making one). */
+static int fault_ops(void)
+{
+    pthread_mutex_lock(&fault_mu);
+    int n = fault.ops;
+    pthread_mutex_unlock(&fault_mu);
+    return n;
+}
+
+/* Waits until the store's syncer has synced every commit made so far: no write-like call of
+ * the store's threads is under way or due after it. */
+static void all_synced(store *s)
+{
+    int64_t through = 0;
+    for (;;) {
+        cr_assert_eq(store_durable(s, &through), 0, "%s", store_error(s));
+        if (through >= store_commits(s)) return;
+        struct pollfd p = {.fd = store_wake_fd(s), .events = POLLIN};
+        cr_assert_gt(poll(&p, 1, DURABLE_HUNG_MS), 0, "the store never synced");
+    }
+}
+
 static int batch_of(core *c, const char *room, const char *user, const char *text)
 {
     adapter_event e = {.kind = ADAPTER_MESSAGE, .room = room, .sender = user, .text = text};
@@ -470,10 +501,11 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     adapter a = {.net = "test", .ctx = &net, .send = rec_send, .notice = rec_notice};
     cr_assert_eq(core_add_adapter(c, &a), 0);
     cr_assert_eq(batch_of(c, "r1", "alice", "!new 304"), 0);
-    cr_assert_eq(core_flush(c), 1);
+    cr_assert_eq(flush_durable(c), 1);
+    all_synced(s);
 
     /* the disk fills: the batch is refused and leaves nothing; the room is told once */
-    fault.fail_at = fault.ops + 1;
+    fault.fail_at = fault_ops() + 1;
     fault.code = SQLITE_FULL;
     fault.in_a_row = 1 << 30;
     cr_assert_eq(batch_of(c, "r1", "alice", "!join"), -1);
@@ -492,13 +524,13 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     int64_t pause = 1000;
     for (int k = 0; k < 9; k++) {
         cr_assert_eq(core_next_deadline(c), net.now + pause, "try %d", k);
-        int ops = fault.ops;
+        int ops = fault_ops();
         net.now += pause - 1;
         cr_assert_eq(core_tick(c), 0);
-        cr_assert_eq(fault.ops, ops, "the store was tried before the pause was over");
+        cr_assert_eq(fault_ops(), ops, "the store was tried before the pause was over");
         net.now += 1;
         cr_assert_eq(core_tick(c), -1);
-        cr_assert_gt(fault.ops, ops, "the store was not tried");
+        cr_assert_gt(fault_ops(), ops, "the store was not tried");
         cr_assert(core_suspended(c));
         pause = pause * 2 < 60000 ? pause * 2 : 60000;
     }
@@ -517,7 +549,7 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     cr_assert_str_eq(net.said[4] + strlen("notice r2:"), net.said[3] + strlen("notice r1:"));
     cr_assert_eq(core_table_of(c, "test", "r1"), 1, "table 1 was not rebuilt");
     cr_assert_eq(batch_of(c, "r1", "alice", "!join"), 0, "the kept batch, offered again");
-    cr_assert_eq(core_flush(c), 1);
+    cr_assert_eq(flush_durable(c), 1);
     cr_assert_str_eq(net.said[5], "message r1: alice (South) sits down.");
     core_free(c);
     store_close(s);
