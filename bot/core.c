@@ -5,9 +5,11 @@
  * or core_tick(), and what a table says (table_out) is written in that same transaction. If
  * the store fails, the core suspends itself (see "when the store fails" below): memory may then
  * be ahead of the store, so it does nothing until the store takes a write again, and then
- * rebuilds every table from the journal as a restart would. The room
+ * rebuilds every table from the journal as a restart would. Those transactions do not wait for
+ * the disk: what one queued (messages, rooms to leave) goes out only once the store's syncer has
+ * made it durable (see "the outbox"), and a failed sync is a failed write. The room
  * search is linear: a bot hosts hundreds of tables, not millions, and a strcmp per table per
- * event costs far less than the fsync of the transaction around it.
+ * event costs little beside the transaction around it.
  *
  * No call holds the loop long: a move the Caps judge must search for is judged on a worker
  * while its table holds what comes after it (section "tables that wait for a search"), and a
@@ -1900,6 +1902,8 @@ static int commit(core *c)
         c->undurable = grow(c->undurable, &c->cundurable, c->nundurable + 1, sizeof *c->undurable);
         c->undurable[c->nundurable++] = (undurable){store_commits(c->o.db), c->txn_first_id, c->txn_msgs, leaves};
         if (c->txn_first_id < c->shown_below) c->shown_below = c->txn_first_id;
+    }
+    if (leaves) {
         c->unleft = grow(c->unleft, &c->cunleft, c->nunleft + leaves, sizeof *c->unleft);
         memcpy(c->unleft + c->nunleft, c->leaving, (size_t)leaves * sizeof *c->leaving);
         c->nunleft += leaves;
@@ -1925,7 +1929,7 @@ static int release(core *c)
     if (k == 0) return rc;
     memmove(c->undurable, c->undurable + k, (size_t)(c->nundurable - k) * sizeof *c->undurable);
     c->nundurable -= k;
-    memmove(c->unleft, c->unleft + left, (size_t)(c->nunleft - left) * sizeof *c->unleft);
+    if (left) memmove(c->unleft, c->unleft + left, (size_t)(c->nunleft - left) * sizeof *c->unleft);
     c->nunleft -= left;
     c->shown_below = INT64_MAX;
     for (int i = 0; i < c->nundurable; i++)

@@ -1,13 +1,18 @@
 /* store.c — the bot's durable state in one SQLite file (see store.h for what is kept).
  *
  * Why it is shaped this way:
- * - Durability first. The file is in WAL mode with synchronous=FULL, so a commit is on disk
- *   when store_commit() returns, and a crash (or SIGKILL) at any moment leaves either the
- *   whole batch or none of it. Foreign keys are on so that journal entries and hand seeds
+ * - Durability first, off the loop. The file is in WAL mode, so a crash (or SIGKILL) at any
+ *   moment leaves either the whole batch or none of it. A transaction of store_begin() commits
+ *   with synchronous=FULL: it is on the disk when store_commit() returns (the adapters' own
+ *   writes, acted upon at once). One of store_begin_lazy() (the core's) commits without that
+ *   fsync, safe from a crash of the process at once, and a thread of the store's own syncs the
+ *   WAL behind it and says how far commits are durable ("Durability" below): the core shows
+ *   nothing of a commit before that, so an OS crash or a power loss can only undo commits
+ *   nobody has seen anything of. Foreign keys are on so that journal entries and hand seeds
  *   cannot name a table that does not exist. A busy timeout lets a second process (a backup,
  *   the sqlite3 shell) hold the file briefly without failing our writes.
- * - The bot writes one transaction per batch of incoming events (store_begin() ... commit),
- *   so the cost of a write is a B-tree insert, not an fsync. To keep that cheap every
+ * - The bot writes one transaction per batch of incoming events (store_begin_lazy() ...
+ *   commit), so the cost of a write is a B-tree insert, not an fsync. To keep that cheap every
  *   statement is prepared once, at open, and reused (reset + clear_bindings after each use);
  *   nothing is compiled on the hot path.
  * - The schema has a version (PRAGMA user_version). Migration i (store_migrations[i - 1])
