@@ -538,9 +538,10 @@ static void *store_bg_run(void *arg)
         k->want = 0;
         pthread_mutex_unlock(&k->mu);
         if (!db) {
-            if (sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+            if (sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+                sqlite3_busy_timeout(db, STORE_BUSY_MS);
                 sqlite3_exec(db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
-            else {
+            } else {
                 sqlite3_close(db);
                 db = NULL;
             }
