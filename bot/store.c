@@ -271,8 +271,8 @@ static const char *const store_sql[ST_COUNT] = {
                         "(SELECT max(id) + 1 FROM outbox)) ORDER BY id LIMIT ?2)",
 };
 
-/* The checkpointer: a thread of its own with its own connection, started at the first need. */
-/* A thread of the store's with a connection of its own (see "Checkpoints" and "Durability"). */
+/* A thread of the store's with a connection of its own, started at the first need (see "Checkpoints"
+ * and "Durability"). */
 typedef struct store_bg store_bg;
 struct store_bg {
     pthread_t thread;
