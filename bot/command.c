@@ -123,7 +123,8 @@ static const cmd_spec cmd_specs[CMD_KIND_COUNT] = {
     [CMD_REVIEW] = {"review", NULL, CMD_ARGS_NONE, "", "the last hand's costly cards (double dummy)",
                     "After a 304 hand: for each player, the cards that cost his team card points against "
                     "best play with every card known, with the card that would have kept them. Posted to "
-                    "the room once per hand."},
+                    "the room once per hand. After a match's end its last hand is reviewed in its room "
+                    "until a new table opens there."},
     [CMD_STANDINGS] = {"standings", NULL, CMD_ARGS_USER, " [@USER]", "token standings for the room or one player",
                        "Without a name it shows this room's standings. Example: ~standings @alice. For "
                        "ContractGrid a match is a whole game, won means first place, and hands counts the "

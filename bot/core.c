@@ -67,6 +67,8 @@ typedef struct {
     int job_pending;
     int64_t job_seq;
     int dirty;
+    int ended;            /* the room's finished table, which answers !review there until a new
+                             table opens (see "finished tables") */
     task *tasks;          /* held while the first waits for a search; none: the table is free */
     int ntasks, ctasks;
     table_question *answers; /* searches answered for the first task, in the order it asks */
@@ -185,6 +187,11 @@ static void slot_free(slot *s);
 static int waits(const slot *s);
 static int commit(core *c);
 static int release(core *c);
+static int asks_review(const core *c, const adapter_event *e);
+static slot *slot_ended(core *c, const char *net, const char *room);
+static int ended_note(core *c, slot *s);
+static int ended_forget(core *c, const char *net, const char *room);
+static int revive_for(core *c, const char *net, const adapter_event *e);
 
 /* ---- small helpers ---- */
 
@@ -501,6 +508,16 @@ static slot *slot_of_id(core *c, int64_t id)
     return NULL;
 }
 
+/* The room's finished table, while it is in memory (see "finished tables"), or NULL. */
+static slot *slot_ended(core *c, const char *net, const char *room)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = c->slots[i];
+        if (s->ended && strcmp(s->t.room, room) == 0 && strcmp(s->t.net, net) == 0) return s;
+    }
+    return NULL;
+}
+
 /* The table a private message is about: where the sender sits, preferring one where it is his
  * turn, else the most recently created. */
 static slot *slot_of_player(core *c, const char *net, const char *user, const char *origin)
@@ -540,7 +557,8 @@ static void slot_free(slot *s)
 static slot *slot_for_event(core *c, const char *net, const adapter_event *e)
 {
     if (e->kind == ADAPTER_MESSAGE && (e->is_private || !e->room)) return slot_of_player(c, net, e->sender, e->origin);
-    return e->room ? slot_of_room(c, net, e->room) : NULL;
+    slot *s = e->room ? slot_of_room(c, net, e->room) : NULL;
+    return s || !asks_review(c, e) ? s : slot_ended(c, net, e->room);
 }
 
 /* Open tables user opened on net. */
@@ -774,6 +792,7 @@ static int write_out(core *c, slot *s, table_out *o)
         if (store_table_touch(c->o.db, t->id, now / 1000) != 0) return -1;
     }
     if (o->closed && store_table_close(c->o.db, t->id, o->closed, now / 1000) != 0) return -1;
+    if (o->closed && strcmp(o->closed, "finished") == 0 && ended_note(c, s) != 0) return -1;
     if (o->nentries || o->nmsgs) s->dirty = 1;
     return 0;
 }
@@ -872,7 +891,9 @@ static int do_new(core *c, const asker *q, const cmd *m)
         return answer(q, "you have %d open table%s, the most one person may open: finish or %sabort one first.", mine,
                       mine == 1 ? "" : "s", c->o.config->prefix);
     int64_t id;
-    if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0) return -1;
+    if (store_table_create(c->o.db, q->net, q->room, m->arg, q->user, now_ms(c) / 1000, &id) != 0 ||
+        ended_forget(c, q->net, q->room) != 0)
+        return -1;
     s = slot_add(c);
     table_init(&s->t, id, q->net, q->room, q->user);
     table_set_game(&s->t, m->arg, c->o.config);
@@ -1656,6 +1677,7 @@ static int take_event(core *c, const char *net, const adapter_event *e)
     }
     if (e->kind == ADAPTER_RENAME) return handle_rename(c, net, e);
     slot *s = holder(c, net, e, NULL);
+    if (!s && revive_for(c, net, e) != 0) return -1;
     if (!s) s = slot_for_event(c, net, e);
     if (!s) return handle_event(c, NULL, net, e);
     task w = {.kind = TASK_EVENT, .ev = *e};
@@ -1724,7 +1746,8 @@ static int settle_dirty(core *c)
         slot *s = c->slots[i];
         int due = s->dirty || s->held_now;
         s->held_now = 0;
-        if (!due || s->restoring || (s->ntasks && s->tasks[s->ntasks - 1].kind == TASK_SETTLE)) continue;
+        if (!due || s->restoring || s->t.over || (s->ntasks && s->tasks[s->ntasks - 1].kind == TASK_SETTLE))
+            continue; /* a closed table has no follow-ups */
         task w = {.kind = TASK_SETTLE};
         if (take_task(c, s, s->t.net, &w) != 0) return -1;
     }
@@ -2138,6 +2161,76 @@ int core_delivered(core *c, int64_t id)
     return 0;
 }
 
+/* ---- finished tables ----
+ * When a match is played to its end the table closes, but the room may still want the last
+ * hand reviewed (!review): until a new table opens in that room, a !review there goes to the
+ * finished table. The store's kv row "ended.NET" for the room names it ("ID GAME"), written
+ * in the transaction that closes the table and removed in the one that opens the next, so a
+ * restart changes nothing. The table is kept in memory only while it is needed: one that is
+ * not there (swept after its last transaction, or from before a restart) is rebuilt from its
+ * journal when a !review asks for it, and goes again once nothing of it is held. It is closed
+ * all the same: it counts against no cap, has no timers, is listed nowhere and blocks no !new;
+ * it takes no command but !review, and its game takes no entry but "review". Once pruning has
+ * dropped its journal (keep_finished) there is nothing to review, and the row goes. */
+
+static int restore_one(core *c, const store_table *row);
+
+static void ended_ns(const char *net, char *buf, size_t len) { snprintf(buf, len, "ended.%s", net); }
+
+/* Whether e is a !review in a room (which a room's finished table still answers). */
+static int asks_review(const core *c, const adapter_event *e)
+{
+    cmd m;
+    if (e->kind != ADAPTER_MESSAGE || !e->text || e->is_private || !e->room) return 0;
+    cmd_parse(e->text, strlen(e->text), c->o.config->prefix, 0, &m);
+    return m.kind == CMD_REVIEW;
+}
+
+/* Table s has just finished its match: it is its room's finished table. */
+static int ended_note(core *c, slot *s)
+{
+    char ns[32], value[64];
+    ended_ns(s->t.net, ns, sizeof ns);
+    snprintf(value, sizeof value, "%" PRId64 " %s", s->t.id, s->t.game->name);
+    s->ended = 1;
+    return store_kv_put(c->o.db, ns, s->t.room, value);
+}
+
+/* A new table opens in the room: its finished table, if any, is no longer asked. */
+static int ended_forget(core *c, const char *net, const char *room)
+{
+    char ns[32];
+    slot *s = slot_ended(c, net, room);
+    if (s) s->ended = 0; /* swept once nothing of it is held */
+    ended_ns(net, ns, sizeof ns);
+    return store_kv_del(c->o.db, ns, room);
+}
+
+/* Before e finds its table: for a !review in a room without an open table, the room's finished
+ * table is brought back from its journal if it is not in memory. Returns 0 (with or without
+ * one), or -1 if the store failed. */
+static int revive_for(core *c, const char *net, const adapter_event *e)
+{
+    char ns[32], *value = NULL;
+    if (!asks_review(c, e) || slot_of_room(c, net, e->room) || slot_ended(c, net, e->room)) return 0;
+    ended_ns(net, ns, sizeof ns);
+    int rc = store_kv_get(c->o.db, ns, e->room, &value);
+    if (rc != 0) return rc < 0 ? -1 : 0;
+    store_table row = {0};
+    int named = sscanf(value, "%" SCNd64 " %15s", &row.id, row.game) == 2;
+    free(value);
+    snprintf(row.net, sizeof row.net, "%s", net);
+    snprintf(row.room, sizeof row.room, "%s", e->room);
+    if (named && restore_one(c, &row) != 0) return -1;
+    slot *s = named ? c->slots[c->nslots - 1] : NULL;
+    if (s && s->t.finished) {
+        s->ended = 1;
+        return 0;
+    }
+    if (s) s->t.over = 1; /* its journal is gone: nothing is left to review */
+    return store_kv_del(c->o.db, ns, e->room);
+}
+
 /* ---- restoring ---- */
 
 typedef struct {
@@ -2220,7 +2313,7 @@ static int restore_task(core *c, const store_inbox *row)
     for (size_t k = 0; k < sizeof event_words / sizeof *event_words; k++)
         if (event_words[k] && strcmp(row->what, event_words[k]) == 0) {
             e.kind = (adapter_event_kind)k;
-            return handle_event(c, s, row->net, &e);
+            return revive_for(c, row->net, &e) != 0 ? -1 : handle_event(c, s, row->net, &e);
         }
     logf_(c, CORE_LOG_WARN, "held work \"%s\" for table %" PRId64 " is unknown and was dropped", row->what, row->table);
     return 0;

@@ -23,7 +23,9 @@
  *   entry                 applies one journal entry of the game's own (set, start, deal, move,
  *                         grid …), saying what happened through h; 1 if the word is not its own;
  *                         TABLE_WAITS, having changed nothing, when a long search it needs (the
- *                         Caps judge) went off the loop through h->search
+ *                         Caps judge) went off the loop through h->search; after the match's end
+ *                         (h->t->finished) it still gets its own words and takes only those that
+ *                         speak of the finished match (304's review), refusing the rest
  *   seat_changed          someone else sits at a seat before the start (join, bot or leave)
  *   rebuild_skips         which entries a rebuild may skip because a later one restates their
  *                         effect (NULL: none)
@@ -45,10 +47,10 @@
  * End-of-hand and match results reach the standings through h->add_score and h->finish from
  * within entry.
  *
- * A game reads its table through h->t — id, seq, started, over and seat[] — and changes the
- * table only through the host's calls: words for the room or a player, replies and private
- * refusals, seat labels, seeds, entries applied live, standings changes, and the start and end
- * of the match. It never calls the table core otherwise. */
+ * A game reads its table through h->t — id, seq, started, over, finished and seat[] — and
+ * changes the table only through the host's calls: words for the room or a player, replies and
+ * private refusals, seat labels, seeds, entries applied live, standings changes, and the start
+ * and end of the match. It never calls the table core otherwise. */
 #ifndef CARDROOM_GAME_H
 #define CARDROOM_GAME_H
 
@@ -64,7 +66,7 @@
 typedef struct game_host game_host;
 
 struct game_host {
-    const table *t;            /* the table, to read: id, seq, started, over, seat[] */
+    const table *t;            /* the table, to read: id, seq, started, over, finished, seat[] */
     const char *prefix;        /* the command prefix, for hints ("!") */
     const char *private_how;   /* how to reach the bot privately, for hints */
     caps_solver *judge;        /* the Caps judge's search (one per thread), for searches made here */

@@ -5,7 +5,9 @@
  * card exactly as the engine does (tests/test_dd_cross.c checks that). A card is judged on the
  * position before it: each legal card is played and the rest solved, from the side of the
  * team of the player to act, and the card played is compared with the best. Cards a Caps call
- * played by itself are not judged: the caller chose them with the call. */
+ * played by itself are not judged: the caller chose them with the call. Nor are the caller's
+ * cards on his later turns, which the game plays from his order: the record has them with the
+ * card that led to them, and dd_play() has played them by then, as the game did. */
 #include "review.h"
 
 #include <string.h>
@@ -70,6 +72,9 @@ int review_costs(dd_solver *w, const review_record *r, review_cost *out)
             if (!r->caps_ok) return -1;
             p = r->caps;
         }
+        if (call && r->seat[i] == p.caps_seat && !(p.hand[r->seat[i]] & CARDSET_BIT(r->card[i])) &&
+            !(p.ind_down && r->card[i] == p.indicator))
+            continue; /* played already: dd_play() plays the caller's turns as the game does */
         card_t legal[G304_TRICKS];
         int nl = dd_legal(&p, legal), at = -1;
         for (int j = 0; j < nl; j++)

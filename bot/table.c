@@ -314,7 +314,7 @@ static void host_begin(const game_host *h) { ((const host *)h)->t->started = 1; 
 static void host_finish(const game_host *h)
 {
     const host *x = (const host *)h;
-    x->t->over = 1;
+    x->t->over = x->t->finished = 1;
     if (x->out) x->out->closed = "finished";
 }
 
@@ -412,12 +412,20 @@ static int exec_seat_entry(table *t, const table_env *env, const char *word, int
     return 0;
 }
 
+/* Whether entry word applies to a closed table: only to one whose match was played to its end,
+ * and only a game's own entry (the game takes those that speak of the finished match and
+ * refuses the rest); nothing after an abort. */
+static int applies_after_end(const table *t, const char *word)
+{
+    return t->finished && !is_word(word, seat_entries) && strcmp(word, "abort") != 0;
+}
+
 static int exec_entry(table *t, const table_env *env, const char *entry, int rebuilding, table_out *out, char *err,
                       size_t errlen)
 {
     char word[16];
     int off = 0, seat = -1, rc;
-    if (t->over || !t->game || sscanf(entry, "%15s%n", word, &off) != 1) {
+    if (!t->game || sscanf(entry, "%15s%n", word, &off) != 1 || (t->over && !applies_after_end(t, word))) {
         snprintf(err, errlen, "entry \"%.60s\" does not apply to a closed table", entry);
         return -1;
     }
@@ -700,7 +708,7 @@ static int cmd_game(table *t, const table_env *env, const char *user, int is_pri
     int seat = table_seat_of(t, user, NULL), applied = 0;
     host_of(&x, t, env, out);
     if (!t->game->command(t->game_state.bytes, &x.h, user, seat, is_private, c, entry, sizeof entry)) return 0;
-    if (seat >= 0 && t->seat[seat].away) applied += exec_live(t, env, out, "back %d", seat);
+    if (seat >= 0 && t->seat[seat].away && !t->over) applied += exec_live(t, env, out, "back %d", seat);
     return applied + exec_live(t, env, out, "%s", entry);
 }
 

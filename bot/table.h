@@ -138,6 +138,9 @@ struct table {
     char creator[TABLE_USER_MAX];
     uint8_t started;
     uint8_t over;               /* closed: no more commands */
+    uint8_t finished;           /* closed because the match was played to its end (over too): the
+                                   game still takes entries of its own that only speak of the
+                                   match (304's review of its last hand); no seat changes, no moves */
     const table_game *game;     /* NULL until table_set_game() */
     union {                     /* the game's own state: only the game reads or writes it */
         max_align_t align;
@@ -186,6 +189,8 @@ int table_replay(table *t, const table_env *env, char *const *entries, int n, ch
  * moderator: the user may moderate the room; is_private: sent to the bot alone. Accepted
  * commands become entries; refusals become a reply to the user. Somebody who bears a seated
  * player's name from another origin is refused everything but the room's view of the table.
+ * A table whose match was played to its end (finished) takes only its game's commands about
+ * the match (the core hands it nothing but !review), and an away player stays away.
  * Returns 1 if something was accepted, 0 if refused or purely informative. */
 int table_command(table *t, const table_env *env, const char *user, const char *origin, int moderator,
                   int is_private, const cmd *c, table_out *out);

@@ -3449,12 +3449,15 @@ Test(console, players_option_of_the_program)
 #define HINT_SCRIPT_FILE SOURCE_DIR "/tests/console/hint-review.txt"
 #define HINT_SCRIPT_SEED 1
 #define HINT_SCRIPT_POLICY 5
+#define HINT_SCRIPT_TOKENS 5
 
 /* Four people: !hint before the option is on, !set hints on, the refusals (not your turn, no
  * finished hand), a hint asked in the room and one privately in play, then the
  * first hand that is played out, its review asked twice, and a hint in the next hand's
- * bidding. */
-static void hint_script(const cfg *c, sbuf *script, sim *g)
+ * bidding; then the match played to its end (HINT_SCRIPT_TOKENS tokens a team), its last hand
+ * reviewed after the end and asked again, and a !review at the new table opened in the room.
+ * *reviewed: the hand reviewed during the match; *last: the match's last hand. */
+static void hint_script(const cfg *c, sbuf *script, sim *g, int *reviewed, int *last)
 {
     sb_add(script, "# !hint and !review at a 304 table of four people. Made by tests/test_console.c\n"
                    "# (hint_review_file_is_generated); the Matrix and IRC tests play it too. Run it:\n"
@@ -3467,7 +3470,9 @@ static void hint_script(const cfg *c, sbuf *script, sim *g)
     for (int s = 0; s < 4; s++) sim_seat(g, s, people[s]);
     sb_add(script, "alice> !new 304\n");
     for (int s = 0; s < 4; s++) sb_add(script, "%s> !join\n", people[s]);
-    sb_add(script, "alice> !hint\nbob> !set hints on\ncarol> !review\nbob> !start\n");
+    sb_add(script, "alice> !hint\nbob> !set hints on\ncarol> !review\ndave> !set start_tokens %d\nbob> !start\n",
+           HINT_SCRIPT_TOKENS);
+    g->rules.start_tokens = HINT_SCRIPT_TOKENS;
     g->tokens[0] = g->tokens[1] = g->rules.start_tokens;
     sim_deal(g);
     int first = g->st.to_act;
@@ -3483,6 +3488,13 @@ static void hint_script(const cfg *c, sbuf *script, sim *g)
         cr_assert(sim_step(g), "the match ended before a hand was played out");
     }
     sb_add(script, "alice> !review\nbob> !review\n%s>> !hint\n", people[g->st.to_act]);
+    *reviewed = g->hand_no - 1;
+    while (sim_step(g)) {}
+    cr_assert(g->over, "the match did not end within %d hands", g->max_hands);
+    cr_assert_gt(g->hand_no, *reviewed, "the match ended with the hand reviewed during it");
+    cr_assert_eq(g->hands[g->hand_no - 1].result.end, G304_END_PLAYED, "the match's last hand was not played out");
+    *last = g->hand_no;
+    sb_add(script, "carol> !review\ndave> !review\nalice> !new 304\nbob> !review\n");
 }
 
 /* The room's lines and one person's private lines, without their heads. */
@@ -3498,16 +3510,37 @@ static void hint_lines(const lines *all, const char *user, lines *room, lines *m
     }
 }
 
+/* The review of hand no in the room: a head and at most one line per seat, after line from,
+ * once; asked again by again: posted above. Returns the head's line. */
+static int review_posted_once(const lines *room, int from, int no, const char *again)
+{
+    char want[256];
+    snprintf(want, sizeof want, "Review of hand %d, double dummy", no);
+    int head = lines_find(room, from, want);
+    cr_assert_geq(head, 0, "no review of hand %d in the room", no);
+    cr_expect_eq(lines_count(room, want), 1, "the review of hand %d was posted twice", no);
+    int seats_said = 0;
+    for (int i = head + 1; i < room->n && strstr(room->v[i], " lost "); i++) {
+        seats_said++;
+        cr_expect(strstr(room->v[i], ", where ") && strstr(room->v[i], " kept "), "%s", room->v[i]);
+    }
+    cr_expect_leq(seats_said, 4);
+    cr_expect(seats_said > 0 || strstr(room->v[head], "no card cost") || strstr(room->v[head], "lost nothing"));
+    snprintf(want, sizeof want, "%s: the review of hand %d was posted above.", again, no);
+    cr_expect_geq(lines_find(room, head, want), 0, "no '%s' after the review", want);
+    return head;
+}
+
 Test(console, hint_review_file_is_generated_and_plays)
 {
     cfg c;
     sbuf script = {0};
     sim g;
+    int reviewed, last;
     test_cfg(&c);
-    hint_script(&c, &script, &g);
+    hint_script(&c, &script, &g, &reviewed, &last);
     /* CARDROOM_WRITE_HINT_SCRIPT=1 writes the script to tests/console/hint-review.txt */
     char *file = generated_file(HINT_SCRIPT_FILE, "CARDROOM_WRITE_HINT_SCRIPT", sb_str(&script));
-    int reviewed = g.hand_no - 1;
     run_result r = run_script(&c, file, HINT_SCRIPT_SEED, NULL);
     cr_assert_eq(r.rc, 0);
     lines room = {0}, mine[4];
@@ -3515,7 +3548,6 @@ Test(console, hint_review_file_is_generated_and_plays)
         lines_free(&room);
         hint_lines(&r.all, people[s], &room, &mine[s]);
     }
-    char want[256];
     /* the refusals, each with its sentence */
     cr_expect_geq(lines_find(&room, 0, "alice: hints are off at this table: they are turned on before the match "
                                        "starts, with !set hints on."), 0);
@@ -3538,20 +3570,18 @@ Test(console, hint_review_file_is_generated_and_plays)
     cr_expect_eq(in_play, 1, "the hint in play names a card");
     cr_expect_eq(lines_count(&room, "hint: "), 0, "a hint reached the room");
     cr_expect_eq(lines_count(&room, ": I sent you the hint privately."), 1);
-    /* the review: a head and at most one line per seat, once */
-    snprintf(want, sizeof want, "Review of hand %d, double dummy", reviewed);
-    int head = lines_find(&room, 0, want);
-    cr_assert_geq(head, 0, "no review in the room");
-    cr_expect_eq(lines_count(&room, "Review of hand "), 1, "the review was posted twice");
-    int seats_said = 0;
-    for (int i = head + 1; i < room.n && strstr(room.v[i], " lost "); i++) {
-        seats_said++;
-        cr_expect(strstr(room.v[i], ", where ") && strstr(room.v[i], " kept "), "%s", room.v[i]);
-    }
-    cr_expect_leq(seats_said, 4);
-    cr_expect(seats_said > 0 || strstr(room.v[head], "no card cost") || strstr(room.v[head], "lost nothing"));
-    snprintf(want, sizeof want, "bob: the review of hand %d was posted above.", reviewed);
-    cr_expect_geq(lines_find(&room, head, want), 0);
+    /* the reviews: the hand reviewed during the match, and the last one after the match's end,
+     * each once and asked again: posted above; nothing else is reviewed */
+    int during = review_posted_once(&room, 0, reviewed, "bob");
+    int over = lines_find(&room, during, "Match over: ");
+    cr_assert_geq(over, 0, "the match did not end after the first review");
+    int after = review_posted_once(&room, over, last, "dave");
+    cr_expect_eq(lines_count(&room, "Review of hand "), 2);
+    cr_expect_eq(lines_count(&room, "there is no table here"), 0, "a review after the end found no table");
+    /* a new table in the room: the match before is no longer reviewed there */
+    int opened = lines_find(&room, after, "Table 2 is open for 304.");
+    cr_assert_geq(opened, 0, "no new table after the last review");
+    cr_expect_geq(lines_find(&room, opened, "bob: no hand has finished yet at this table."), 0);
     lines_free(&room);
     for (int s = 0; s < 4; s++) lines_free(&mine[s]);
     run_free(&r);

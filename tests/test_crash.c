@@ -191,7 +191,7 @@ static void work_remove(workdir *w)
  * pack, five computer players with alice). advice: the table's option hints is on, alice asks
  * for a hint privately before each round of her cards (answered off the loop, or refused when
  * it is not her turn) and bob asks for the review of the last hand after it (posted once per
- * hand, refused as posted above after that). */
+ * hand, refused as posted above after that), and once more after her match has ended. */
 static void write_script(const workdir *w, int players, int advice)
 {
     static const char *const ranks[] = {"7", "8", "9", "10", "J", "Q", "K", "A", "6"};
@@ -216,8 +216,8 @@ static void write_script(const workdir *w, int players, int advice)
             fprintf(f, "alice>> !hand\n"); /* says something without moving: no new turn prompt due */
         }
     }
-    fprintf(f, "alice> !last\nalice> !standings\nalice> !leave\nalice> !standings alice\nbob> bye\n"
-               "carol> !new %s\n", game);
+    fprintf(f, "alice> !last\nalice> !standings\nalice> !leave\nalice> !standings alice\nbob> bye\n%s"
+               "carol> !new %s\n", advice ? "bob> !review\n" : "", game);
     for (int k = 0; k < players; k++) fprintf(f, "carol> !bot\n");
     fprintf(f, "carol> !set start_tokens 2\ncarol> !start\ncarol> !standings\ncarol> !table\n");
     cr_assert_eq(fclose(f), 0);
@@ -572,6 +572,27 @@ static void check_invariants(const char *path, const dump *d)
     replay_all(path, d);
 }
 
+/* With advice: the last hand of alice's match is reviewed once after the match's end (bob asks
+ * before carol opens the next table), and the review is the last entry of its journal. */
+static void check_review_after_the_end(const char *path, const dump *d)
+{
+    size_t over = 0, opened = 0;
+    while (over < d->room_texts.n && !strstr(d->room_texts.v[over], "Match over: ")) over++;
+    while (opened < d->room_texts.n && !strstr(d->room_texts.v[opened], "Table 2 is open")) opened++;
+    cr_assert_lt(over, opened, "%s: alice's match did not end before carol's table opened", path);
+    int reviews = 0;
+    for (size_t i = over; i < opened; i++) {
+        const char *text = d->room_texts.v[i];
+        reviews += strncmp(text, "Review of hand ", 15) == 0 || strstr(text, "\nReview of hand ") != NULL;
+    }
+    cr_assert_eq(reviews, 1, "%s: %d reviews between the end of alice's match and carol's table", path, reviews);
+    const char *last = NULL;
+    for (size_t i = 0; i < d->journal.n; i++)
+        if (strncmp(d->journal.v[i], "1" SEP, 2) == 0) last = d->journal.v[i];
+    cr_assert(last && strcmp(strrchr(last, SEP[0]) + 1, "review") == 0, "%s: alice's table ends with %s", path,
+              last ? last : "nothing");
+}
+
 /* One more run on a finished file, with no input: exits 0 and writes nothing. */
 static void check_rerun_adds_nothing(const workdir *w, const char *db, int seeded, uint64_t seed)
 {
@@ -711,6 +732,10 @@ static void seeded_runs(int players, int runs, int advice)
         lines_expect(&b.misc, &a.misc, 0, "position and unsent messages");
         check_invariants(ref_db, &a);
         check_invariants(crash_db, &b);
+        if (advice) {
+            check_review_after_the_end(ref_db, &a);
+            check_review_after_the_end(crash_db, &b);
+        }
         dump_free(&a);
         dump_free(&b);
         check_rerun_adds_nothing(&w, crash_db, 1, seed);
@@ -744,7 +769,8 @@ Test(crash, six_seat_tables_survive_kills_and_match_the_reference)
 /* The same with !hint and !review (CARDROOM_CRASH_RUNS_ADVICE seeds, default 1): a kill while
  * their search runs on a worker, or between the request and the answer, loses no answer and
  * repeats none (the request waits in the store's inbox; the answer leaves it in the same
- * transaction), and a review is posted once per hand across restarts. */
+ * transaction), and a review is posted once per hand across restarts, the last hand's after the
+ * match's end too (its table is rebuilt from its journal for it). */
 Test(crash, hints_and_reviews_survive_kills_and_match_the_reference)
 {
     seeded_runs(4, env_int("CARDROOM_CRASH_RUNS_ADVICE", 1, 1, 100), 1);

@@ -7,7 +7,9 @@
  * table waits for players. Just before keep_finished has passed since the first table closed
  * nothing is dropped; once it has, the finished table's journal and hand seeds and every
  * delivered message are gone, while its row, the standings, the open table's journal and a
- * message not yet delivered stay; a restart still rebuilds the open table. With
+ * message not yet delivered stay; a restart still rebuilds the open table. Meanwhile the
+ * match's last hand is reviewed in its room (an entry in the finished table's journal); once the
+ * journal is dropped, !review there finds no table and the room no longer names it. With
  * keep_finished = 0 nothing is ever dropped. */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
@@ -56,6 +58,24 @@ static int64_t count(const char *path, const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+/* Whether the last message queued for room (to the room itself) starts with text. */
+static int last_said(const char *path, const char *room, const char *text)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT text FROM outbox WHERE room = ?1 AND user = '' ORDER BY id DESC "
+                                        "LIMIT 1", -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, room, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    const char *got = (const char *)sqlite3_column_text(st, 0);
+    int same = got && strncmp(got, text, strlen(text)) == 0;
+    if (!same) cr_log_error("the last message to %s: %s", room, got ? got : "(none)");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return same;
 }
 
 typedef struct {
@@ -119,6 +139,9 @@ Test(prune, a_finished_table_leaves_its_row_and_standings_after_keep_finished)
 {
     rig r;
     int64_t closed = rig_start(&r, KEEP);
+    say(r.c, "r1", "carol", "!review");
+    cr_assert(last_said(r.path, "r1", "Review of hand "), "the last hand is not reviewed after the match's end");
+    cr_assert_eq(core_flush(r.c), 1);
     int64_t journal1 = count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1");
     int64_t journal2 = count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2");
     int64_t waiting = count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0");
@@ -139,6 +162,14 @@ Test(prune, a_finished_table_leaves_its_row_and_standings_after_keep_finished)
     cr_assert_eq(count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0"), waiting, "undelivered messages went");
     cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2"), journal2, "the open table lost");
     cr_assert_eq(count(r.path, "SELECT count(*) FROM tables WHERE id = 1 AND close_reason = 'finished'"), 1);
+
+    /* the finished table's journal is gone: nothing is left to review */
+    cr_assert_eq(count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test' AND key = 'r1'"), 1);
+    say(r.c, "r1", "carol", "!review");
+    cr_assert(last_said(r.path, "r1", "carol: there is no table here: !new 304 opens one."));
+    cr_assert_eq(count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test'"), 0, "the room still names it");
+    cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), 0);
+    cr_assert_eq(core_flush(r.c), 1);
 
     /* a restart rebuilds the open table; its messages go out with their ids */
     core_free(r.c);

@@ -185,6 +185,70 @@ Test(review, a_costly_card_is_found_with_its_cost_and_a_better_card)
     caps_solver_free(judge);
 }
 
+/* Plays the hand out with every card the double-dummy best, but the first seat for which Caps
+ * is certain while it still holds three cards or more calls it (the engine then plays its called
+ * cards on its turns, as a table does); the call is noted as the table notes it. Returns whether
+ * somebody called. */
+static int play_out_calling(caps_solver *judge, dd_solver *w, g304_state *st, review_record *rec)
+{
+    review_clear(rec);
+    judge_update(judge, st);
+    int called = 0;
+    while (st->phase == G304_PHASE_PLAY) {
+        g304_state before = *st;
+        for (int s = 0; !called && s < 4 && G304_TRICKS - st->trick_no >= 3; s++) {
+            card_t order[G304_TRICKS];
+            int n;
+            if (caps_check(judge, st, s, NULL, 0, order, &n) != CAPS_CERTAIN || n < 3) continue;
+            g304_action a = {.kind = G304_DO_CAPS, .card = CARD_NONE, .n = (uint8_t)n};
+            memcpy(a.order, order, (size_t)n);
+            cr_assert_eq(judge_apply(judge, st, s, &a, NULL, NULL), G304_OK);
+            review_note(rec, &before, st, 1);
+            called = 1;
+        }
+        if (st->phase != G304_PHASE_PLAY) break;
+        if (g304_cards_played(st) != g304_cards_played(&before)) continue;
+        g304_action legal[G304_MAX_LEGAL];
+        int seat = st->to_act, n = g304_legal(st, seat, legal), pick = -1, top, v;
+        card_t best;
+        for (int i = 0; i < n && pick < 0; i++) {
+            if (legal[i].kind != G304_DO_PLAY) continue;
+            values(w, st, legal[i].card, &best, &top, &v);
+            if (v == top) pick = i;
+        }
+        cr_assert_geq(pick, 0);
+        before = *st;
+        cr_assert_eq(judge_apply(judge, st, seat, &legal[pick], NULL, NULL), G304_OK);
+        review_note(rec, &before, st, 0);
+    }
+    return called;
+}
+
+/* A Caps call with three cards or more: the engine plays the caller's later cards itself when
+ * his turn comes (they reach the record with the card before them), and the review's replay
+ * does the same; a hand so played, every other card the best, reviews with no costly card. */
+Test(review, a_hand_with_a_caps_call_is_reviewed_with_the_cards_the_call_played, .timeout = 300)
+{
+    caps_solver *judge = caps_solver_new(0);
+    dd_solver *w = dd_solver_new(0);
+    review_record rec;
+    review_cost out[REVIEW_CARDS];
+    int found = 0;
+    for (uint64_t s = 1; found < 3 && s < 400; s++) {
+        g304_state st;
+        if (!to_first_lead(s, &st, NULL) || !play_out_calling(judge, w, &st, &rec)) continue;
+        cr_assert(rec.solvable);
+        cr_assert_neq(rec.call_from, REVIEW_NONE);
+        cr_assert_eq(rec.n, 32, "seed %llu: every card is noted", (unsigned long long)s);
+        cr_assert_eq(review_costs(w, &rec, out), 0, "seed %llu: the hand with a Caps call is not reviewed as played",
+                     (unsigned long long)s);
+        found++;
+    }
+    cr_assert_eq(found, 3, "too few hands with a Caps call of three cards or more");
+    dd_solver_free(w);
+    caps_solver_free(judge);
+}
+
 /* A six-player hand from a fixed deal up to its first card: the first who may bids, the others
  * pass, the maker's first card is his indicator. */
 static void six_to_first_lead(g304_state *st)

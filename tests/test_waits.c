@@ -35,6 +35,7 @@
 #include "judge.h"
 #include "store.h"
 #include "table.h"
+#include "test_dirs.h"
 #include "test_journal.h"
 #include "test_rig.h"
 
@@ -600,4 +601,137 @@ Test(waits, a_waiting_move_holds_what_comes_after_it)
     rig_stop(&r2);
     caps_solver_free(a.judge);
     free(sc.s);
+}
+
+/* ---- a review asked after the match's end ---- */
+
+static void say_in(rig *r, const char *room, const char *user, const char *text)
+{
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = room, .sender = user, .text = text};
+    rig_batch(r, &e, 1);
+}
+
+typedef struct {
+    const char *room;
+    lines *out;
+} room_lines;
+
+static int collect_room(void *ctx, const store_msg *m)
+{
+    room_lines *w = ctx;
+    if (strcmp(m->room, w->room) == 0 && !m->user[0]) add_line(w->out, "%s", m->text);
+    return 0;
+}
+
+/* Everything said in room, message by message. */
+static void said_in(rig *r, const char *room, lines *out)
+{
+    room_lines w = {room, out};
+    memset(out, 0, sizeof *out);
+    rig_outbox_each(r, collect_room, &w);
+}
+
+/* A match of four computer players in room, or a ContractGrid game of three, played to its end
+ * at once (one token a team; a cap of 30). */
+static void ended_match(rig *r, const char *room, const char *game)
+{
+    int grid = strcmp(game, "grid") == 0;
+    say_in(r, room, "host", grid ? "!new grid" : "!new 304");
+    for (int k = 0; k < (grid ? 3 : 4); k++) say_in(r, room, "host", "!bot");
+    say_in(r, room, "host", grid ? "!set cap 30" : "!set start_tokens 1");
+    say_in(r, room, "host", "!start");
+    rig_idle(r);
+    cr_assert_eq(core_table_of(r->core, NET, room), 0, "the %s match in %s did not end", game, room);
+}
+
+/* The finished table's journal rebuilds to a table whose match is over, which takes no seat
+ * change, no abort and no second review. */
+static void expect_finished_journal(rig *r, int64_t id)
+{
+    journal_entries e = journal_read(r->db, id);
+    table *t = malloc(sizeof *t);
+    caps_solver *judge = caps_solver_new(0);
+    cr_assert(t && judge);
+    author seeds = {.r = r};
+    table_env env = {.judge = judge, .seed = author_seed, .ctx = &seeds, .prefix = "!", .private_how = "privately"};
+    char err[256];
+    int reviews = 0;
+    for (int k = 0; k < e.n; k++) reviews += strcmp(e.v[k], "review") == 0;
+    cr_expect_eq(reviews, 1, "table %" PRId64 " has %d review entries", id, reviews);
+    cr_expect_str_eq(e.v[e.n - 1], "review", "the review comes after the match's end");
+    table_init(t, id, NET, "r0", "host");
+    cr_assert_eq(table_set_game(t, "304", &r->conf), 0);
+    cr_assert_eq(table_replay(t, &env, e.v, e.n, err, sizeof err), 0, "%s", err);
+    cr_expect(t->over && t->finished, "the journal does not end a finished match");
+    static const char *const refused[] = {"join 0 eve", "leave 0", "abort", "review"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        cr_expect_neq(table_exec(t, &env, refused[i], NULL, err, sizeof err), 0, "\"%s\" applied after the end",
+                      refused[i]);
+    cr_expect_eq(t->seq, e.n);
+    caps_solver_free(judge);
+    free(t);
+    journal_free(&e);
+}
+
+/* The review of r0's last hand asked after the match's end, with two workers: its search goes
+ * to a worker while the asker's message waits in the inbox, the room's next commands (the
+ * review asked again, a new table) wait behind it, and other rooms are answered at once;
+ * with db, the bot crashes while they wait and does them at its restart. What it wrote, as
+ * results() has it, goes to out. */
+static void review_after_the_end(const char *db, lines *out)
+{
+    rig r;
+    lines r0;
+    rig_start(&r, 2, db ? db : ":memory:");
+    ended_match(&r, "r0", "304");
+    ended_match(&r, "r1", "grid");
+    int before = rig_heard(&r, "r0", "").n;
+    say_in(&r, "r0", "walker", "!review");
+    cr_expect_eq(inbox_rows(&r), 1, "the asker's message waits in the inbox while the review is searched");
+    cr_expect_gt(core_busy(r.core), 0);
+    adapter_event later[] = {{.kind = ADAPTER_MESSAGE, .room = "r0", .sender = "runner", .text = "!review"},
+                             {.kind = ADAPTER_MESSAGE, .room = "r0", .sender = "host", .text = "!new 304"},
+                             {.kind = ADAPTER_MESSAGE, .room = "r3", .sender = "walker", .text = "!review"},
+                             {.kind = ADAPTER_MESSAGE, .room = "r1", .sender = "walker", .text = "!review"}};
+    rig_batch(&r, later, 4);
+    cr_expect_eq(inbox_rows(&r), 3, "the room's next commands wait behind the review");
+    cr_expect_eq(rig_heard(&r, "r0", "").n, before, "the room heard something before the review");
+    cr_expect_str_eq(rig_heard(&r, "r3", "").last, "walker: there is no table here: !new 304 opens one.");
+    cr_expect_str_eq(rig_heard(&r, "r1", "").last, "walker: !review is for 304 tables: ContractGrid has no computer "
+                                                   "advice.");
+    if (db) {
+        rig_crash(&r, db);
+        cr_expect_eq(inbox_rows(&r), 0, "the restart did what waited");
+    }
+    rig_idle(&r);
+    said_in(&r, "r0", &r0);
+    cr_assert_eq(r0.n, before + 3, "the review, asked again, the new table: %d messages, want %d", r0.n, before + 3);
+    int no = 0;
+    cr_assert_eq(sscanf(r0.v[before], "Review of hand %d, double dummy", &no), 1, "%s", r0.v[before]);
+    char want[96];
+    snprintf(want, sizeof want, "runner: the review of hand %d was posted above.", no);
+    cr_expect_str_eq(r0.v[before + 1], want);
+    cr_expect(strncmp(r0.v[before + 2], "Table 3 is open for 304.", 24) == 0, "%s", r0.v[before + 2]);
+    lines_free(&r0);
+    say_in(&r, "r0", "walker", "!review");
+    cr_expect_str_eq(rig_heard(&r, "r0", "").last, "walker: no hand has finished yet at this table.");
+    expect_finished_journal(&r, 1);
+    char *kv = NULL;
+    cr_expect_eq(store_kv_get(r.db, "ended." NET, "r0", &kv), 1, "the finished table is still named: %s", kv);
+    free(kv);
+    results(&r, 3, out);
+    rig_stop(&r);
+}
+
+Test(waits, a_review_after_the_end_waits_on_a_worker_and_survives_a_crash)
+{
+    lines plain, crashed;
+    review_after_the_end(NULL, &plain);
+    char *dir = temp_dir("waits"), path[256];
+    snprintf(path, sizeof path, "%s/bot.db", dir);
+    review_after_the_end(path, &crashed);
+    expect_same(&crashed, &plain, "a review after the end, a crash while it waits");
+    lines_free(&plain);
+    lines_free(&crashed);
+    temp_dir_remove(dir);
 }

@@ -70,6 +70,9 @@ typedef struct {
     char since[1100];
     int first;               /* the database's very first sync: learn the rooms, replay nothing */
     int full_state;          /* ask for the full state (the first sync after a start) */
+    int synced;              /* this run's first sync answer is read: until then the core's timers
+                                and computer players wait, since names and room names are not
+                                known yet and would be written as ids into what tables say */
     int sync_running, sync_errors;
     int64_t sync_not_before;
     int64_t sync_arrived_us; /* a sync answer was just handled (latency measurement) */
@@ -1232,6 +1235,7 @@ static void handle_answer(mx *m, const char *body, size_t len, const char *gaps,
     if (out.nev) m->sync_arrived_us = arrived_us;
     m->first = 0;
     m->full_state = 0;
+    m->synced = 1;
     m->sync_errors = 0;
     m->sync_not_before = 0;
     wake_jobs(m, NULL, netrun_mono_ms()); /* rooms whose members this answer may have brought */
@@ -1520,16 +1524,19 @@ static int loop(mx *m)
         if (!m->sync_running && !core_suspended(m->core) && netrun_mono_ms() >= m->sync_not_before) start_sync(m);
         throttle_check(m);
         start_due(m);
-        core_tick(m->core); /* a failing store suspends the core, which tries it again itself */
+        /* a failing store suspends the core, which tries it again itself (before the first sync
+         * answer too: no sync starts while it fails) */
+        int ticks = m->synced || core_suspended(m->core);
+        if (ticks) core_tick(m->core);
         core_flush(m->core);
         mx_http_work(m->http);
         after_work(m);
-        int64_t now = netrun_mono_ms(), due = next_due(m), deadline = core_next_deadline(m->core);
+        int64_t now = netrun_mono_ms(), due = next_due(m), deadline = ticks ? core_next_deadline(m->core) : INT64_MAX;
         int64_t wait = 1000;
         if (due != INT64_MAX && due - now < wait) wait = due - now;
         if (deadline != INT64_MAX && deadline - netrun_wall_ms() < wait) wait = deadline - netrun_wall_ms();
-        int fds[2] = {core_wake_fd(m->core), netrun_stop_fd()};
-        mx_http_wait(m->http, fds, 2, wait < 0 ? 0 : (int)wait);
+        int fds[2] = {netrun_stop_fd(), core_wake_fd(m->core)}; /* the workers' answers wait for core_tick */
+        mx_http_wait(m->http, fds, ticks ? 2 : 1, wait < 0 ? 0 : (int)wait);
         mx_http_work(m->http);
         after_work(m);
     }

@@ -418,13 +418,14 @@ class MatchOnNgircd(IrcTestCase):
 
     def test_hints_privately_and_the_review_in_the_channel(self):
         """tests/console/hint-review.txt: each hint reaches its asker by private message and never
-        the channel; the hand's review is posted in the channel, once; all as the console says."""
+        the channel; the review of a hand during the match and of its last hand after its end are
+        posted in the channel, once each; all as the console says."""
         bot, people, room = self.whole_match(mh.read_script(HINT_SCRIPT))
         self.assertEqual([line for line in room if "hint: " in line], [], "a hint in the channel")
         _, private = self.transcript(people, people["alice"])
         hints = [line for name in people for line in private[name] if "hint: " in line]
         self.assertEqual(len(hints), 3, hints)
-        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 1)
+        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 2)
         self.assertEqual(bot.stop(), 0, bot.tail())
 
     def test_server_killed_and_restarted_mid_match(self):

@@ -730,13 +730,48 @@ class MatrixBotTest(unittest.TestCase):
 
     def test_18_hints_in_encrypted_direct_chats_and_the_review_in_the_room(self):
         """tests/console/hint-review.txt with four E2EE people: every hint is decrypted from
-        the asker's encrypted direct chat and none reaches the game room; the review of the
-        hand is posted in the room, once; both exactly as the console says them."""
+        the asker's encrypted direct chat and none reaches the game room; the review of a hand
+        during the match and of its last hand after its end are posted in the room, once each;
+        all exactly as the console says them."""
         room, private = self.encrypted_script(HINT_SCRIPT, PLAYERS)
         self.assertEqual([line for line in room if "hint: " in line], [], "a hint in the game room")
         hints = [line for name in PLAYERS for line in private[name] if "hint: " in line]
         self.assertEqual(len(hints), 3, hints)
-        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 1)
+        self.assertEqual(len([line for line in room if line.startswith("Review of hand ")]), 2)
+
+    # ---- 19 --------------------------------------------------------------------------------------
+
+    def test_19_tables_wait_for_the_first_sync_after_a_restart(self):
+        """Computer players that are to move when the bot starts wait for its first /sync
+        answer (held here, as a real homeserver's first sync after a restart can be slow):
+        until then the bot knows no display names, and what a table says names people by
+        them ("alice (South)", never "@alice:example.org (South)")."""
+        h = Harness(self)
+        slow = "[timers]\nbot_delay_ms = 60000\n"   # the computers do not move before the stop
+        room = self.start_game(h, extra=slow)
+        for text in ["!new 304", "!join", "!bot", "!bot", "!bot", "!start", "!pass"]:
+            h.say_and_wait("alice", room, text)
+        h.wait_for(lambda: any(line.startswith("alice (South) passes — computer East to bid")
+                               for line in h.transcript(room).room), 30, "alice's pass in the room")
+        h.stop_bot()
+        h.write_config()                               # the computers move at once from now on
+        h.server.add_faults({"action": "hold", "name": "sync", "path_regex": SYNC_REGEX,
+                             "method": "GET", "count": 1})
+        h.bot.expected_down = False
+        h.bot.start()
+        h.wait_for(lambda: h.server.ok("GET", "/_fake/holds")["waiting"].get("sync"), 30,
+                   "the bot's first /sync, held")
+        time.sleep(1)   # time for a bot that does not wait to show it; the checks do not depend on it
+        self.assertFalse(any("computer East bids" in line for line in h.transcript(room).room),
+                         "a computer player moved before the first /sync was answered")
+        h.server.ok("DELETE", "/_fake/holds/sync")
+        h.wait_for(lambda: any(line.startswith("computer West passes — ") for line in h.transcript(room).room),
+                   30, "the computers' bids after the first /sync")
+        room_lines = h.transcript(room).room
+        self.assertEqual([line for line in room_lines if "@alice" in line], [], "alice named by her id")
+        self.assertIn("computer West passes — alice (South) to bid: 200 or more, pass or partner", room_lines)
+        self.assert_clean_events(h, [room])
+        h.stop_bot()
 
     def encrypted_script(self, script, players):
         """Plays script with players who are E2EE clients, the bot's direct chats encrypted, and
