@@ -5,9 +5,11 @@
  * or core_tick(), and what a table says (table_out) is written in that same transaction. If
  * the store fails, the core suspends itself (see "when the store fails" below): memory may then
  * be ahead of the store, so it does nothing until the store takes a write again, and then
- * rebuilds every table from the journal as a restart would. The room
+ * rebuilds every table from the journal as a restart would. Those transactions do not wait for
+ * the disk: what one queued (messages, rooms to leave) goes out only once the store's syncer has
+ * made it durable (see "the outbox"), and a failed sync is a failed write. The room
  * search is linear: a bot hosts hundreds of tables, not millions, and a strcmp per table per
- * event costs far less than the fsync of the transaction around it.
+ * event costs little beside the transaction around it.
  *
  * No call holds the loop long: a move the Caps judge must search for is judged on a worker
  * while its table holds what comes after it (section "tables that wait for a search"), and a
@@ -20,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "command.h"
 #include "game.h"
@@ -114,6 +118,14 @@ typedef struct {
     int room;                  /* index in core.rooms */
 } unsent_msg;
 
+/* A commit of the core's whose effects wait until the disk has it (see "the outbox"). */
+typedef struct {
+    int64_t commit;            /* the store's number for it */
+    int64_t first_id;          /* the lowest outbox id it queued or changed (INT64_MAX: none) */
+    int msgs;                  /* messages it queued */
+    int leaves;                /* rooms it closed tables of, to leave: the next ones of core.unleft */
+} undurable;
+
 struct core {
     core_options o;
     adapter nets[CORE_MAX_NETS];
@@ -144,6 +156,14 @@ struct core {
     int nignored, cignored;
     leaving_room *leaving;    /* rooms to leave once the transaction that closed their table commits */
     int nleaving, cleaving;
+    leaving_room *unleft;     /* those of commits not yet durable, in commit order */
+    int nunleft, cunleft;
+    undurable *undurable;     /* the core's commits not yet durable that queued messages or leave rooms */
+    int nundurable, cundurable;
+    int64_t txn_first_id;     /* the open transaction's lowest outbox id queued or changed (INT64_MAX: none) */
+    int txn_msgs;             /* and the messages it queued */
+    int64_t shown_below;      /* outbox ids from this one on wait for the disk */
+    int wake_fd;              /* epoll: the workers' answers and the store's syncs */
     slot *unit;               /* the slot whose task is being done: its searches may wait */
     int asked;                /* searches that task asked so far */
     int missed;               /* one went to a worker: the task is undone */
@@ -165,6 +185,8 @@ struct core {
 
 static void slot_free(slot *s);
 static int waits(const slot *s);
+static int commit(core *c);
+static int release(core *c);
 static int asks_review(const core *c, const adapter_event *e);
 static slot *slot_ended(core *c, const char *net, const char *room);
 static int ended_note(core *c, slot *s);
@@ -348,6 +370,13 @@ static int collect_ignored(void *ctx, const char *net, const char *user)
     return 0;
 }
 
+/* Adds fd (none if < 0) to the epoll set ep. */
+static int watch(int ep, int fd)
+{
+    struct epoll_event e = {.events = EPOLLIN, .data.fd = fd};
+    return fd < 0 ? 0 : epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+}
+
 core *core_new(const core_options *o, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
@@ -359,8 +388,16 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->judge = caps_solver_new(0);
     c->w = work_new(o->config->threads);
     c->rl = rl_new();
-    if (!c->judge || !c->w || !c->rl) {
+    c->wake_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (!c->judge || !c->w || !c->rl || c->wake_fd < 0 || watch(c->wake_fd, work_wake_fd(c->w)) != 0 ||
+        watch(c->wake_fd, store_wake_fd(o->db)) != 0) {
         snprintf(err, errlen, "cannot start the worker threads");
+        core_free(c);
+        return NULL;
+    }
+    int64_t through;
+    if ((store_durable(o->db, &through) != 0 || through < store_commits(o->db)) && store_sync(o->db) != 0) {
+        snprintf(err, errlen, "cannot make the database durable: %s", store_error(o->db));
         core_free(c);
         return NULL;
     }
@@ -378,6 +415,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->env.ctx = c;
     c->env.prefix = o->config->prefix;
     c->next_deadline = INT64_MAX;
+    c->txn_first_id = c->shown_below = INT64_MAX;
     return c;
 }
 
@@ -411,6 +449,9 @@ void core_free(core *c)
     rl_free(c->rl);
     free(c->ignored);
     free(c->leaving);
+    free(c->unleft);
+    free(c->undurable);
+    if (c->wake_fd >= 0) close(c->wake_fd);
     free(c->rooms);
     free(c->unsent);
     free(c);
@@ -626,6 +667,8 @@ static int backlog_full(core *c, const char *net, const char *room)
 static void backlog_written(core *c, const char *net, int64_t id, const char *room, const char *user,
                             const char *mention, const char *text)
 {
+    c->txn_msgs++;
+    if (id < c->txn_first_id) c->txn_first_id = id;
     const adapter *a = net_of(c, net);
     if (!a || !a->pace_ms) return;
     store_msg m = {.id = id, .text = (char *)text}; /* the adapter only reads it */
@@ -1382,6 +1425,8 @@ static int fail_store(core *c, const char *what)
     store_rollback(c->o.db);
     said_clear(c);
     c->nleaving = 0; /* the closing of their tables did not commit */
+    c->txn_first_id = INT64_MAX;
+    c->txn_msgs = 0;
     c->retry_at = now + c->retry_pause;
     return -1;
 }
@@ -1401,6 +1446,7 @@ static int recover(core *c)
     int64_t now = now_ms(c);
     store_rollback(c->o.db);
     if (store_probe(c->o.db, now / 1000) != 0) return fail_store(c, "a retry");
+    release(c); /* the probe's commit made every one before it durable */
     for (int i = 0; i < c->nslots; i++) slot_free(c->slots[i]);
     c->nslots = c->resume_next = 0;
     c->nheld = c->nanswered = 0;
@@ -1446,9 +1492,9 @@ static int prune(core *c, int64_t now)
     int64_t keep = (int64_t)c->o.config->keep_finished * 1000;
     if (keep <= 0 || now < c->next_prune) return 0;
     int tables = 0, messages = 0;
-    if (store_begin(c->o.db) != 0 || store_prune(c->o.db, (now - keep) / 1000, (now - keep) / 1000, PRUNE_TABLES,
-                                                 &tables, &messages) != 0 ||
-        store_commit(c->o.db) != 0)
+    if (store_begin_lazy(c->o.db) != 0 ||
+        store_prune(c->o.db, (now - keep) / 1000, (now - keep) / 1000, PRUNE_TABLES, &tables, &messages) != 0 ||
+        commit(c) != 0)
         return fail_store(c, "pruning");
     int more = tables == PRUNE_TABLES || messages == PRUNE_TABLES * 64;
     int64_t every = keep / 4 < PRUNE_EVERY_MAX_MS ? keep / 4 : PRUNE_EVERY_MAX_MS;
@@ -1709,7 +1755,8 @@ static int settle_dirty(core *c)
 }
 
 /* After a commit: computer players asked to move, turn clocks started, timers rescheduled (a
- * table that waits for a search stays dirty until it is free). */
+ * table that waits for a search stays dirty until it is free). The rooms to leave wait for the
+ * disk (commit()). */
 static void after_commit(core *c)
 {
     const cfg *k = c->o.config;
@@ -1727,12 +1774,6 @@ static void after_commit(core *c)
         if (s->timer_at < c->next_deadline) c->next_deadline = s->timer_at; /* a table just free too */
     }
     slots_sweep(c);
-    for (int i = 0; i < c->nleaving; i++) { /* the rooms admins made the bot leave, their tables closed */
-        const adapter *a = net_of(c, c->leaving[i].net);
-        if (a && a->leave && a->leave(a->ctx, c->leaving[i].room) != 0)
-            logf_(c, CORE_LOG_WARN, "cannot leave %s on %s", c->leaving[i].room, c->leaving[i].net);
-    }
-    c->nleaving = 0;
 }
 
 static int batch(core *c, const char *net, const adapter_event *ev, int n, const char *position)
@@ -1740,7 +1781,7 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
     const adapter *a = net_of(c, net);
     if (a) c->up[a - c->nets] = 1;
     if (c->suspended) return refuse_batch(c, net, ev, n);
-    if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
+    if (store_begin_lazy(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     if (c->nrestored && do_restored(c, net) != 0) return fail_store(c, "held work from before the restart");
     for (int i = 0; i < n; i++) {
@@ -1757,7 +1798,7 @@ static int batch(core *c, const char *net, const adapter_event *ev, int n, const
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
     if (write_said(c) != 0) return fail_store(c, "queueing messages");
     if (position && store_position_set(c->o.db, net, position) != 0) return fail_store(c, "position");
-    if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
+    if (commit(c) != 0) return fail_store(c, "commit");
     c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
     after_commit(c);
@@ -1807,10 +1848,12 @@ static int tick(core *c)
 {
     int64_t now = now_ms(c);
     work_job got[TAKE_CHUNK];
+    int durable = release(c);
     if (c->suspended) { /* the answers to what tables about to be rebuilt asked are dropped */
         while (work_take(c->w, got, TAKE_CHUNK) > 0) {}
         return now < c->retry_at || work_pending(c->w) ? 0 : recover(c);
     }
+    if (durable != 0) return fail_store(c, "making commits durable");
     if (prune(c, now) != 0) return -1;
     int due = 0;
     for (int i = 0; i < c->nheld; i++) due += c->held[i].not_before <= now;
@@ -1825,7 +1868,7 @@ static int tick(core *c)
     int marks = c->ndelivered && now - c->delivered_since >= DELIVERED_DELAY_MS;
     if (!c->nanswered && !due && now < c->next_deadline && !marks) return 0;
     int64_t stop = mono_ns() + TICK_BUDGET_NS;
-    if (store_begin(c->o.db) != 0) return fail_store(c, "begin");
+    if (store_begin_lazy(c->o.db) != 0) return fail_store(c, "begin");
     if (write_delivered(c) != 0) return fail_store(c, "marking messages sent");
     int done = 0, k = 0;
     for (; done < c->nanswered && (done == 0 || mono_ns() < stop); done++)
@@ -1846,7 +1889,7 @@ static int tick(core *c)
         if (c->held[i].not_before < c->next_deadline) c->next_deadline = c->held[i].not_before;
     if (settle_dirty(c) != 0) return fail_store(c, "follow-ups");
     if (write_said(c) != 0) return fail_store(c, "queueing messages");
-    if (store_commit(c->o.db) != 0) return fail_store(c, "commit");
+    if (commit(c) != 0) return fail_store(c, "commit");
     c->ndelivered = 0; /* write_delivered() put them in this transaction */
     c->stats.batches++;
     after_commit(c);
@@ -1859,7 +1902,63 @@ int core_tick(core *c)
     return timed(c, t0, tick(c));
 }
 
-/* ---- the outbox ---- */
+/* ---- the outbox ----
+ * Durable before visible. The core's transactions commit without waiting for the disk
+ * (store_begin_lazy): a crash of the process cannot undo them, but an OS crash or a power loss
+ * can, until the store's syncer has made them durable. So nothing that follows from a commit is
+ * seen outside before it is durable: commit() notes, for each commit that queued messages (or
+ * merged them, or closed a table whose room the bot leaves), the lowest outbox id it queued or
+ * changed; release() learns from the store how far commits are durable (the store's wake-up
+ * descriptor, part of core_wake_fd(), turns readable when that moves) and lets them out: their
+ * rooms are left, and core_flush() offers messages below the lowest id a commit still waiting
+ * holds (shown_below). Syncs are shared: the commits made while one runs wait for the next. A
+ * sync that fails is a failed write: the core suspends itself (fail_store), and the probe that
+ * ends the pause is a commit that waits for the disk, which makes every commit before it
+ * durable. Meanwhile core_busy() counts the messages and rooms that wait. */
+
+/* Commits the open transaction; what it queued waits for the disk. */
+static int commit(core *c)
+{
+    if (store_commit(c->o.db) != 0) return -1;
+    int leaves = c->nleaving;
+    if (c->txn_msgs || c->txn_first_id != INT64_MAX || leaves) {
+        c->undurable = grow(c->undurable, &c->cundurable, c->nundurable + 1, sizeof *c->undurable);
+        c->undurable[c->nundurable++] = (undurable){store_commits(c->o.db), c->txn_first_id, c->txn_msgs, leaves};
+        if (c->txn_first_id < c->shown_below) c->shown_below = c->txn_first_id;
+    }
+    if (leaves) {
+        c->unleft = grow(c->unleft, &c->cunleft, c->nunleft + leaves, sizeof *c->unleft);
+        memcpy(c->unleft + c->nunleft, c->leaving, (size_t)leaves * sizeof *c->leaving);
+        c->nunleft += leaves;
+    }
+    c->nleaving = c->txn_msgs = 0;
+    c->txn_first_id = INT64_MAX;
+    return 0;
+}
+
+/* Lets out what durable commits held back: their rooms are left, their messages may be offered.
+ * Returns -1 when a sync failed (what was durable before it is let out). */
+static int release(core *c)
+{
+    int64_t through;
+    int rc = store_durable(c->o.db, &through), k = 0, left = 0;
+    for (; k < c->nundurable && c->undurable[k].commit <= through; k++)
+        for (int i = 0; i < c->undurable[k].leaves; i++, left++) {
+            const leaving_room *l = &c->unleft[left];
+            const adapter *a = net_of(c, l->net);
+            if (a && a->leave && a->leave(a->ctx, l->room) != 0)
+                logf_(c, CORE_LOG_WARN, "cannot leave %s on %s", l->room, l->net);
+        }
+    if (k == 0) return rc;
+    memmove(c->undurable, c->undurable + k, (size_t)(c->nundurable - k) * sizeof *c->undurable);
+    c->nundurable -= k;
+    if (left) memmove(c->unleft, c->unleft + left, (size_t)(c->nunleft - left) * sizeof *c->unleft);
+    c->nunleft -= left;
+    c->shown_below = INT64_MAX;
+    for (int i = 0; i < c->nundurable; i++)
+        if (c->undurable[i].first_id < c->shown_below) c->shown_below = c->undurable[i].first_id;
+    return rc;
+}
 
 typedef struct {
     int n, cap;
@@ -1922,6 +2021,7 @@ static int merge_run(core *c, const msg_list *l, const int *run, int n, int64_t 
     }
     *p = 0;
     int rc = store_outbox_merge(c->o.db, ids[0], text, mention, ids + 1, n - 1);
+    if (ids[0] < c->txn_first_id) c->txn_first_id = ids[0]; /* offered once the merge is durable */
     for (int k = 1; rc == 0 && k < n; k++) gone[(*ngone)++] = ids[k];
     free(text);
     free(ids);
@@ -1952,7 +2052,7 @@ static int merge_waiting(core *c, const msg_list *l)
             int mergeable = m && !m->wire && !is_inflight(c, m->id);
             size_t t = m ? strlen(m->text) : 0;
             if (nrun > 0 && (!mergeable || len + 1 + t > MESSAGE_MAX)) { /* the run ends */
-                if (nrun > 1 && merges++ == 0) rc = store_begin(c->o.db);
+                if (nrun > 1 && merges++ == 0) rc = store_begin_lazy(c->o.db);
                 if (nrun > 1 && rc == 0) rc = merge_run(c, l, run, nrun, gone, &ngone);
                 nrun = 0;
             }
@@ -1962,7 +2062,7 @@ static int merge_waiting(core *c, const msg_list *l)
             }
         }
     }
-    if (merges) rc = rc == 0 ? store_commit(c->o.db) : (store_rollback(c->o.db), -1);
+    if (merges) rc = rc == 0 ? commit(c) : (store_rollback(c->o.db), -1);
     for (int k = 0; rc == 0 && k < ngone; k++) backlog_done(c, gone[k]);
     free(seen);
     free(run);
@@ -1989,6 +2089,7 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     for (int i = 0; rc == 0 && i < l.n; i++) {
         int stop = 0;
         for (int j = 0; j < i && !stop; j++) stop = blocked[j] && same_dest(&l.m[i], &l.m[j]);
+        if (l.m[i].id >= c->shown_below) break; /* it waits for the disk, and so do those after it */
         if (is_delivered(c, l.m[i].id)) continue; /* done; the store learns it with the next transaction */
         if (stop || is_inflight(c, l.m[i].id)) {
             blocked[i] = 1;
@@ -2004,9 +2105,9 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     }
     if (rc == 0 && ndone) {
         remember_delivered(c, done, ndone); /* if this transaction fails, the next one marks them */
-        rc = store_begin(c->o.db);
+        rc = store_begin_lazy(c->o.db);
         if (rc == 0) rc = write_delivered(c);
-        if (rc == 0) rc = store_commit(c->o.db);
+        if (rc == 0) rc = commit(c);
         if (rc == 0) c->ndelivered = 0;
     }
     for (int i = 0; i < ndone; i++) backlog_done(c, done[i]);
@@ -2022,6 +2123,7 @@ int core_flush(core *c)
 {
     int delivered = 0;
     if (c->suspended) return 0;
+    if (release(c) != 0) return fail_store(c, "making commits durable");
     for (int i = 0; i < c->nnets; i++) {
         int more;
         do {
@@ -2042,7 +2144,7 @@ int core_sent_many(core *c, const int64_t *ids, int n)
     }
     remember_delivered(c, ids, n);
     if (c->suspended) return 0; /* marked once the store works again */
-    if (store_begin(c->o.db) != 0 || write_delivered(c) != 0 || store_commit(c->o.db) != 0)
+    if (store_begin_lazy(c->o.db) != 0 || write_delivered(c) != 0 || commit(c) != 0)
         return fail_store(c, "marking messages sent");
     c->ndelivered = 0;
     return 0;
@@ -2275,9 +2377,17 @@ int core_restore(core *c)
 
 /* ---- small queries ---- */
 
-int core_busy(core *c) { return work_pending(c->w) + c->nheld + c->nanswered; }
+/* Messages and rooms to leave that wait for the disk. */
+static int undurable_count(const core *c)
+{
+    int n = c->nunleft;
+    for (int i = 0; i < c->nundurable; i++) n += c->undurable[i].msgs;
+    return n;
+}
 
-int core_wake_fd(core *c) { return work_wake_fd(c->w); }
+int core_busy(core *c) { return work_pending(c->w) + c->nheld + c->nanswered + undurable_count(c); }
+
+int core_wake_fd(core *c) { return c->wake_fd; }
 
 int64_t core_next_deadline(core *c)
 {
@@ -2293,6 +2403,7 @@ void core_stats_of(core *c, core_stats *s)
 {
     *s = c->stats;
     s->tables = c->nslots;
+    s->undurable = undurable_count(c);
 }
 
 int64_t core_table_of(core *c, const char *net, const char *room)

@@ -6,7 +6,10 @@
  * and the position land together or not at all, so a crash neither loses nor repeats a move or
  * a message. Computer players think on worker threads; their answers come back through
  * core_tick(), which also runs the timers. core_flush() offers queued messages to the adapters
- * in order. At start core_restore() rebuilds every open table from its journal.
+ * in order, each once the store has made the transaction that queued it durable: the core's
+ * transactions do not wait for the disk (the store syncs in the background), and nothing that
+ * follows from one is seen outside before it is on the disk, so an OS crash or a power loss can
+ * only undo what nobody saw. At start core_restore() rebuilds every open table from its journal.
  *
  * When the store fails (a full disk, a read-only file, another process's lock, an I/O error)
  * the core suspends itself: it takes no batch, applies no answer and sends nothing, tells the
@@ -95,12 +98,14 @@ int core_sent_many(core *c, const int64_t *ids, int n);
 int core_delivered(core *c, int64_t id);
 
 /* Computer moves and Caps judge searches still being thought about or applied (while tables
- * wait for the judge, this is never 0). */
+ * wait for the judge, this is never 0), and messages queued and rooms to leave that wait for
+ * the disk. */
 int core_busy(core *c);
 
-/* A descriptor that turns readable when computer players or the judge have answered (-1:
- * none), and the time (ms, the core's clock) at which core_tick() next has work to do: a timer
- * to fire, answers a tick left over, or the store to try again (INT64_MAX: none). */
+/* A descriptor that turns readable when computer players or the judge have answered, or the
+ * store has made commits durable (what they queued can go out: call core_tick() and
+ * core_flush()), and the time (ms, the core's clock) at which core_tick() next has work to do: a
+ * timer to fire, answers a tick left over, or the store to try again (INT64_MAX: none). */
 int core_wake_fd(core *c);
 int64_t core_next_deadline(core *c);
 
@@ -114,6 +119,8 @@ typedef struct {
     int64_t slowest_cpu_ns; /* the most CPU time one such call took (the wall clock adds disk
                                syncs and time the thread was not running) */
     int tables;           /* open tables in memory */
+    int undurable;        /* messages queued, and rooms to leave, that wait until the disk has their
+                             commit (they count in core_busy() too) */
 } core_stats;
 void core_stats_of(core *c, core_stats *s);
 

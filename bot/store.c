@@ -1,13 +1,18 @@
 /* store.c — the bot's durable state in one SQLite file (see store.h for what is kept).
  *
  * Why it is shaped this way:
- * - Durability first. The file is in WAL mode with synchronous=FULL, so a commit is on disk
- *   when store_commit() returns, and a crash (or SIGKILL) at any moment leaves either the
- *   whole batch or none of it. Foreign keys are on so that journal entries and hand seeds
+ * - Durability first, off the loop. The file is in WAL mode, so a crash (or SIGKILL) at any
+ *   moment leaves either the whole batch or none of it. A transaction of store_begin() commits
+ *   with synchronous=FULL: it is on the disk when store_commit() returns (the adapters' own
+ *   writes, acted upon at once). One of store_begin_lazy() (the core's) commits without that
+ *   fsync, safe from a crash of the process at once, and a thread of the store's own syncs the
+ *   WAL behind it and says how far commits are durable ("Durability" below): the core shows
+ *   nothing of a commit before that, so an OS crash or a power loss can only undo commits
+ *   nobody has seen anything of. Foreign keys are on so that journal entries and hand seeds
  *   cannot name a table that does not exist. A busy timeout lets a second process (a backup,
  *   the sqlite3 shell) hold the file briefly without failing our writes.
- * - The bot writes one transaction per batch of incoming events (store_begin() ... commit),
- *   so the cost of a write is a B-tree insert, not an fsync. To keep that cheap every
+ * - The bot writes one transaction per batch of incoming events (store_begin_lazy() ...
+ *   commit), so the cost of a write is a B-tree insert, not an fsync. To keep that cheap every
  *   statement is prepared once, at open, and reused (reset + clear_bindings after each use);
  *   nothing is compiled on the hot path.
  * - The schema has a version (PRAGMA user_version). Migration i (store_migrations[i - 1])
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -143,6 +149,8 @@ enum store_stmt_id {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SYNC_NORMAL,
+    ST_SYNC_FULL,
     ST_VERSION,
     ST_POSITION_GET,
     ST_POSITION_SET,
@@ -190,6 +198,8 @@ static const char *const store_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
+    [ST_SYNC_FULL] = "PRAGMA synchronous = FULL",
     [ST_VERSION] = "PRAGMA user_version",
     [ST_POSITION_GET] = "SELECT position FROM positions WHERE adapter = ?1",
     [ST_KV_GET] = "SELECT value FROM kv WHERE ns = ?1 AND key = ?2",
@@ -261,19 +271,37 @@ static const char *const store_sql[ST_COUNT] = {
                         "(SELECT max(id) + 1 FROM outbox)) ORDER BY id LIMIT ?2)",
 };
 
-/* The checkpointer: a thread of its own with its own connection, started at the first need. */
-typedef struct {
+/* A thread of the store's with a connection of its own, started at the first need (see "Checkpoints"
+ * and "Durability"). */
+typedef struct store_bg store_bg;
+struct store_bg {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    char *path;
-    int started, want, stop;
-    long passes; /* checkpoints tried */
-} store_ckpt;
+    const char *path;  /* the store's */
+    void (*pass)(store_bg *k, sqlite3 *db); /* one pass, run without the lock; db NULL if it cannot open */
+    store *owner;
+    int ready, started, want, stop;
+    long passes;       /* passes made */
+};
+
+/* What the syncer knows, under sync.mu: how far the WAL is on disk. */
+typedef struct {
+    int64_t committed; /* commits the loop's connection made (the store's own count) */
+    int64_t durable;   /* commits known to be on disk: all of the first durable */
+    int failed;        /* SQLite's code for a sync that failed, not yet reported; 0: none */
+    long syncs;        /* syncs the syncer made */
+    int wake_fd;       /* an eventfd, written when durable moves or a sync fails */
+} store_dur;
 
 struct store {
     sqlite3 *db;
-    store_ckpt ckpt;
+    char *path;
+    int in_memory; /* no file: every commit is as durable as it will ever be */
+    int lazy;      /* the open transaction commits without waiting for the disk (store_begin_lazy) */
+    int64_t commits; /* commits made through this store (the loop's count; dur.committed is the syncer's copy) */
+    store_bg ckpt, sync;
+    store_dur dur; /* under sync.mu */
     sqlite3_stmt *stmt[ST_COUNT];
     int iterating; /* a callback is running: calls back into the store are refused */
     int code;      /* SQLite's extended result code of the last failure; SQLITE_OK: our own refusal */
@@ -491,23 +519,17 @@ static int store_prepare(store *s)
     return 0;
 }
 
-/* ---- Checkpoints ----
+/* ---- The store's threads ----
  *
- * In WAL mode a commit appends pages to the WAL, and a checkpoint copies them back into the
- * database file. SQLite's own automatic checkpoint runs inside the commit that crosses 1,000
- * pages, on the bot's event loop: a few milliseconds in which no table and no network is
- * served. Here the commit only asks (a WAL hook, which replaces the automatic one), and a
- * thread of the store's own with a connection of its own makes a PASSIVE checkpoint: it never
- * waits for the loop's connection nor makes it wait, and it copies only what is committed, so
- * durability is the WAL's as before. Once a checkpoint has copied everything, the loop's next
- * write starts the WAL from its beginning again. A checkpoint that fails (a full disk, say)
- * leaves the pages in the WAL, where they are safe, and is tried again at the next commit; the
- * loop's own writes meet the same fault and report it. Closing the store stops the thread
- * first; SQLite's close of the last connection then checkpoints what is left. */
+ * Two threads of the store's own, each with a connection of its own, work off the bot's event
+ * loop: the checkpointer and the syncer (below). Each sleeps until the loop asks for a pass
+ * (store_bg_ask), starts with the first such request, and opens its connection then; several
+ * requests made while a pass runs are answered by the next pass. Closing the store stops them
+ * first. */
 
-static void *store_ckpt_run(void *arg)
+static void *store_bg_run(void *arg)
 {
-    store_ckpt *k = arg;
+    store_bg *k = arg;
     sqlite3 *db = NULL;
     pthread_mutex_lock(&k->mu);
     for (;;) {
@@ -516,14 +538,15 @@ static void *store_ckpt_run(void *arg)
         k->want = 0;
         pthread_mutex_unlock(&k->mu);
         if (!db) {
-            if (sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+            if (sqlite3_open_v2(k->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+                sqlite3_busy_timeout(db, STORE_BUSY_MS);
                 sqlite3_exec(db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
-            else {
+            } else {
                 sqlite3_close(db);
                 db = NULL;
             }
         }
-        if (db) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        k->pass(k, db);
         pthread_mutex_lock(&k->mu);
         k->passes++;
         pthread_cond_broadcast(&k->cv);
@@ -533,34 +556,27 @@ static void *store_ckpt_run(void *arg)
     return NULL;
 }
 
-static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+static void store_bg_init(store *s, store_bg *k, void (*pass)(store_bg *k, sqlite3 *db))
 {
-    store_ckpt *k = arg;
-    (void)db;
-    (void)name;
-    if (pages < STORE_CHECKPOINT_PAGES) return SQLITE_OK;
-    pthread_mutex_lock(&k->mu);
-    if (!k->started && pthread_create(&k->thread, NULL, store_ckpt_run, k) == 0) k->started = 1;
-    k->want = 1;
-    pthread_cond_broadcast(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    return SQLITE_OK;
-}
-
-static int store_ckpt_init(store *s, const char *path)
-{
-    store_ckpt *k = &s->ckpt;
-    if (!(k->path = strdup(path))) return store_say(s, "out of memory opening the store");
+    k->path = s->path;
+    k->pass = pass;
+    k->owner = s;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
-    sqlite3_wal_hook(s->db, store_wal_hook, k);
-    return 0;
+    k->ready = 1;
 }
 
-static void store_ckpt_end(store *s)
+/* Asks for a pass; the caller holds k->mu. */
+static void store_bg_ask_locked(store_bg *k)
 {
-    store_ckpt *k = &s->ckpt;
-    if (!k->path) return;
+    if (!k->started && pthread_create(&k->thread, NULL, store_bg_run, k) == 0) k->started = 1;
+    k->want = 1;
+    pthread_cond_broadcast(&k->cv);
+}
+
+static void store_bg_end(store_bg *k)
+{
+    if (!k->ready) return;
     pthread_mutex_lock(&k->mu);
     k->stop = 1;
     pthread_cond_broadcast(&k->cv);
@@ -568,19 +584,173 @@ static void store_ckpt_end(store *s)
     if (k->started) pthread_join(k->thread, NULL);
     pthread_cond_destroy(&k->cv);
     pthread_mutex_destroy(&k->mu);
-    free(k->path);
-    k->path = NULL;
+    k->ready = 0;
+}
+
+/* ---- Checkpoints ----
+ *
+ * In WAL mode a commit appends pages to the WAL, and a checkpoint copies them back into the
+ * database file. SQLite's own automatic checkpoint runs inside the commit that crosses 1,000
+ * pages, on the bot's event loop: a few milliseconds in which no table and no network is
+ * served. Here the commit only asks (a WAL hook, which replaces the automatic one), and the
+ * checkpointer makes a PASSIVE checkpoint: it never waits for the loop's connection nor makes
+ * it wait, and it copies only what is committed, syncing the WAL before and the database file
+ * after, so what is durable stays durable. Once a checkpoint has copied everything, the loop's
+ * next write starts the WAL from its beginning again. A checkpoint that fails (a full disk,
+ * say) leaves the pages in the WAL, where they are safe, and is tried again at the next
+ * commit; the loop's own writes meet the same fault and report it. SQLite's close of the last
+ * connection checkpoints what is left. */
+
+static void store_ckpt_pass(store_bg *k, sqlite3 *db)
+{
+    (void)k;
+    if (db) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+}
+
+static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    store_bg *k = arg;
+    (void)db;
+    (void)name;
+    if (pages < STORE_CHECKPOINT_PAGES) return SQLITE_OK;
+    pthread_mutex_lock(&k->mu);
+    store_bg_ask_locked(k);
+    pthread_mutex_unlock(&k->mu);
+    return SQLITE_OK;
 }
 
 long store_checkpoint_wait(store *s, long passes)
 {
-    store_ckpt *k = &s->ckpt;
-    if (!k->path) return 0;
+    store_bg *k = &s->ckpt;
+    if (!k->ready) return 0;
     pthread_mutex_lock(&k->mu);
     while (k->passes < passes && k->started && !k->stop) pthread_cond_wait(&k->cv, &k->mu);
     long n = k->passes;
     pthread_mutex_unlock(&k->mu);
     return n;
+}
+
+/* ---- Durability ----
+ *
+ * A transaction begun with store_begin_lazy() commits with synchronous=NORMAL: its pages are in
+ * the WAL (in the OS's cache) when store_commit() returns, which a crash of the process cannot
+ * undo, but only a sync of the WAL puts them on the disk, out of reach of an OS crash or a power
+ * loss. (SQLite refuses to change synchronous inside a transaction, so it is set before BEGIN
+ * and set back to FULL after COMMIT or ROLLBACK.) The commit asks the syncer, which fsyncs the
+ * WAL through its own connection's WAL file (SQLite's VFS, so a VFS in between sees that sync
+ * as it sees any other) and then publishes "durable through commit K", K being the last commit
+ * made before the sync began, and writes the wake-up descriptor. Commits made while one sync
+ * runs are made durable by the next (group commit). Every other commit is FULL and syncs the
+ * WAL itself, so it makes every commit before it durable too. A sync that fails is kept until
+ * store_durable() reports it, and no later sync is tried before: the caller treats it as a
+ * failed write, and its next FULL commit (a probe) is what makes the commits durable again. A
+ * database in memory has nothing to sync. At open, the WAL is synced once: what a crashed
+ * process left in it is durable before anything is read from it. */
+
+/* Syncs the WAL of connection db through its VFS: SQLite's code. */
+static int store_wal_sync(sqlite3 *db)
+{
+    sqlite3_file *wal = NULL;
+    int rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+    if (rc != SQLITE_OK) return rc;
+    if (!wal || !wal->pMethods) { /* the WAL opens with the connection's first read */
+        rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) return rc;
+        if ((rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal)) != SQLITE_OK) return rc;
+        if (!wal || !wal->pMethods) return SQLITE_CANTOPEN;
+    }
+    return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+}
+
+static void store_wake(store *s)
+{
+    uint64_t one = 1;
+    while (write(s->dur.wake_fd, &one, sizeof one) < 0 && errno == EINTR) {}
+}
+
+static void store_sync_pass(store_bg *k, sqlite3 *db)
+{
+    store *s = k->owner;
+    pthread_mutex_lock(&k->mu);
+    int64_t target = s->dur.committed;
+    int go = target > s->dur.durable && !s->dur.failed;
+    pthread_mutex_unlock(&k->mu);
+    if (!go) return;
+    int rc = db ? store_wal_sync(db) : SQLITE_CANTOPEN;
+    pthread_mutex_lock(&k->mu);
+    s->dur.syncs++;
+    if (rc != SQLITE_OK) s->dur.failed = rc;
+    else if (target > s->dur.durable) s->dur.durable = target;
+    pthread_mutex_unlock(&k->mu);
+    store_wake(s);
+}
+
+/* After a commit of the loop's connection: a lazy one asks the syncer; a FULL one is durable
+ * with everything before it. */
+static void store_committed(store *s, int lazy)
+{
+    s->commits++;
+    pthread_mutex_lock(&s->sync.mu);
+    int64_t before = s->dur.durable;
+    s->dur.committed = s->commits;
+    if (!lazy || s->in_memory) s->dur.durable = s->commits;
+    else store_bg_ask_locked(&s->sync);
+    pthread_mutex_unlock(&s->sync.mu);
+    if (!lazy && before < s->commits - 1) store_wake(s); /* lazy ones before it are durable now */
+}
+
+int64_t store_commits(store *s) { return s->commits; }
+
+int store_sync(store *s)
+{
+    int rc = s->in_memory ? SQLITE_OK : store_wal_sync(s->db);
+    if (rc != SQLITE_OK) {
+        s->code = rc;
+        snprintf(s->err, sizeof s->err, "%s: syncing the database's log to the disk: %s", s->path, sqlite3_errstr(rc));
+        return -1;
+    }
+    pthread_mutex_lock(&s->sync.mu);
+    s->dur.durable = s->dur.committed = s->commits;
+    pthread_mutex_unlock(&s->sync.mu);
+    return 0;
+}
+
+int store_durable(store *s, int64_t *through)
+{
+    uint64_t sink;
+    while (read(s->dur.wake_fd, &sink, sizeof sink) > 0) {}
+    pthread_mutex_lock(&s->sync.mu);
+    *through = s->dur.durable;
+    int failed = s->dur.failed;
+    s->dur.failed = 0;
+    pthread_mutex_unlock(&s->sync.mu);
+    if (!failed) return 0;
+    snprintf(s->err, sizeof s->err, "syncing the database's log to the disk: %s", sqlite3_errstr(failed));
+    s->code = failed;
+    return -1;
+}
+
+int store_wake_fd(const store *s) { return s->dur.wake_fd; }
+
+long store_syncs(store *s)
+{
+    pthread_mutex_lock(&s->sync.mu);
+    long n = s->dur.syncs;
+    pthread_mutex_unlock(&s->sync.mu);
+    return n;
+}
+
+static int store_threads_init(store *s, const char *path)
+{
+    if (!(s->path = strdup(path))) return store_say(s, "out of memory opening the store");
+    const char *file = sqlite3_db_filename(s->db, "main");
+    s->in_memory = !file || !*file;
+    if ((s->dur.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return store_say(s, "%s: cannot make a wake-up descriptor: %s", path, strerror(errno));
+    store_bg_init(s, &s->ckpt, store_ckpt_pass);
+    store_bg_init(s, &s->sync, store_sync_pass);
+    sqlite3_wal_hook(s->db, store_wal_hook, &s->ckpt);
+    return store_sync(s);
 }
 
 /* Opens path into a new store that already holds lock_fd (-1: none). */
@@ -594,6 +764,7 @@ static int store_open_with(store **out, const char *path, int lock_fd, char *err
         return -1;
     }
     s->lock_fd = lock_fd;
+    s->dur.wake_fd = -1;
     if (!path) {
         store_say(s, "no database path given");
         goto fail;
@@ -612,7 +783,7 @@ static int store_open_with(store **out, const char *path, int lock_fd, char *err
         store_exec(s, "PRAGMA secure_delete = ON", path) || store_migrate(s, path) ||
         store_prepare(s))
         goto fail;
-    if (store_ckpt_init(s, path) != 0) goto fail;
+    if (store_threads_init(s, path) != 0) goto fail;
     *out = s;
     return 0;
 fail:
@@ -670,9 +841,12 @@ int store_open_exclusive(store **out, const char *path, char *err, size_t errlen
 void store_close(store *s)
 {
     if (!s) return;
-    store_ckpt_end(s);
+    store_bg_end(&s->ckpt);
+    store_bg_end(&s->sync);
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->stmt[i]);
     sqlite3_close_v2(s->db); /* an open transaction is rolled back */
+    if (s->dur.wake_fd >= 0) close(s->dur.wake_fd);
+    free(s->path);
     if (s->lock_fd >= 0) close(s->lock_fd); /* the claim ends with it */
     free(s);
 }
@@ -689,16 +863,36 @@ int store_schema_version(store *s)
 
 /* ---- Transactions ---- */
 
-int store_begin(store *s)
+/* Once no transaction is open, a lazy one's synchronous=NORMAL is set back to FULL. */
+static void store_lazy_end(store *s)
+{
+    if (!s->lazy || !sqlite3_get_autocommit(s->db)) return;
+    sqlite3_stmt *st = s->stmt[ST_SYNC_FULL];
+    if (store_step_done(st) == 0) s->lazy = 0; /* else the next begin or commit tries again */
+    sqlite3_reset(st);
+}
+
+static int store_begin_as(store *s, int lazy)
 {
     sqlite3_stmt *st = store_stmt(s, ST_BEGIN, "begin");
     if (!st) return -1;
     if (!sqlite3_get_autocommit(s->db))
         return store_say(s, "begin: a transaction is already open (transactions do not nest)");
+    store_lazy_end(s);
+    if (s->lazy != lazy) {
+        sqlite3_stmt *sync = s->stmt[lazy ? ST_SYNC_NORMAL : ST_SYNC_FULL];
+        if (store_step_done(sync)) return store_fail(s, sync, "begin: setting synchronous");
+        store_reset(sync);
+        s->lazy = lazy;
+    }
     if (store_step_done(st)) return store_fail(s, st, "begin");
     store_reset(st);
     return 0;
 }
+
+int store_begin(store *s) { return store_begin_as(s, 0); }
+
+int store_begin_lazy(store *s) { return store_begin_as(s, 1); }
 
 /* If the commit fails the transaction may still be open: call store_rollback(). */
 int store_commit(store *s)
@@ -706,8 +900,15 @@ int store_commit(store *s)
     sqlite3_stmt *st = store_stmt(s, ST_COMMIT, "commit");
     if (!st) return -1;
     if (sqlite3_get_autocommit(s->db)) return store_say(s, "commit: no transaction is open");
-    if (store_step_done(st)) return store_fail(s, st, "commit");
+    int lazy = s->lazy;
+    if (store_step_done(st)) {
+        store_fail(s, st, "commit");
+        store_lazy_end(s);
+        return -1;
+    }
     store_reset(st);
+    store_lazy_end(s);
+    store_committed(s, lazy);
     return 0;
 }
 
@@ -717,9 +918,9 @@ int store_rollback(store *s)
 {
     sqlite3_stmt *st = store_stmt(s, ST_ROLLBACK, "rollback");
     if (!st) return -1;
-    if (sqlite3_get_autocommit(s->db)) return 0;
-    if (store_step_done(st)) return store_fail(s, st, "rollback");
+    if (!sqlite3_get_autocommit(s->db) && store_step_done(st)) return store_fail(s, st, "rollback");
     store_reset(st);
+    store_lazy_end(s);
     return 0;
 }
 

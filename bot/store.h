@@ -3,11 +3,12 @@
  * table for the Caps judge (the inbox) and the users the bot ignores.
  *
  * One file (WAL, synchronous=FULL, foreign keys on) with a schema version and migrations.
- * Every write the bot makes for one batch of incoming events goes between store_begin() and
- * store_commit(), so journal entries, outbox messages and the adapter's new position land
- * together or not at all. Functions return 0 on success and -1 on failure with a message
- * (store_error()). Nothing here prints. Checkpoints of the WAL run on a thread of the store's
- * own (see store.c), never inside store_commit(). */
+ * Every write the bot makes for one batch of incoming events goes between store_begin() (or
+ * store_begin_lazy()) and store_commit(), so journal entries, outbox messages and the adapter's
+ * new position land together or not at all. Functions return 0 on success and -1 on failure
+ * with a message (store_error()). Nothing here prints. Checkpoints of the WAL, and the syncs
+ * that make lazy commits durable, run on threads of the store's own (see store.c), never
+ * inside store_commit(). */
 #ifndef CARDROOM_STORE_H
 #define CARDROOM_STORE_H
 
@@ -55,9 +56,30 @@ int store_probe(store *s, int64_t now);
 /* The schema version the open database is at. */
 int store_schema_version(store *s);
 
-int store_begin(store *s);    /* BEGIN IMMEDIATE */
+int store_begin(store *s);    /* BEGIN IMMEDIATE; its commit is on the disk when it returns */
 int store_commit(store *s);
 int store_rollback(store *s);
+
+/* ---- Durability: commits that do not wait for the disk ----
+ * A transaction begun with store_begin_lazy() commits without waiting for the disk: it is
+ * safe from a crash of the process at once, but an OS crash or a power loss may still undo it
+ * until a sync of the store's own thread has put it on the disk. Commits are numbered in the
+ * order made through this store (1, 2, ...); a commit of store_begin() is durable when it
+ * returns, and so is every commit before it. */
+int store_begin_lazy(store *s);
+/* The number of the last commit made (0: none since the open). */
+int64_t store_commits(store *s);
+/* Sets *through to the number of the last durable commit (every earlier one is durable too)
+ * and empties the wake-up descriptor. Returns -1 (an error of the kind a failed commit has)
+ * when a sync failed since the last call: the commits after *through are then not known to
+ * be on the disk, and none is synced again before a commit of store_begin() succeeds. */
+int store_durable(store *s, int64_t *through);
+/* Makes every commit so far durable, waiting for the disk (at a start, never on the loop). */
+int store_sync(store *s);
+/* Readable when durability moved on or a sync failed (for poll; store_durable() empties it). */
+int store_wake_fd(const store *s);
+/* Syncs the store's thread made so far (tests and benchmarks). */
+long store_syncs(store *s);
 
 /* ---- Keyed values: an adapter's own durable state (namespaces like "olm.session") ----
  * Values are text; the caller encodes. Iteration is in key order; fn must not call the store

@@ -1,7 +1,8 @@
 /* workers.c — a small thread pool for computer players and searches (see workers.h).
  *
  * Two queues under one mutex: jobs waiting for a thread, and answers waiting for the loop.
- * A pipe wakes the loop when an answer arrives; the loop drains it in work_take(). The queues
+ * A pipe wakes the loop when an answer arrives (with zero threads too: the answer is there at
+ * once); the loop drains it in work_take(). The queues
  * are plain arrays used as rings: jobs are small and few (one per table whose computer player
  * is to move or whose move waits for the judge), so one lock is enough. A solver belongs to
  * its thread (it is work space, not shared state) and lives as long as the thread. */
@@ -66,6 +67,15 @@ static void think(work_job *j, caps_solver **solver)
     j->search(&j->q, *solver);
 }
 
+/* A finished job was queued (under the lock): the first one since the loop took them all makes
+ * the wake-up descriptor readable. */
+static void wake(workers *w, int was_empty)
+{
+    char one = 1;
+    if (was_empty)
+        while (write(w->pipe_fd[1], &one, 1) < 0 && errno == EINTR) {}
+}
+
 static void *worker_main(void *arg)
 {
     workers *w = arg;
@@ -81,10 +91,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&w->lock);
         int was_empty = w->done.count == 0;
         if (ring_push(&w->done, &job) != 0) abort(); /* out of memory */
-        if (was_empty) {
-            char one = 1;
-            while (write(w->pipe_fd[1], &one, 1) < 0 && errno == EINTR) {}
-        }
+        wake(w, was_empty);
     }
     pthread_mutex_unlock(&w->lock);
     caps_solver_free(solver);
@@ -98,11 +105,11 @@ workers *work_new(int threads)
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->more, NULL);
     w->pipe_fd[0] = w->pipe_fd[1] = -1;
-    if (threads <= 0) return w;
     if (pipe(w->pipe_fd) != 0) goto fail;
     fcntl(w->pipe_fd[0], F_SETFL, O_NONBLOCK);
     fcntl(w->pipe_fd[0], F_SETFD, FD_CLOEXEC);
     fcntl(w->pipe_fd[1], F_SETFD, FD_CLOEXEC);
+    if (threads <= 0) return w;
     w->threads = calloc((size_t)threads, sizeof *w->threads);
     if (!w->threads) goto fail;
     for (int i = 0; i < threads; i++) {
@@ -140,8 +147,10 @@ int work_submit(workers *w, const work_job *job)
     if (w->nthreads == 0) {
         work_job j = *job;
         think(&j, &w->caller);
+        int was_empty = w->done.count == 0;
         rc = ring_push(&w->done, &j);
         if (rc == 0) w->pending++;
+        if (rc == 0) wake(w, was_empty);
         return rc;
     }
     pthread_mutex_lock(&w->lock);

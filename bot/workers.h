@@ -37,7 +37,7 @@ int work_submit(workers *w, const work_job *job);
 int work_take(workers *w, work_job *out, int max);
 /* Jobs submitted and not yet taken. */
 int work_pending(workers *w);
-/* Readable while finished jobs wait (for poll); -1 with zero threads. */
+/* Readable while finished jobs wait (for poll), with zero threads too. */
 int work_wake_fd(workers *w);
 
 #endif

@@ -16,9 +16,14 @@
  * their room's queue, or the network's, is long, also after a restart, go on as it drains, and
  * a person's command is answered within seconds; and seats bound to the address their player
  * sat down from (an impostor under his nick gets nothing private and changes nothing, his nick
- * change moves the seat, nothing private goes to the nick of a player who left). */
+ * change moves the seat, nothing private goes to the nick of a player who left); and durable
+ * before visible, on a database file with the store's syncs held or failed through the VFS
+ * shim: a message is offered, and a room left, only once the commit behind it is on the disk
+ * (the wake-up descriptor says when), and a failed sync suspends the core like a failed commit,
+ * with nothing lost or sent twice once the store works again. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <poll.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -36,6 +41,8 @@
 #include "store.h"
 #include "table.h"
 #include "test_dirs.h"
+#include "test_durable.h"
+#include "test_vfs.h"
 
 #define NET "mem"
 #define ROOM "!lobby"
@@ -182,7 +189,7 @@ static void rig_stop(rig *r)
 static void batch(rig *r, adapter_event *e, int n)
 {
     cr_assert_eq(core_batch(r->core, NET, e, n, NULL), 0);
-    cr_assert_geq(core_flush(r->core), 0);
+    flush_durable(r->core);
 }
 
 static void say(rig *r, const char *user, const char *text)
@@ -205,7 +212,7 @@ static int settle(rig *r, int max)
         int k = core_tick(r->core);
         cr_assert_geq(k, 0);
         moves += k;
-        cr_assert_geq(core_flush(r->core), 0);
+        flush_durable(r->core);
     }
     return moves;
 }
@@ -213,7 +220,7 @@ static int settle(rig *r, int max)
 static void tick(rig *r)
 {
     cr_assert_geq(core_tick(r->core), 0);
-    cr_assert_geq(core_flush(r->core), 0);
+    flush_durable(r->core);
 }
 
 /* Offers since index from that contain needle (and were delivered or not). */
@@ -2067,4 +2074,140 @@ Test(core, the_face_down_warning_comes_with_notify_off)
     cr_assert(strncmp(o->text, "[" ROOM " \xC2\xB7 table 1] ", strlen("[" ROOM " \xC2\xB7 table 1] ")) == 0, "%s",
               o->text);
     rig_stop(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Durable before visible                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Whether the core's wake-up descriptor turns readable within ms. */
+static int core_woken(rig *r, int ms)
+{
+    struct pollfd p = {.fd = core_wake_fd(r->core), .events = POLLIN};
+    return poll(&p, 1, ms) == 1;
+}
+
+static int undurable_of(rig *r)
+{
+    core_stats st;
+    core_stats_of(r->core, &st);
+    return st.undurable;
+}
+
+/* A rig on a database file in a new directory (returned), with no worker threads (the store's
+ * syncer is no worker) and the store's syncs under the test's control. */
+static char *rig_on_file(rig *r, const char *name)
+{
+    vfs_syncer_install();
+    char *dir = temp_dir("core"), path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    rig_start(r, 0, 0, 0, path);
+    return dir;
+}
+
+/* A batch of one message (in the room, or private), nothing flushed. */
+static void batch_only(rig *r, const char *user, const char *text, int is_private)
+{
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = is_private ? NULL : ROOM, .sender = user, .text = text,
+                       .is_private = is_private};
+    cr_assert_eq(core_batch(r->core, NET, &e, 1, NULL), 0);
+}
+
+Test(core, a_message_is_offered_only_once_its_commit_is_durable)
+{
+    rig r;
+    char *dir = rig_on_file(&r, "durable.db");
+    vfs_syncer_hold(1);
+    batch_only(&r, "alice", "!new 304", 0);
+    vfs_syncer_wait_held();
+    batch_only(&r, "alice", "!join", 0); /* committed while the first sync runs */
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(core_tick(r.core), 0);
+    cr_assert_eq(r.net.n, 0, "a message was offered before its commit was durable");
+    cr_assert_eq(undurable_of(&r), 2);
+    cr_assert_eq(core_busy(r.core), 2, "the messages waiting for the disk are not counted as work");
+    cr_assert_not(core_woken(&r, 0), "a wake-up before the sync is over");
+
+    vfs_syncer_hold(0);
+    cr_assert(core_woken(&r, VFS_HUNG_S * 1000), "no wake-up once the sync was over");
+    cr_assert_eq(flush_durable(r.core), 2);
+    cr_assert_eq(r.net.n, 2);
+    cr_assert(strstr(r.net.o[0].text, "Table 1 is open"), "%s", r.net.o[0].text);
+    cr_assert(strstr(r.net.o[1].text, "alice (South) sits down"), "%s", r.net.o[1].text);
+    cr_assert_eq(core_busy(r.core), 0);
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(r.net.n, 2, "a message was offered twice");
+    rig_stop(&r);
+    temp_dir_remove(dir);
+}
+
+static int rooms_left;
+
+static int count_leave(void *ctx, const char *room)
+{
+    (void)ctx;
+    cr_assert_str_eq(room, ROOM);
+    rooms_left++;
+    return 0;
+}
+
+Test(core, a_room_is_left_only_once_the_closing_is_durable)
+{
+    rig r;
+    char *dir = rig_on_file(&r, "leave.db");
+    snprintf(r.conf.admins, sizeof r.conf.admins, "root");
+    core_free(r.core);
+    rig_core_with(&r, (adapter){.leave = count_leave});
+    rooms_left = 0;
+    say(&r, "alice", "!new 304");
+    vfs_syncer_hold(1);
+    batch_only(&r, "root", "admin leave " ROOM, 1);
+    vfs_syncer_wait_held();
+    cr_assert_eq(core_flush(r.core), 0);
+    cr_assert_eq(core_tick(r.core), 0);
+    cr_assert_eq(rooms_left, 0, "the room was left before the closing of its table was durable");
+    cr_assert_gt(core_busy(r.core), 0);
+    vfs_syncer_hold(0);
+    cr_assert(core_woken(&r, VFS_HUNG_S * 1000));
+    flush_durable(r.core);
+    cr_assert_eq(rooms_left, 1);
+    cr_assert_eq(core_table_of(r.core, NET, ROOM), 0);
+    cr_assert_eq(core_busy(r.core), 0);
+    rig_stop(&r);
+    temp_dir_remove(dir);
+}
+
+Test(core, a_failed_sync_suspends_and_nothing_is_lost_or_sent_twice)
+{
+    rig r;
+    char *dir = rig_on_file(&r, "failing.db");
+    say(&r, "alice", "!new 304");
+    cr_assert_eq(r.net.n, 1);
+
+    vfs_syncer_fail_next(SQLITE_IOERR_FSYNC);
+    batch_only(&r, "alice", "!join", 0);
+    cr_assert(core_woken(&r, VFS_HUNG_S * 1000), "no word of the failed sync");
+    cr_assert_eq(core_flush(r.core), -1, "a failed sync is a failed write");
+    cr_assert(core_suspended(r.core));
+    cr_assert_eq(r.net.n, 1, "a message of a commit that is not durable went out");
+    cr_assert_eq(r.problems, 1, "the failure is logged once");
+    cr_assert(strstr(r.first_problem, "syncing the database's log to the disk"), "%s", r.first_problem);
+    r.problems = 0;
+    adapter_event e = {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "bob", .text = "!join"};
+    cr_assert_eq(core_batch(r.core, NET, &e, 1, NULL), -1, "a batch taken while suspended");
+
+    r.now += 1000; /* the first pause */
+    cr_assert_eq(core_tick(r.core), 0);
+    cr_assert_not(core_suspended(r.core));
+    cr_assert_eq(r.problems, 1, "the recovery is logged once");
+    cr_assert(strstr(r.first_problem, "the store works again"), "%s", r.first_problem);
+    r.problems = 0;
+    cr_assert_eq(flush_durable(r.core), 1);
+    cr_assert_eq(r.net.n, 2);
+    cr_assert(strstr(r.net.o[1].text, "alice (South) sits down"), "%s", r.net.o[1].text);
+    say(&r, "bob", "!join");
+    cr_assert_eq(offers_with(&r, 0, "sits down"), 2, "a seat message lost or sent twice");
+    cr_assert(strstr(r.net.o[r.net.n - 1].text, "bob (East) sits down"), "%s", r.net.o[r.net.n - 1].text);
+    rig_stop(&r);
+    temp_dir_remove(dir);
 }

@@ -1,8 +1,11 @@
 /* test_faults.c — the bot survives storage faults, and one bot owns one database.
  *
- * Injected faults: a SQLite VFS shim (below) sits between SQLite and the real file system of
- * this process and counts every write, sync and truncate of every file (the database, its
- * WAL, a journal). A scripted game (alice with three computer players, a whole match, with
+ * Injected faults: a SQLite VFS shim (test_vfs.h) sits between SQLite and the real file system
+ * of this process and counts every write, sync and truncate of every file (the database, its
+ * WAL, a journal), on every thread: the syncs of the store's syncer, which make the core's
+ * commits durable in the background, are fault points like the loop's own writes (one that
+ * fails suspends the core as a failed commit does, and nothing of the commits it was to make
+ * durable may have gone out). A scripted game (alice with three computer players, a whole match, with
  * chat, private commands and standings) runs through the console adapter in this process,
  * once without a fault as the reference, and then once per write: the run with fault point N
  * makes the Nth write fail, and the one after it too (so the first retry fails and the pause
@@ -31,6 +34,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -44,6 +49,8 @@
 #include "core.h"
 #include "store.h"
 #include "test_dirs.h"
+#include "test_durable.h"
+#include "test_vfs.h"
 
 #ifndef CARDROOM_BIN
 #error "build with -DCARDROOM_BIN=\"/path/to/build/cardroom\""
@@ -58,106 +65,41 @@ TestSuite(faults, .timeout = 1800);
 
 extern char **environ;
 
-/* ---- the VFS shim ---- */
+/* ---- the faults, through the VFS shim (test_vfs.h) ---- */
 
-typedef struct {
-    sqlite3_file base;    /* its methods are shim_io */
-    sqlite3_file *real;   /* the real VFS's file, right after this struct */
-} shim_file;
-
-static sqlite3_vfs *real_vfs;
-static sqlite3_vfs shim_vfs;
-static sqlite3_io_methods shim_io;
-
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER; /* the store's threads sync too */
 static struct {
     int ops;              /* writes, syncs and truncates so far */
     int fail_at;          /* the first of them to fail; 0: none */
     int failed;           /* how many have failed */
     int in_a_row;         /* how many fail, from fail_at on */
     int code;             /* SQLITE_FULL, SQLITE_IOERR or SQLITE_READONLY */
+    int in_background;    /* the first to fail was a sync of one of the store's threads */
 } fault;
+static pthread_t fault_loop; /* the thread the bot's loop runs on: the test's */
 
 /* One more write-like call: SQLITE_OK, or the injected failure (write: the plain code, or
  * SQLITE_IOERR_WRITE; sync: SQLITE_IOERR_FSYNC for an I/O error). */
-static int fault_next(int io_code)
+static int fault_next(vfs_op op, const char *name, int io_code)
 {
+    (void)name;
+    pthread_mutex_lock(&fault_mu);
+    int rc = SQLITE_OK;
     fault.ops++;
-    if (!fault.fail_at || fault.ops < fault.fail_at || fault.failed >= fault.in_a_row) return SQLITE_OK;
-    fault.failed++;
-    return fault.code == SQLITE_IOERR ? io_code : fault.code;
-}
-
-#define REAL(f) (((shim_file *)(f))->real)
-
-static int shim_close(sqlite3_file *f) { return REAL(f)->pMethods->xClose(REAL(f)); }
-static int shim_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 off)
-{
-    return REAL(f)->pMethods->xRead(REAL(f), buf, n, off);
-}
-static int shim_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
-{
-    int rc = fault_next(SQLITE_IOERR_WRITE);
-    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xWrite(REAL(f), buf, n, off);
-}
-static int shim_truncate(sqlite3_file *f, sqlite3_int64 size)
-{
-    int rc = fault_next(SQLITE_IOERR_TRUNCATE);
-    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xTruncate(REAL(f), size);
-}
-static int shim_sync(sqlite3_file *f, int flags)
-{
-    int rc = fault_next(SQLITE_IOERR_FSYNC);
-    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xSync(REAL(f), flags);
-}
-static int shim_size(sqlite3_file *f, sqlite3_int64 *size) { return REAL(f)->pMethods->xFileSize(REAL(f), size); }
-static int shim_lock(sqlite3_file *f, int level) { return REAL(f)->pMethods->xLock(REAL(f), level); }
-static int shim_unlock(sqlite3_file *f, int level) { return REAL(f)->pMethods->xUnlock(REAL(f), level); }
-static int shim_reserved(sqlite3_file *f, int *out) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out); }
-static int shim_control(sqlite3_file *f, int op, void *arg) { return REAL(f)->pMethods->xFileControl(REAL(f), op, arg); }
-static int shim_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
-static int shim_device(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
-static int shim_shm_map(sqlite3_file *f, int page, int size, int extend, void volatile **out)
-{
-    return REAL(f)->pMethods->xShmMap(REAL(f), page, size, extend, out);
-}
-static int shim_shm_lock(sqlite3_file *f, int offset, int n, int flags)
-{
-    return REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
-}
-static void shim_shm_barrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
-static int shim_shm_unmap(sqlite3_file *f, int del) { return REAL(f)->pMethods->xShmUnmap(REAL(f), del); }
-static int shim_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **out)
-{
-    return REAL(f)->pMethods->xFetch(REAL(f), off, n, out);
-}
-static int shim_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p) { return REAL(f)->pMethods->xUnfetch(REAL(f), off, p); }
-
-static int shim_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *out_flags)
-{
-    (void)vfs;
-    shim_file *f = (shim_file *)file;
-    f->real = (sqlite3_file *)(f + 1);
-    int rc = real_vfs->xOpen(real_vfs, name, f->real, flags, out_flags);
-    f->base.pMethods = rc == SQLITE_OK && f->real->pMethods ? &shim_io : NULL;
+    if (fault.fail_at && fault.ops >= fault.fail_at && fault.failed < fault.in_a_row) {
+        if (!fault.failed++) fault.in_background = op == VFS_SYNC && !pthread_equal(pthread_self(), fault_loop);
+        rc = fault.code == SQLITE_IOERR ? io_code : fault.code;
+    }
+    pthread_mutex_unlock(&fault_mu);
     return rc;
 }
 
-/* Makes the shim the default VFS of this process (once). */
+/* Makes the shim the default VFS of this process, counting with fault_next. */
 static void shim_install(void)
 {
-    if (real_vfs) return;
-    real_vfs = sqlite3_vfs_find(NULL);
-    cr_assert_not_null(real_vfs);
-    cr_assert_geq(real_vfs->iVersion, 1);
-    shim_vfs = *real_vfs;
-    shim_vfs.zName = "cardroom-faults";
-    shim_vfs.szOsFile = (int)sizeof(shim_file) + real_vfs->szOsFile;
-    shim_vfs.xOpen = shim_open;
-    shim_io = (sqlite3_io_methods){3, shim_close, shim_read, shim_write, shim_truncate, shim_sync, shim_size,
-                                   shim_lock, shim_unlock, shim_reserved, shim_control, shim_sector, shim_device,
-                                   shim_shm_map, shim_shm_lock, shim_shm_barrier, shim_shm_unmap, shim_fetch,
-                                   shim_unfetch};
-    cr_assert_eq(sqlite3_vfs_register(&shim_vfs, 1), SQLITE_OK);
+    vfs_install();
+    vfs_hook = fault_next;
+    fault_loop = pthread_self();
 }
 
 /* ---- the scripted game ---- */
@@ -223,6 +165,21 @@ static run run_console(const char *db, const char *script)
     return r;
 }
 
+/* run_console(), started again (as a supervisor would) while it could not open the store (exit
+ * status 1, with a word of why), at most FAIL_IN_A_ROW times: the open writes and syncs too.
+ * *restarts counts the runs that needed it. */
+static run run_supervised(const char *db, const char *script, int n, int *restarts)
+{
+    run r = run_console(db, script);
+    if (r.rc == 1) ++*restarts;
+    for (int tries = 0; r.rc == 1 && tries < FAIL_IN_A_ROW; tries++) {
+        cr_assert(strstr(r.err, "cardroom: "), "fault %d: exit 1 without a word: %s", n, r.err);
+        run_free(&r);
+        r = run_console(db, script);
+    }
+    return r;
+}
+
 /* ---- what a file holds ---- */
 
 /* Appends every row of sql, its columns joined by '|', one row a line. */
@@ -248,7 +205,7 @@ static char *contents(const char *path)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     sqlite3 *db = NULL;
-    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, real_vfs ? real_vfs->zName : NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, vfs_real ? vfs_real->zName : NULL), SQLITE_OK);
     static const char *const queries[] = {
         "SELECT id, net, room, game, creator, closed IS NOT NULL, close_reason FROM tables ORDER BY id",
         "SELECT table_id, seq, entry FROM journal ORDER BY table_id, seq",
@@ -274,7 +231,7 @@ static int held_ever(const char *path)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, real_vfs ? real_vfs->zName : NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, vfs_real ? vfs_real->zName : NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_prepare_v2(db, "SELECT seq FROM sqlite_sequence WHERE name = 'inbox'", -1, &st, NULL), SQLITE_OK);
     int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
     sqlite3_finalize(st);
@@ -349,7 +306,7 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
     cr_assert_gt(held, 0, "no move waited for the Caps judge on a worker: the inbox is not put to the test");
 
     static const int codes[] = {SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY};
-    int agreed = 0, at_start = 0, recovered = 0, by_code[3] = {0}, step = 1;
+    int agreed = 0, at_start = 0, recovered = 0, background = 0, by_code[3] = {0}, step = 1;
     const char *k = getenv("CARDROOM_FAULT_STEP");
     if (k && atoi(k) > 1) step = atoi(k);
     for (int n = 1; n <= total; n += step) {
@@ -358,14 +315,7 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
         fault.fail_at = n;
         fault.in_a_row = FAIL_IN_A_ROW;
         fault.code = codes[n % 3];
-        run r = run_console(db, script);
-        if (r.rc == 1) at_start++;
-        for (int tries = 0; r.rc == 1 && tries < FAIL_IN_A_ROW; tries++) {
-            /* the store could not be opened: started again, as a supervisor would */
-            cr_assert(strstr(r.err, "cardroom: "), "fault %d: exit 1 without a word: %s", n, r.err);
-            run_free(&r);
-            r = run_console(db, script);
-        }
+        run r = run_supervised(db, script, n, &at_start);
         cr_assert_eq(r.rc, 0, "fault %d (code %d): exit status %d; it logged:\n%s", n, fault.code, r.rc, r.err);
         cr_assert_eq(fault.failed, fault.ops >= n ? (fault.ops > n ? FAIL_IN_A_ROW : 1) : 0,
                      "fault %d: %d of %d writes failed", n, fault.failed, fault.ops);
@@ -374,8 +324,9 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
         char *unsent = strstr(got, "unsent|");
         if (unsent && strcmp(unsent, "unsent|0\n") != 0) {
             /* the final marks were lost with the failing write: a restart sends those again */
-            run again = run_console(db, "# no new line\n");
-            cr_assert_eq(again.rc, 0);
+            int reopened = 0;
+            run again = run_supervised(db, "# no new line\n", n, &reopened);
+            cr_assert_eq(again.rc, 0, "fault %d: the restart failed:\n%s", n, again.err);
             free(got);
             got = contents(db);
             run_free(&again);
@@ -399,6 +350,7 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
             cr_assert_eq(logged, 1, "fault %d: the failure was logged %d times:\n%s", n, logged, r.err);
             cr_assert(strstr(r.err, "the store works again"), "fault %d: no word of the recovery:\n%s", n, r.err);
             recovered++;
+            background += fault.in_background;
         }
         by_code[n % 3]++;
         agreed++;
@@ -409,10 +361,12 @@ Test(faults, every_write_fails_in_turn_and_the_game_ends_as_without_faults)
     }
     cr_log_info("%d fault points (every write, sync and truncate of the game), all agreeing with the reference: "
                 "%d recovered in the run, %d at start-up (store not opened, run again); SQLITE_FULL %d, "
-                "SQLITE_IOERR %d, SQLITE_READONLY %d; the game held %d events and follow-ups for the judge",
-                agreed, recovered, at_start, by_code[0], by_code[1], by_code[2], held);
+                "SQLITE_IOERR %d, SQLITE_READONLY %d; the game held %d events and follow-ups for the judge; %d of "
+                "the faults mended in the run were in the store's background syncs",
+                agreed, recovered, at_start, by_code[0], by_code[1], by_code[2], held, background);
     cr_assert_eq(agreed, (total + step - 1) / step);
     cr_assert_gt(recovered, agreed / 2, "only %d of %d faults were met and mended within a run", recovered, agreed);
+    cr_assert_gt(background, 0, "no background sync failed: the syncs that make commits durable were not put to the test");
     memset(&fault, 0, sizeof fault);
     free(want);
     run_free(&ref);
@@ -445,6 +399,28 @@ static int rec_send(void *ctx, const store_msg *m)
 
 static void rec_notice(void *ctx, const char *room, const char *text) { rec_add(ctx, "notice", room, text); }
 
+/* Write-like calls so far (the store's threads may be making one). */
+static int fault_ops(void)
+{
+    pthread_mutex_lock(&fault_mu);
+    int n = fault.ops;
+    pthread_mutex_unlock(&fault_mu);
+    return n;
+}
+
+/* Waits until the store's syncer has synced every commit made so far: no write-like call of
+ * the store's threads is under way or due after it. */
+static void all_synced(store *s)
+{
+    int64_t through = 0;
+    for (;;) {
+        cr_assert_eq(store_durable(s, &through), 0, "%s", store_error(s));
+        if (through >= store_commits(s)) return;
+        struct pollfd p = {.fd = store_wake_fd(s), .events = POLLIN};
+        cr_assert_gt(poll(&p, 1, DURABLE_HUNG_MS), 0, "the store never synced");
+    }
+}
+
 static int batch_of(core *c, const char *room, const char *user, const char *text)
 {
     adapter_event e = {.kind = ADAPTER_MESSAGE, .room = room, .sender = user, .text = text};
@@ -470,10 +446,11 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     adapter a = {.net = "test", .ctx = &net, .send = rec_send, .notice = rec_notice};
     cr_assert_eq(core_add_adapter(c, &a), 0);
     cr_assert_eq(batch_of(c, "r1", "alice", "!new 304"), 0);
-    cr_assert_eq(core_flush(c), 1);
+    cr_assert_eq(flush_durable(c), 1);
+    all_synced(s);
 
     /* the disk fills: the batch is refused and leaves nothing; the room is told once */
-    fault.fail_at = fault.ops + 1;
+    fault.fail_at = fault_ops() + 1;
     fault.code = SQLITE_FULL;
     fault.in_a_row = 1 << 30;
     cr_assert_eq(batch_of(c, "r1", "alice", "!join"), -1);
@@ -492,13 +469,13 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     int64_t pause = 1000;
     for (int k = 0; k < 9; k++) {
         cr_assert_eq(core_next_deadline(c), net.now + pause, "try %d", k);
-        int ops = fault.ops;
+        int ops = fault_ops();
         net.now += pause - 1;
         cr_assert_eq(core_tick(c), 0);
-        cr_assert_eq(fault.ops, ops, "the store was tried before the pause was over");
+        cr_assert_eq(fault_ops(), ops, "the store was tried before the pause was over");
         net.now += 1;
         cr_assert_eq(core_tick(c), -1);
-        cr_assert_gt(fault.ops, ops, "the store was not tried");
+        cr_assert_gt(fault_ops(), ops, "the store was not tried");
         cr_assert(core_suspended(c));
         pause = pause * 2 < 60000 ? pause * 2 : 60000;
     }
@@ -517,7 +494,7 @@ Test(faults, a_failing_store_is_tried_again_ever_later_and_then_rebuilt)
     cr_assert_str_eq(net.said[4] + strlen("notice r2:"), net.said[3] + strlen("notice r1:"));
     cr_assert_eq(core_table_of(c, "test", "r1"), 1, "table 1 was not rebuilt");
     cr_assert_eq(batch_of(c, "r1", "alice", "!join"), 0, "the kept batch, offered again");
-    cr_assert_eq(core_flush(c), 1);
+    cr_assert_eq(flush_durable(c), 1);
     cr_assert_str_eq(net.said[5], "message r1: alice (South) sits down.");
     core_free(c);
     store_close(s);

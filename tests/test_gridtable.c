@@ -965,6 +965,7 @@ Test(gridtable, the_leak_checker_finds_a_leak)
 
 #include "adapter.h"
 #include "core.h"
+#include "test_durable.h"
 
 typedef struct {
     int n;
@@ -1001,14 +1002,14 @@ static void core_say(core *c, const char *user, const char *text)
 {
     adapter_event e = {.kind = ADAPTER_MESSAGE, .room = "!room", .sender = user, .text = text};
     cr_assert_eq(core_batch(c, "mem", &e, 1, NULL), 0);
-    cr_assert_geq(core_flush(c), 0);
+    flush_durable(c);
 }
 
 static void core_settle(core *c)
 {
     for (int guard = 0; guard < 100000 && core_busy(c) > 0; guard++) {
         cr_assert_geq(core_tick(c), 0);
-        cr_assert_geq(core_flush(c), 0);
+        flush_durable(c);
     }
 }
 
@@ -1054,13 +1055,13 @@ Test(gridtable, core_computers_timers_and_restart)
     int before = net->n;
     net->now += 61 * 1000;
     cr_assert_geq(core_tick(c), 0);
-    core_flush(c);
+    flush_durable(c);
     cr_assert_geq(net_find(net, before, "Reminder \xE2\x80\x94 alice (seat 1) to "), 0, "no reminder");
     before = net->n;
     net->now += 300 * 1000;
     for (int i = 0; i < 4; i++) {
         cr_assert_geq(core_tick(c), 0);
-        core_flush(c);
+        flush_durable(c);
     }
     cr_assert_geq(net_find(net, before, "alice (seat 1) is away"), 0, "no takeover");
     cr_assert_geq(net_find(net, before, "Table 1 pauses: all its players are away."), 0, "no pause");

@@ -22,6 +22,7 @@
 #include "core.h"
 #include "store.h"
 #include "test_dirs.h"
+#include "test_durable.h"
 
 #define KEEP 3600 /* seconds */
 
@@ -122,6 +123,7 @@ static int64_t rig_start(rig *r, int keep)
         cr_assert_geq(core_tick(r->c), 0);
         cr_assert_geq(core_flush(r->c), 0);
     }
+    flush_durable(r->c); /* the last words of table 1 go out once the disk has them */
     cr_assert_eq(count(r->path, "SELECT count(*) FROM tables WHERE id = 1 AND closed IS NOT NULL"), 1);
     return count(r->path, "SELECT closed FROM tables WHERE id = 1");
 }

@@ -1,9 +1,12 @@
 /* test_store.c — the SQLite store: opening, schema versions and refusals, every table's
  * round trip, transactions (a rollback leaves nothing of a batch), callbacks that stop early
- * or try to re-enter, and commit atomicity under SIGKILL at random moments. */
+ * or try to re-enter, commit atomicity under SIGKILL at random moments, and lazy commits: made
+ * durable by the store's syncer, many by one sync, a failed sync reported once and mended by
+ * a commit that waits for the disk (the syncs held and failed through the VFS shim). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "test_vfs.h"
 
 /* ---- Helpers ---- */
 
@@ -1351,5 +1355,121 @@ Test(store_file, the_wal_is_checkpointed_apart_and_starts_over)
     int n = 0;
     OK(store_outbox_pending(s, "console", 0, count_msg, &n));
     cr_expect_eq(n, 9 * 2500);
+    store_close(s);
+}
+
+/* ---- Lazy commits and the syncer ---- */
+
+/* One lazy transaction that queues one message. */
+static void lazy_commit(store *s, int k)
+{
+    char text[32];
+    snprintf(text, sizeof text, "lazy %d", k);
+    OK(store_begin_lazy(s));
+    OK(store_outbox_add(s, "console", "room", "", "", 0, text, NULL));
+    OK(store_commit(s));
+}
+
+/* Whether the store's wake-up descriptor is readable, waiting at most ms. */
+static int woken(store *s, int ms)
+{
+    struct pollfd p = {.fd = store_wake_fd(s), .events = POLLIN};
+    return poll(&p, 1, ms) == 1;
+}
+
+/* Waits on the wake-up descriptor until commit k is durable; returns how far commits are. */
+static int64_t durable_through(store *s, int64_t k)
+{
+    int64_t through = 0;
+    for (;;) {
+        OK(store_durable(s, &through));
+        if (through >= k) return through;
+        cr_assert(woken(s, VFS_HUNG_S * 1000), "commit %lld never became durable", (long long)k);
+    }
+}
+
+/* Commits made while one sync runs wait for the next, which makes them all durable: twenty
+ * commits, two syncs. Nothing is durable before its sync is over, and a commit that waits for
+ * the disk (store_begin) makes every lazy one before it durable by itself. */
+Test(store_file, lazy_commits_are_made_durable_by_the_syncer_many_at_once)
+{
+    vfs_syncer_install();
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "lazy.db");
+    store *s = open_ok(path);
+    int64_t through = -1;
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 0);
+    cr_assert_eq(store_commits(s), 0);
+
+    vfs_syncer_hold(1);
+    lazy_commit(s, 1);
+    cr_assert_eq(store_commits(s), 1);
+    vfs_syncer_wait_held(); /* the syncer is on commit 1 */
+    for (int k = 2; k <= 20; k++) lazy_commit(s, k);
+    cr_assert_not(woken(s, 0), "a wake-up while the sync is held");
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 0, "durable before its sync was over");
+    vfs_syncer_hold(0);
+    cr_assert_eq(durable_through(s, 20), 20);
+    cr_assert_eq(vfs_syncer_syncs(), 2, "%d syncs for 20 commits: one for the first, one for the 19 made meanwhile",
+                 vfs_syncer_syncs());
+    cr_assert_eq(store_syncs(s), 2);
+
+    vfs_syncer_hold(1);
+    lazy_commit(s, 21);
+    vfs_syncer_wait_held();
+    lazy_commit(s, 22);
+    OK(store_probe(s, 1)); /* a commit that waits for the disk, the loop's own sync */
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 23, "the lazy commits before a durable one are durable with it");
+    vfs_syncer_hold(0);
+    store_close(s);
+    s = open_ok(path);
+    int n = 0;
+    OK(store_outbox_pending(s, "console", 0, count_msg, &n));
+    cr_assert_eq(n, 22);
+    store_close(s);
+}
+
+/* A sync that fails is reported once, as a failure of the disk, and no commit after it counts
+ * as durable until a commit that waits for the disk succeeds; then the syncer goes on. */
+Test(store_file, a_failed_sync_is_reported_once_and_mended_by_a_durable_commit)
+{
+    vfs_syncer_install();
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "failing.db");
+    store *s = open_ok(path);
+    lazy_commit(s, 1);
+    cr_assert_eq(durable_through(s, 1), 1);
+
+    vfs_syncer_fail_next(SQLITE_IOERR_FSYNC);
+    lazy_commit(s, 2);
+    cr_assert(woken(s, VFS_HUNG_S * 1000), "no word of the failed sync");
+    int64_t through = -1;
+    cr_assert_eq(store_durable(s, &through), -1);
+    cr_assert_eq(through, 1);
+    cr_assert_eq(store_fault_of(s), STORE_FAULT_IO);
+    cr_assert(strstr(store_error(s), "syncing the database's log to the disk"), "%s", store_error(s));
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 1, "commit 2 counted as durable after its sync failed");
+
+    OK(store_probe(s, 1));
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 3);
+    lazy_commit(s, 4);
+    cr_assert_eq(durable_through(s, 4), 4, "the syncer did not go on");
+    store_close(s);
+}
+
+/* In memory there is nothing to sync: a lazy commit is as durable as it will ever be. */
+Test(store, a_lazy_commit_in_memory_is_durable_at_once)
+{
+    store *s = open_ok(":memory:");
+    lazy_commit(s, 1);
+    int64_t through = 0;
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 1);
+    cr_assert_eq(store_syncs(s), 0);
     store_close(s);
 }

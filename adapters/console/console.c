@@ -1,6 +1,6 @@
 /* console.c — the console adapter (see console.h).
  *
- * One loop: poll standard input and the workers' wake-up descriptor, hand each input line to
+ * One loop: poll standard input and the core's wake-up descriptor, hand each input line to
  * the core as one batch (its line number is the adapter position), let the core apply computer
  * moves and timers, and print the outbox. In script mode a line is read only once the core is
  * idle, and lines up to the stored position are skipped after a restart. A line the core does

@@ -2,7 +2,8 @@
  * durable SQLite file, through an in-memory adapter.
  *
  * A program, not a test. For each worker-thread setting (2, then 0) it opens a store FILE in a
- * temporary directory (WAL, synchronous=FULL, as store_open sets it), starts a core with an
+ * temporary directory (WAL, as store_open sets it: the core's commits do not wait for the disk,
+ * the store's syncer makes them durable behind them, several with one sync), starts a core with an
  * adapter whose send() only counts, opens TABLES tables (rooms r0..r999: `!new 304`, four
  * `!bot`, `!start`, ten rooms per core_batch), then runs the loop an adapter would run —
  * core_tick() + core_flush(), waiting on core_wake_fd() when idle — until TARGET accepted
@@ -10,8 +11,9 @@
  * While it runs, single-event batches (`!table` from a passer-by to a random room) are timed
  * one by one: that is the time from an event in to its messages queued, under load.
  *
- * Prints: moves (journal entries) per second and transactions per second; the cost of one
- * durable commit on this disk (a calibration: an empty-ish transaction, fsync included);
+ * Prints: moves (journal entries) per second and transactions per second; the syncs the
+ * store's syncer made for them; the cost of one durable commit on this disk (a calibration: an
+ * empty-ish transaction, fsync included);
  * memory per table (VmRSS growth from before the tables to after every table has played a
  * hand or so, over TABLES) next to sizeof(table); p50/p99 of core_batch for one event;
  * core_tick time per answer applied (mean, and p50/p99 over ticks); how the loop's wall time
@@ -288,6 +290,8 @@ static void run(const char *dir, const plan *p, int threads, int restore)
     printf("  + outbox-sent commits/s (approx) %10.0f   (core_flush calls that delivered: %" PRId64 ")\n",
            flush_calls / secs, flush_calls);
     printf("  messages queued/s                %10.0f\n", (s.messages - st0.messages) / secs);
+    printf("  syncs of the store's syncer      %10ld   (%" PRId64 " commits in all, %.1f per sync)\n", store_syncs(db),
+           store_commits(db), store_syncs(db) ? (double)store_commits(db) / (double)store_syncs(db) : 0.0);
     long grow = rss1 - rss0;
     double per = (double)grow / p->tables;
     printf("  memory per table                 %10.0f B  (VmRSS %+ld KiB after %" PRId64 " moves, %d tables open)"
