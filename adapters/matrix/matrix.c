@@ -57,6 +57,7 @@ typedef struct send_job {
 } send_job;
 
 #define WAITING INT64_MAX    /* a job waiting for its room's encryption state or members */
+#define WIRE_RETRY_MS 1000   /* a message whose wire form the store refused is tried again after this */
 
 typedef struct {
     const cfg *config;
@@ -70,6 +71,8 @@ typedef struct {
     char since[1100];
     int first;               /* the database's very first sync: learn the rooms, replay nothing */
     int full_state;          /* ask for the full state (the first sync after a start) */
+    int wire_failing;        /* the store refused a message's wire form (a lock another program
+                                holds, a full disk): such messages wait, tried again */
     int synced;              /* this run's first sync answer is read: until then the core's timers
                                 and computer players wait, since names and room names are not
                                 known yet and would be written as ids into what tables say */
@@ -975,13 +978,18 @@ static int decide(mx *m, send_job *j)
     int stored = wire && store_outbox_wire(m->db, j->id, wire) == 0;
     if (wire) sodium_memzero(wire, strlen(wire));
     free(wire);
-    if (!stored) {
-        mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 ": the store failed: %s", j->id, store_error(m->db));
+    if (!stored) { /* not sent until it is stored; a retry encrypts it afresh (a new message index) */
+        if (!m->wire_failing)
+            mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 ": the store failed: %s; trying again every second",
+                 j->id, store_error(m->db));
+        m->wire_failing = 1;
         if (body) sodium_memzero(body, strlen(body));
         free(body);
-        m->fatal = 1;
+        j->not_before = netrun_mono_ms() + WIRE_RETRY_MS;
         return 0;
     }
+    if (m->wire_failing) mlog(m, CORE_LOG_INFO, "matrix: messages are stored before they are sent again");
+    m->wire_failing = 0;
     j->type = type;
     j->body = body;
     return 1;
