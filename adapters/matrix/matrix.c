@@ -1543,7 +1543,7 @@ static int loop(mx *m)
         int64_t wait = 1000;
         if (due != INT64_MAX && due - now < wait) wait = due - now;
         if (deadline != INT64_MAX && deadline - netrun_wall_ms() < wait) wait = deadline - netrun_wall_ms();
-        int fds[2] = {netrun_stop_fd(), core_wake_fd(m->core)}; /* the workers' answers wait for core_tick */
+        int fds[2] = {netrun_stop_fd(), core_wake_fd(m->core)}; /* the core's wake-ups only once it ticks */
         mx_http_wait(m->http, fds, ticks ? 2 : 1, wait < 0 ? 0 : (int)wait);
         mx_http_work(m->http);
         after_work(m);
