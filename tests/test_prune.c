@@ -141,7 +141,7 @@ Test(prune, a_finished_table_leaves_its_row_and_standings_after_keep_finished)
     int64_t closed = rig_start(&r, KEEP);
     say(r.c, "r1", "carol", "!review");
     cr_assert(last_said(r.path, "r1", "Review of hand "), "the last hand is not reviewed after the match's end");
-    cr_assert_eq(core_flush(r.c), 1);
+    cr_assert_eq(flush_durable(r.c), 1);
     int64_t journal1 = count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1");
     int64_t journal2 = count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2");
     int64_t waiting = count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0");
@@ -169,14 +169,14 @@ Test(prune, a_finished_table_leaves_its_row_and_standings_after_keep_finished)
     cr_assert(last_said(r.path, "r1", "carol: there is no table here: !new 304 opens one."));
     cr_assert_eq(count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test'"), 0, "the room still names it");
     cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), 0);
-    cr_assert_eq(core_flush(r.c), 1);
+    cr_assert_eq(flush_durable(r.c), 1);
 
     /* a restart rebuilds the open table; its messages go out with their ids */
     core_free(r.c);
     r.n.refuse_room2 = 0;
     rig_core(&r);
     cr_assert_eq(core_table_of(r.c, "test", "r2"), 2);
-    cr_assert_eq(core_flush(r.c), (int)waiting);
+    cr_assert_eq(flush_durable(r.c), (int)waiting);
     rig_stop(&r);
 }
 
