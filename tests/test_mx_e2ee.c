@@ -21,6 +21,7 @@
 #include "mx_e2ee.h"
 #include "store.h"
 #include "test_dirs.h"
+#include "test_vfs.h"
 
 #define OLM_ALG "m.olm.v1.curve25519-aes-sha2"
 #define MEGOLM_ALG "m.megolm.v1.aes-sha2"
@@ -1057,6 +1058,89 @@ Test(mx_e2ee, persistence)
     json_decref(up);
     pgroup_free(&g);
     pgroup_free(&g2);
+    server_free(&s);
+    player_free(&p);
+    machine_free(&m);
+    temp_dir_remove(dir);
+}
+
+/* Every write to the store fails while set (a full disk). */
+static int refuse_writes(vfs_op op, const char *name, int io_code)
+{
+    (void)name;
+    (void)io_code;
+    return op == VFS_WRITE ? SQLITE_FULL : SQLITE_OK;
+}
+
+/* The indices of the messages given out, which must all differ: a Megolm index used twice gives
+ * two messages the same key. */
+static void index_unused(const uint32_t *sent, int n, uint32_t index)
+{
+    for (int i = 0; i < n; i++) cr_assert_neq(sent[i], index, "message index %u is used a second time", index);
+}
+
+Test(mx_e2ee, an_index_whose_session_state_the_store_refused_is_never_sent)
+{
+    vfs_install();
+    char *dir = temp_dir("mx_e2ee");
+    char path[512], sid[64], sid2[64], err[300] = "";
+    store *db = store_in(dir, path, sizeof path);
+    machine m;
+    machine_start(&m, db);
+    json_t *up = first_upload(&m);
+    no_request(&m);
+    player p;
+    player_init(&p, "@p:example.org", "PDEV");
+    server s;
+    server_init(&s, &m);
+    s.players[s.np++] = &p;
+    uint32_t sent[8];
+    int n = 0;
+    sent[n++] = player_reads(&m, &p, send_text(&s, ROOM, MEMBERS_P, 2, "one"), ROOM, "one", sid);
+
+    /* the disk is full: the message is not given out, and says why */
+    json_t *c = message_content("two");
+    char *content = json_dumps(c, JSON_COMPACT), *out = NULL;
+    json_decref(c);
+    vfs_hook = refuse_writes;
+    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err),
+                 MX_E2EE_UNSAVED);
+    cr_assert_null(out, "a message whose session state is not stored is given out");
+    cr_assert(strstr(err, "store"), "unclear: %s", err);
+    /* and the bot dies before the disk has room again: the restarted bot goes on from the
+     * stored state, whose next index was never sent */
+    vfs_hook = NULL;
+    mx_e2ee_free(m.e);
+    store_close(db);
+    db = store_at(path);
+    machine_start(&m, db);
+    s.m = &m;
+    uint32_t i = player_reads(&m, &p, send_now(&s, ROOM, MEMBERS_P, 2, "three"), ROOM, "three", sid2);
+    cr_assert_str_eq(sid2, sid);
+    index_unused(sent, n, i);
+    sent[n++] = i;
+
+    /* refused again, and this time the bot lives on: once the store works the next message goes
+     * out, and a restart after it goes on after it */
+    vfs_hook = refuse_writes;
+    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err),
+                 MX_E2EE_UNSAVED);
+    cr_assert_null(out);
+    vfs_hook = NULL;
+    i = player_reads(&m, &p, send_now(&s, ROOM, MEMBERS_P, 2, "four"), ROOM, "four", sid2);
+    index_unused(sent, n, i);
+    sent[n++] = i;
+    mx_e2ee_free(m.e);
+    store_close(db);
+    db = store_at(path);
+    machine_start(&m, db);
+    s.m = &m;
+    i = player_reads(&m, &p, send_now(&s, ROOM, MEMBERS_P, 2, "five"), ROOM, "five", sid2);
+    cr_assert_str_eq(sid2, sid);
+    index_unused(sent, n, i);
+
+    free(content);
+    json_decref(up);
     server_free(&s);
     player_free(&p);
     machine_free(&m);

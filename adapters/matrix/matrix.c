@@ -937,6 +937,19 @@ static void ask_encryption(mx *m, const char *room)
         free(q);
 }
 
+/* The store refused what must be stored before j is sent (its wire form, or the room's group
+ * session after encrypting it): j waits and is tried again every second, encrypted afresh;
+ * logged once until a message is stored again. Returns 0 (decide()'s "wait"). */
+static int store_refused(mx *m, send_job *j)
+{
+    if (!m->wire_failing)
+        mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 ": the store failed: %s; trying again every second", j->id,
+             store_error(m->db));
+    m->wire_failing = 1;
+    j->not_before = netrun_mono_ms() + WIRE_RETRY_MS;
+    return 0;
+}
+
 /* The wire form of j: what goes into its room, decided once. An encrypted room gets nothing in
  * the clear (E2EE §"Messaging Algorithms"); a room not known to be one way or the other gets
  * nothing until it is; the decision is stored before the first attempt (store first, then act).
@@ -961,6 +974,7 @@ static int decide(mx *m, send_job *j)
             j->not_before = netrun_mono_ms() + 50; /* keys are being fetched or shared */
             return 0;
         }
+        if (rc == MX_E2EE_UNSAVED) return store_refused(m, j); /* its index is never sent */
         if (rc < 0) {
             mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 " cannot be encrypted for %s (%s); dropped", j->id, j->room,
                  err);
@@ -979,14 +993,9 @@ static int decide(mx *m, send_job *j)
     if (wire) sodium_memzero(wire, strlen(wire));
     free(wire);
     if (!stored) { /* not sent until it is stored; a retry encrypts it afresh (a new message index) */
-        if (!m->wire_failing)
-            mlog(m, CORE_LOG_ERROR, "matrix: message %" PRId64 ": the store failed: %s; trying again every second",
-                 j->id, store_error(m->db));
-        m->wire_failing = 1;
         if (body) sodium_memzero(body, strlen(body));
         free(body);
-        j->not_before = netrun_mono_ms() + WIRE_RETRY_MS;
-        return 0;
+        return store_refused(m, j);
     }
     if (m->wire_failing) mlog(m, CORE_LOG_INFO, "matrix: messages are stored before they are sent again");
     m->wire_failing = 0;

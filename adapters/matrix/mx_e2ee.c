@@ -177,17 +177,21 @@ static void save_in(mx_e2ee *e, group_in *g)
     free(p);
 }
 
-static void save_out(mx_e2ee *e, group_out *g)
+/* Returns 0, or -1 when the store refused it (logged). */
+static int save_out(mx_e2ee *e, group_out *g)
 {
     char *p = mx_megolm_out_pickle(g->s, e->key);
     json_t *v = json_pack("{s:s, s:I, s:i, s:O, s:b}", "pickle", p ? p : "", "created", (json_int_t)g->created, "count",
                           g->count, "shared", g->shared, "stale", g->stale);
     char *text = json_dumps(v, JSON_COMPACT);
-    if (!p || !text || store_kv_put(e->db, "megolm.out", g->room, text) != 0)
-        elog(e, 0, "e2ee: cannot save a room's group session");
+    int rc = !p || !text || store_kv_put(e->db, "megolm.out", g->room, text) != 0 ? -1 : 0;
+    if (rc) elog(e, 0, "e2ee: cannot save a room's group session");
     json_decref(v);
+    if (text) mx_wipe(text, strlen(text));
     free(text);
+    if (p) mx_wipe(p, strlen(p));
     free(p);
+    return rc;
 }
 
 static void save_devices(mx_e2ee *e, const char *user)
@@ -1273,7 +1277,16 @@ int mx_e2ee_encrypt(mx_e2ee *e, const char *room, const char *const *users, int 
         return -1;
     }
     g->count++;
-    save_out(e, g); /* the ratchet moved on: never reuse an index */
+    /* The ratchet moved on. Its new state is stored before the message may go out: after a crash
+     * the stored state must be past every index that was sent, or a restarted bot would use an
+     * index again. If the store refuses, the message is not given out: its index stays unused
+     * whatever the store ends up holding, and the caller tries again later (the next index). */
+    if (save_out(e, g) != 0) {
+        mx_wipe(ct, strlen(ct));
+        free(ct);
+        snprintf(err, errlen, "the store refused the room's group session");
+        return MX_E2EE_UNSAVED;
+    }
     char sid[44];
     mx_megolm_out_id(g->s, sid);
     json_t *enc = json_pack("{s:s, s:s, s:s, s:s, s:s}", "algorithm", MEGOLM_ALG, "sender_key", e->curve, "ciphertext", ct,

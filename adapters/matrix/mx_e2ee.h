@@ -68,7 +68,10 @@ void mx_e2ee_track(mx_e2ee *e, const char *user);
 /* ---- sending ---- */
 /* Encrypts an event of type for room, whose members (joined or invited) are users[0..n).
  * Returns 1 and the m.room.encrypted content (malloc'd JSON) when ready; 0 when keys must
- * first be fetched or shared (requests are queued: try again later); -1 on failure (err). */
+ * first be fetched or shared (requests are queued: try again later); MX_E2EE_UNSAVED when the
+ * store refused the group session's new state (nothing to send: try again later, when the
+ * store works; the index it used is never handed out); -1 on failure (err). */
+#define MX_E2EE_UNSAVED (-2)
 int mx_e2ee_encrypt(mx_e2ee *e, const char *room, const char *const *users, int n, const char *type,
                     const char *content, char **out, char *err, size_t errlen);
 
