@@ -1147,6 +1147,60 @@ Test(mx_e2ee, an_index_whose_session_state_the_store_refused_is_never_sent)
     temp_dir_remove(dir);
 }
 
+Test(mx_e2ee, a_room_key_whose_olm_state_the_store_refused_is_not_shared)
+{
+    vfs_install();
+    char *dir = temp_dir("mx_e2ee");
+    char path[512], err[300] = "";
+    store *db = store_in(dir, path, sizeof path);
+    machine m;
+    machine_start(&m, db);
+    json_t *up = first_upload(&m);
+    no_request(&m);
+    player p;
+    player_init(&p, "@p:example.org", "PDEV");
+    server s;
+    server_init(&s, &m);
+    s.players[s.np++] = &p;
+    json_t *c = message_content("hello");
+    char *content = json_dumps(c, JSON_COMPACT), *out = NULL;
+    json_decref(c);
+    /* the devices are asked for, and an Olm session is made with the player's */
+    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
+    cr_assert_eq(serve_one(&s), K_QUERY);
+    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
+    cr_assert_eq(serve_one(&s), K_CLAIM);
+    cr_assert_eq(serve_one(&s), K_NONE);
+
+    /* the disk is full when the room key is to be sent over it: the Olm message whose new
+     * session state is not stored does not go out, nor does the room's message */
+    vfs_hook = refuse_writes;
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
+        cr_assert_null(out);
+        cr_assert_eq(serve_one(&s), K_NONE, "a room key is shared over an Olm session the store does not know");
+    }
+    cr_assert_eq(p.keys_got, 0);
+
+    /* the bot dies; restarted with the disk working, it shares the key and the player reads */
+    vfs_hook = NULL;
+    mx_e2ee_free(m.e);
+    store_close(db);
+    db = store_at(path);
+    machine_start(&m, db);
+    s.m = &m;
+    char sid[64];
+    cr_assert_eq(player_reads(&m, &p, send_text(&s, ROOM, MEMBERS_P, 2, "hello"), ROOM, "hello", sid), 0);
+    cr_assert_eq(p.keys_got, 1);
+
+    free(content);
+    json_decref(up);
+    server_free(&s);
+    player_free(&p);
+    machine_free(&m);
+    temp_dir_remove(dir);
+}
+
 Test(mx_e2ee, refused_first_upload)
 {
     machine m;

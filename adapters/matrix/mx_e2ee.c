@@ -21,6 +21,7 @@
 #define ROTATE_MESSAGES 100                 /* E2EE §"m.room.encryption": rotation_period_msgs */
 #define ROTATE_MS (7LL * 24 * 3600 * 1000)  /* rotation_period_ms: a week */
 #define API "/_matrix/client/v3"
+#define STORE_RETRY_MS 1000                 /* what the store refused is tried again after this */
 
 enum { REQ_NONE, REQ_UPLOAD, REQ_QUERY, REQ_CLAIM, REQ_SHARE, REQ_XSIGN, REQ_SIGS, REQ_KINDS };
 
@@ -157,12 +158,16 @@ static int save_account(mx_e2ee *e)
     return rc;
 }
 
-static void save_olm(mx_e2ee *e, olm_sess *o)
+/* Returns 0, or -1 when the store refused it (logged). */
+static int save_olm(mx_e2ee *e, olm_sess *o)
 {
     char k[100], *p = mx_olm_session_pickle(o->s, e->key);
     snprintf(k, sizeof k, "%s|%s", o->curve, o->id);
-    if (!p || store_kv_put(e->db, "olm", k, p) != 0) elog(e, 0, "e2ee: cannot save an Olm session");
+    int rc = !p || store_kv_put(e->db, "olm", k, p) != 0 ? -1 : 0;
+    if (rc) elog(e, 0, "e2ee: cannot save an Olm session");
+    if (p) mx_wipe(p, strlen(p));
     free(p);
+    return rc;
 }
 
 static void save_in(mx_e2ee *e, group_in *g)
@@ -707,8 +712,11 @@ static group_out *out_of(mx_e2ee *e, const char *room)
     return NULL;
 }
 
-/* The Olm-encrypted to-device content carrying payload for one device (E2EE §"m.olm.v1"). */
-static json_t *olm_wrap(mx_e2ee *e, const char *user, const char *device, json_t *dev, const char *type, json_t *content)
+/* The Olm-encrypted to-device content carrying payload for one device (E2EE §"m.olm.v1"), or
+ * NULL; *unsaved is set when the store refused the Olm session's new state (the message is then
+ * not given out, as mx_e2ee_encrypt() does with a room key's index). */
+static json_t *olm_wrap(mx_e2ee *e, const char *user, const char *device, json_t *dev, const char *type, json_t *content,
+                        int *unsaved)
 {
     const char *curve = jstr(dev, "curve"), *ed = jstr(dev, "ed");
     olm_sess *o = curve ? olm_for(e, curve) : NULL;
@@ -727,7 +735,11 @@ static json_t *olm_wrap(mx_e2ee *e, const char *user, const char *device, json_t
     }
     mx_wipe(plain, strlen(plain));
     free(plain);
-    save_olm(e, o);
+    if (save_olm(e, o) != 0) { /* after a crash the stored session would send this chain index again */
+        free(body);
+        *unsaved = 1;
+        return NULL;
+    }
     json_t *c = json_pack("{s:s, s:s, s:{s:{s:i, s:s}}}", "algorithm", OLM_ALG, "sender_key", e->curve, "ciphertext", curve,
                           "type", mtype, "body", body);
     free(body);
@@ -750,13 +762,19 @@ static int make_share(mx_e2ee *e, mx_e2ee_request *r)
         json_t *messages = json_object();
         const char *u, *d;
         json_t *devs, *x;
+        int unsaved = 0;
         json_object_foreach(g->sharing, u, devs) {
             json_object_foreach(devs, d, x) {
-                json_t *m = olm_wrap(e, u, d, json_object_get(jobj(e->devices, u), d), "m.room_key", content);
+                json_t *m = olm_wrap(e, u, d, json_object_get(jobj(e->devices, u), d), "m.room_key", content, &unsaved);
                 if (m) set2(messages, u, d, m);
             }
         }
         json_decref(content);
+        if (unsaved) { /* nothing goes out that the store does not know: the whole share waits */
+            json_decref(messages);
+            e->retry_at[REQ_SHARE] = now_ms() + STORE_RETRY_MS;
+            return 0;
+        }
         /* a stable txn id: the same session for the same devices is the same request, so a
          * retry after a lost answer is not delivered twice (Send-to-Device §"Protocol") */
         char path[700], txn[80], *what = mx_canonical_json(g->sharing);
