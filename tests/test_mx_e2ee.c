@@ -1079,43 +1079,72 @@ static void index_unused(const uint32_t *sent, int n, uint32_t index)
     for (int i = 0; i < n; i++) cr_assert_neq(sent[i], index, "message index %u is used a second time", index);
 }
 
-Test(mx_e2ee, an_index_whose_session_state_the_store_refused_is_never_sent)
+/* A machine on a store file under the test VFS, with one player in its room's reach. */
+typedef struct {
+    char *dir, path[512];
+    store *db;
+    machine m;
+    json_t *up;
+    player p;
+    server s;
+} on_file;
+
+static void on_file_start(on_file *f)
 {
     vfs_install();
-    char *dir = temp_dir("mx_e2ee");
-    char path[512], sid[64], sid2[64], err[300] = "";
-    store *db = store_in(dir, path, sizeof path);
-    machine m;
-    machine_start(&m, db);
-    json_t *up = first_upload(&m);
-    no_request(&m);
-    player p;
-    player_init(&p, "@p:example.org", "PDEV");
-    server s;
-    server_init(&s, &m);
-    s.players[s.np++] = &p;
+    f->dir = temp_dir("mx_e2ee");
+    f->db = store_in(f->dir, f->path, sizeof f->path);
+    machine_start(&f->m, f->db);
+    f->up = first_upload(&f->m);
+    no_request(&f->m);
+    player_init(&f->p, "@p:example.org", "PDEV");
+    server_init(&f->s, &f->m);
+    f->s.players[f->s.np++] = &f->p;
+}
+
+/* The bot dies and starts again on the same file. */
+static void on_file_restart(on_file *f)
+{
+    mx_e2ee_free(f->m.e);
+    store_close(f->db);
+    f->db = store_at(f->path);
+    machine_start(&f->m, f->db);
+    f->s.m = &f->m;
+}
+
+static void on_file_stop(on_file *f)
+{
+    json_decref(f->up);
+    server_free(&f->s);
+    player_free(&f->p);
+    machine_free(&f->m);
+    temp_dir_remove(f->dir);
+}
+
+Test(mx_e2ee, an_index_whose_session_state_the_store_refused_is_never_sent)
+{
+    on_file f;
+    on_file_start(&f);
+    machine *m = &f.m;
+    char sid[64], sid2[64], err[300] = "";
     uint32_t sent[8];
     int n = 0;
-    sent[n++] = player_reads(&m, &p, send_text(&s, ROOM, MEMBERS_P, 2, "one"), ROOM, "one", sid);
+    sent[n++] = player_reads(m, &f.p, send_text(&f.s, ROOM, MEMBERS_P, 2, "one"), ROOM, "one", sid);
 
     /* the disk is full: the message is not given out, and says why */
     json_t *c = message_content("two");
     char *content = json_dumps(c, JSON_COMPACT), *out = NULL;
     json_decref(c);
     vfs_hook = refuse_writes;
-    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err),
+    cr_assert_eq(mx_e2ee_encrypt(m->e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err),
                  MX_E2EE_UNSAVED);
     cr_assert_null(out, "a message whose session state is not stored is given out");
     cr_assert(strstr(err, "store"), "unclear: %s", err);
     /* and the bot dies before the disk has room again: the restarted bot goes on from the
      * stored state, whose next index was never sent */
     vfs_hook = NULL;
-    mx_e2ee_free(m.e);
-    store_close(db);
-    db = store_at(path);
-    machine_start(&m, db);
-    s.m = &m;
-    uint32_t i = player_reads(&m, &p, send_now(&s, ROOM, MEMBERS_P, 2, "three"), ROOM, "three", sid2);
+    on_file_restart(&f);
+    uint32_t i = player_reads(m, &f.p, send_now(&f.s, ROOM, MEMBERS_P, 2, "three"), ROOM, "three", sid2);
     cr_assert_str_eq(sid2, sid);
     index_unused(sent, n, i);
     sent[n++] = i;
@@ -1123,82 +1152,57 @@ Test(mx_e2ee, an_index_whose_session_state_the_store_refused_is_never_sent)
     /* refused again, and this time the bot lives on: once the store works the next message goes
      * out, and a restart after it goes on after it */
     vfs_hook = refuse_writes;
-    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err),
+    cr_assert_eq(mx_e2ee_encrypt(m->e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err),
                  MX_E2EE_UNSAVED);
     cr_assert_null(out);
     vfs_hook = NULL;
-    i = player_reads(&m, &p, send_now(&s, ROOM, MEMBERS_P, 2, "four"), ROOM, "four", sid2);
+    i = player_reads(m, &f.p, send_now(&f.s, ROOM, MEMBERS_P, 2, "four"), ROOM, "four", sid2);
     index_unused(sent, n, i);
     sent[n++] = i;
-    mx_e2ee_free(m.e);
-    store_close(db);
-    db = store_at(path);
-    machine_start(&m, db);
-    s.m = &m;
-    i = player_reads(&m, &p, send_now(&s, ROOM, MEMBERS_P, 2, "five"), ROOM, "five", sid2);
+    on_file_restart(&f);
+    i = player_reads(m, &f.p, send_now(&f.s, ROOM, MEMBERS_P, 2, "five"), ROOM, "five", sid2);
     cr_assert_str_eq(sid2, sid);
     index_unused(sent, n, i);
 
     free(content);
-    json_decref(up);
-    server_free(&s);
-    player_free(&p);
-    machine_free(&m);
-    temp_dir_remove(dir);
+    on_file_stop(&f);
 }
 
 Test(mx_e2ee, a_room_key_whose_olm_state_the_store_refused_is_not_shared)
 {
-    vfs_install();
-    char *dir = temp_dir("mx_e2ee");
-    char path[512], err[300] = "";
-    store *db = store_in(dir, path, sizeof path);
-    machine m;
-    machine_start(&m, db);
-    json_t *up = first_upload(&m);
-    no_request(&m);
-    player p;
-    player_init(&p, "@p:example.org", "PDEV");
-    server s;
-    server_init(&s, &m);
-    s.players[s.np++] = &p;
+    on_file f;
+    on_file_start(&f);
+    machine *m = &f.m;
+    char err[300] = "";
     json_t *c = message_content("hello");
     char *content = json_dumps(c, JSON_COMPACT), *out = NULL;
     json_decref(c);
     /* the devices are asked for, and an Olm session is made with the player's */
-    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
-    cr_assert_eq(serve_one(&s), K_QUERY);
-    cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
-    cr_assert_eq(serve_one(&s), K_CLAIM);
-    cr_assert_eq(serve_one(&s), K_NONE);
+    cr_assert_eq(mx_e2ee_encrypt(m->e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
+    cr_assert_eq(serve_one(&f.s), K_QUERY);
+    cr_assert_eq(mx_e2ee_encrypt(m->e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
+    cr_assert_eq(serve_one(&f.s), K_CLAIM);
+    cr_assert_eq(serve_one(&f.s), K_NONE);
 
     /* the disk is full when the room key is to be sent over it: the Olm message whose new
      * session state is not stored does not go out, nor does the room's message */
     vfs_hook = refuse_writes;
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(mx_e2ee_encrypt(m.e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
+        cr_assert_eq(mx_e2ee_encrypt(m->e, ROOM, MEMBERS_P, 2, "m.room.message", content, &out, err, sizeof err), 0);
         cr_assert_null(out);
-        cr_assert_eq(serve_one(&s), K_NONE, "a room key is shared over an Olm session the store does not know");
+        cr_assert_eq(serve_one(&f.s), K_NONE, "a room key is shared over an Olm session the store does not know");
     }
-    cr_assert_eq(p.keys_got, 0);
+    cr_assert_eq(f.p.keys_got, 0);
 
     /* the bot dies; restarted with the disk working, it shares the key and the player reads */
     vfs_hook = NULL;
-    mx_e2ee_free(m.e);
-    store_close(db);
-    db = store_at(path);
-    machine_start(&m, db);
-    s.m = &m;
+    on_file_restart(&f);
     char sid[64];
-    cr_assert_eq(player_reads(&m, &p, send_text(&s, ROOM, MEMBERS_P, 2, "hello"), ROOM, "hello", sid), 0);
-    cr_assert_eq(p.keys_got, 1);
+    cr_assert_eq(player_reads(m, &f.p, send_text(&f.s, ROOM, MEMBERS_P, 2, "hello"), ROOM, "hello", sid), 0);
+    cr_assert_eq(f.p.keys_got, 1);
 
     free(content);
-    json_decref(up);
-    server_free(&s);
-    player_free(&p);
-    machine_free(&m);
-    temp_dir_remove(dir);
+    on_file_stop(&f);
 }
 
 Test(mx_e2ee, refused_first_upload)
