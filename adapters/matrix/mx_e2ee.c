@@ -57,6 +57,7 @@ struct mx_e2ee {
     int uploaded;           /* device keys on the server */
     int otk_count;          /* one-time keys on the server (from /sync), -1 unknown */
     int need_fallback;
+    int unsaved;            /* the last save of a ratchet failed: said once until one works */
     char error[1024];
     olm_sess *olm;
     int nolm, colm;
@@ -158,13 +159,22 @@ static int save_account(mx_e2ee *e)
     return rc;
 }
 
+/* After a ratchet's save (what holds back a message): says once that saves fail, and once that
+ * they work again, however many messages wait meanwhile. rc: the save's result. */
+static int saved(mx_e2ee *e, int rc, const char *what)
+{
+    if (rc && !e->unsaved) elog(e, 0, "e2ee: cannot save %s; messages wait until the store takes it", what);
+    if (!rc && e->unsaved) elog(e, 2, "e2ee: the store takes the keys' state again");
+    e->unsaved = rc != 0;
+    return rc;
+}
+
 /* Returns 0, or -1 when the store refused it (logged). */
 static int save_olm(mx_e2ee *e, olm_sess *o)
 {
     char k[100], *p = mx_olm_session_pickle(o->s, e->key);
     snprintf(k, sizeof k, "%s|%s", o->curve, o->id);
-    int rc = !p || store_kv_put(e->db, "olm", k, p) != 0 ? -1 : 0;
-    if (rc) elog(e, 0, "e2ee: cannot save an Olm session");
+    int rc = saved(e, !p || store_kv_put(e->db, "olm", k, p) != 0 ? -1 : 0, "an Olm session");
     if (p) mx_wipe(p, strlen(p));
     free(p);
     return rc;
@@ -189,8 +199,8 @@ static int save_out(mx_e2ee *e, group_out *g)
     json_t *v = json_pack("{s:s, s:I, s:i, s:O, s:b}", "pickle", p ? p : "", "created", (json_int_t)g->created, "count",
                           g->count, "shared", g->shared, "stale", g->stale);
     char *text = json_dumps(v, JSON_COMPACT);
-    int rc = !p || !text || store_kv_put(e->db, "megolm.out", g->room, text) != 0 ? -1 : 0;
-    if (rc) elog(e, 0, "e2ee: cannot save a room's group session");
+    int rc = saved(e, !p || !text || store_kv_put(e->db, "megolm.out", g->room, text) != 0 ? -1 : 0,
+                   "a room's group session");
     json_decref(v);
     if (text) mx_wipe(text, strlen(text));
     free(text);
