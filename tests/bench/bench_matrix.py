@@ -31,10 +31,13 @@ What it does (about 30 s with the defaults on 2 vCPUs):
      the replies it caused leaving (adapters/matrix/matrix.c, report()).  Then every room's
      events are read back (/_fake/rooms/{id}/events) to check that every command got a reply.
 
-Figures printed: commands sent per second; bot replies (all of them, and those stored within
-the measured window, per second: the end-to-end rate); missing replies; the end-to-end time
-from a command being stored to its reply being stored (the fake's origin_server_ts, 1 ms
-steps); the bot's sync answers and events (its "events" count is every timeline event it read,
+Figures printed: commands sent per second; bot messages (all of them, and those stored within
+the measured window, per second: the end-to-end rate) and how many fewer they are than the
+commands (the core sends the replies of one transaction to a room as one message, so a backlog
+makes fewer, longer messages); what the bot's database holds once it stopped (messages not
+sent, events taken in and not handled: 0 and 0 unless something was left over); the end-to-end
+time from a command being stored to the bot message paired with it in order being stored (the
+fake's origin_server_ts, 1 ms steps); the bot's sync answers and events (its "events" count is every timeline event it read,
 its own replies included) per second from the start of the window to the last reply; the bot's
 latency; CPU use of the bot, the fake, the bench's clients and everything else on the machine
 (a warning when other processes were busy).  With --proxy, a TCP proxy between the bot and the
@@ -64,6 +67,7 @@ import selectors
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -777,10 +781,14 @@ class Bench:
         print(f"commands sent: {self.sent} ({self.sent / window:.0f}/s)"
               + (f", refused: {self.send_failed}" if self.send_failed else "")
               + f"; found in the rooms: {self.commands}")
-        print(f"bot replies: {self.replies} (in the window: {self.replies_in_window}, "
-              f"{self.replies_in_window / window:.0f}/s end to end), missing: {self.missing}"
+        print(f"bot messages: {self.replies} (in the window: {self.replies_in_window}, "
+              f"{self.replies_in_window / window:.0f}/s end to end), fewer than the commands: "
+              f"{self.missing} (the core sends a transaction's replies to a room as one message)"
               + (f", extra: {self.extra}" if self.extra else "")
-              + f"; last reply {max(0.0, self.t_drained - self.t_end):.1f} s after the window")
+              + f"; last message {max(0.0, self.t_drained - self.t_end):.1f} s after the window")
+        print(f"the bot's database once it stopped: {self.store_messages} messages, "
+              f"{self.store_unsent} of them not sent, {self.store_inbox} events not handled"
+              + ("" if self.store_unsent == 0 and self.store_inbox == 0 else "  LEFT OVER"))
         backlog = self.commands_in_window - self.replies_in_window
         if backlog > max(50, self.sent // 50):
             print(f"replies lagged: {backlog} commands were still unanswered when the window "
@@ -846,9 +854,9 @@ class Bench:
         if self.send_errors:
             print("send errors: " + "; ".join(self.send_errors[:5]))
         if self.missing_rooms:
-            shown = ", ".join(f"{n} ({c} commands, {r} replies)"
+            shown = ", ".join(f"{n} ({c} commands, {r} messages)"
                               for n, _, c, r in self.missing_rooms[:5])
-            print(f"rooms with missing replies: {len(self.missing_rooms)}: {shown}")
+            print(f"rooms with fewer bot messages than commands: {len(self.missing_rooms)}: {shown}")
         if self.other_bot_messages:
             print(f"bot messages in other rooms (direct chats) during the phase: "
                   f"{self.other_bot_messages}")
@@ -887,7 +895,20 @@ class Bench:
         self.measure()
         rc, text = self.stop_bot()
         self.count_replies()
+        self.read_store()
         return self.report(rc, text)
+
+    def read_store(self):
+        """What the bot's database holds once it stopped: its messages (queued, not yet sent)
+        and the events it took in but had not handled. A reply merged with others into one
+        message is counted by the rooms as one; this says whether anything was left over."""
+        db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            self.store_messages, self.store_unsent = db.execute(
+                "SELECT count(*), count(*) - coalesce(sum(sent), 0) FROM outbox").fetchone()
+            self.store_inbox = db.execute("SELECT count(*) FROM inbox").fetchone()[0]
+        finally:
+            db.close()
 
 
 def main(argv=None):
