@@ -25,11 +25,11 @@
  *
  * The longest stall: the longest single core_batch() or core_tick() call of the run (wall
  * clock, and the loop thread's CPU time in it, which leaves out fsync), since while one runs
- * the adapter reads and sends nothing for any table. For the longest by wall clock it also prints the
- * loop thread's context switches in it (getrusage RUSAGE_THREAD): voluntary ones are waits
- * (a lock, a write the kernel held), involuntary ones are the scheduler giving the CPU to
- * another thread (a worker, the store's syncer) while the loop could have run. The opening batches are timed apart
- * (setup: ten tables, sixty events in each).
+ * the adapter reads and sends nothing for any table. For the longest by wall clock it also
+ * prints the loop thread's context switches in it (getrusage RUSAGE_THREAD): voluntary ones are
+ * waits (a lock, a write the kernel held), involuntary ones are the scheduler giving the CPU to
+ * another thread (a worker, the store's syncer) while the loop could have run. The opening
+ * batches are timed apart (setup: ten tables, sixty events in each).
  *
  * Usage: bench_core [tables] [moves] [seconds per run] [threads]   (default 1000 200000 20, and
  * both settings, 2 threads then 0; a last argument runs only that number of threads) */
@@ -389,7 +389,7 @@ int main(int argc, char **argv)
     /* Each setting in a process of its own, so that the second does not reuse the memory the
      * first freed (the RSS growth would then say nothing). */
     int settings[2][2] = {{2, 1}, {0, 0}};
-    if (only >= 0) settings[0][0] = only;
+    if (only >= 0) settings[0][0] = only, settings[0][1] = only > 0; /* a restart is timed with workers */
     for (int i = 0; i < (only >= 0 ? 1 : 2); i++) {
         fflush(stdout);
         pid_t pid = fork();
