@@ -846,10 +846,10 @@ static int dd_guess(const dd_solver *w, const dd_pos *p)
 int dd_value(dd_solver *w, const dd_pos *p)
 {
     int lower = 0, upper = dd_points_left(p), beta = dd_guess(w, p), step = 16, dir = 0;
+    if (beta <= lower) beta = lower + 1; /* the guess as a window inside the range */
+    if (beta > upper) beta = upper;
     dd_begin(w, p);
     while (lower < upper && !w->stopped) {
-        if (beta <= lower) beta = lower + 1;
-        if (beta > upper) beta = upper;
         int g = dd_search(w, p, beta - 1, beta), d = g < beta ? -1 : 1;
         if (g < beta) upper = g;
         else lower = g;
