@@ -57,7 +57,8 @@ typedef struct send_job {
 } send_job;
 
 #define WAITING INT64_MAX    /* a job waiting for its room's encryption state or members */
-#define WIRE_RETRY_MS 1000   /* a message whose wire form the store refused is tried again after this */
+#define WIRE_RETRY_MS 1000   /* a message the store refused (its wire form, or its room key's new
+                                state) is tried again after this */
 
 typedef struct {
     const cfg *config;
