@@ -1283,6 +1283,9 @@ static int handle_message(core *c, const char *net, const adapter_event *e)
         if (m.kind == CMD_PLAY && m.bare) return 0;
         if (!q.is_private && (m.kind == CMD_GRID || m.kind == CMD_EXCLUDE || m.kind == CMD_MARK))
             return answer(&q, "there is no table here: %snew grid opens a ContractGrid table.", c->o.config->prefix);
+        if (q.is_private && m.kind == CMD_REVIEW) /* a finished match's review is its room's */
+            return answer(&q, "you are not sitting at a table; a finished match's last hand is reviewed in its "
+                              "room: say %sreview there.", c->o.config->prefix);
         if (q.is_private) return answer(&q, "you are not sitting at a table: join one in its room first.");
         return answer(&q, "there is no table here: %snew 304 opens one.", c->o.config->prefix);
     }

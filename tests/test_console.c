@@ -3612,4 +3612,7 @@ Test(console, hint_and_review_refusals_and_six_players)
                  "alice: option hints is on or off, not 'maybe'");
     expect_reply(&c, "hints in rules", "alice> !new 304\nalice> !set hints on\n", "alice> !rules", ROOM_PREFIX,
                  ", hints=on (");
+    expect_reply(&c, "private review, no table", "", "alice>> !review", "[@alice] ",
+                 "you are not sitting at a table; a finished match's last hand is reviewed in its room: say !review "
+                 "there.");
 }
