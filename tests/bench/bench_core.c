@@ -29,8 +29,8 @@
  * prints the loop thread's context switches in it (getrusage RUSAGE_THREAD): voluntary ones are
  * waits (a lock, a write the kernel held), involuntary ones are the scheduler giving the CPU to
  * another thread (a worker, the store's syncer) while the loop could have run. It counts the
- * calls over the target as well, of all it timed. The opening
- * batches are timed apart (setup: ten tables, sixty events in each).
+ * calls over the target as well, of all it timed. The opening batches are timed apart (setup:
+ * ten tables, sixty events in each).
  *
  * Usage: bench_core [tables] [moves] [seconds per run] [threads]   (default 1000 200000 20, and
  * both settings, 2 threads then 0; a last argument runs only that number of threads) */
