@@ -11,7 +11,7 @@
  *
  * Values are team 0's points from the cards still in play, so one alpha-beta serves both teams
  * (team 0 maximises, team 1 minimises) and a yes/no question is a null window; dd_value() closes in
- * on the value with null windows, the first at the value of a heuristic line of play, then steps
+ * on the value with null windows, the first at the value of a line of play (dd_guess), then steps
  * growing until the value is bracketed, then halving. At each trick start, in this order:
  *  - the last trick is counted directly (every seat holds one card);
  *  - bounds from the sure trumps (trumps stronger than all of the other team's: the tricks they win
@@ -827,13 +827,35 @@ static int dd_search(dd_solver *w, const dd_pos *p, int alpha, int beta)
     return best;
 }
 
-/* A first guess of the value: the points team 0 wins when every seat plays the move dd_moves() ranks
- * first (no search: a few dozen plays). */
-static int dd_guess(const dd_solver *w, const dd_pos *p)
+/* The points team 0 wins when every seat plays the move dd_moves() ranks first (no search: a few
+ * dozen plays). */
+static int dd_line(const dd_solver *w, const dd_pos *p)
 {
     dd_pos y = *p;
     dd_move mv[G304_TRICKS + 1];
     while (y.trick_no < y.ntricks && dd_moves(w, &y, CARD_NONE, mv)) dd_play_card(w, &y, mv[0].card, mv[0].down);
+    return y.points[0] - p->points[0];
+}
+
+/* A first guess of the value: a line of play in which every seat, in turn, plays the move whose
+ * dd_line() is best for its team (a thousand or so plays, nothing next to a search). Closer than
+ * dd_line() alone (on tests/bench/bench_dd, 19 points off the value at the median against 23), so
+ * dd_value() needs fewer windows. */
+static int dd_guess(const dd_solver *w, const dd_pos *p)
+{
+    dd_pos y = *p;
+    dd_move mv[G304_TRICKS + 1];
+    int n;
+    while (y.trick_no < y.ntricks && (n = dd_moves(w, &y, CARD_NONE, mv)) > 0) {
+        int maxi = dd_team(y.to_act) == 0, best = 0, best_v = 0;
+        for (int i = 0; i < n && n > 1; i++) {
+            dd_pos z = y;
+            dd_play_card(w, &z, mv[i].card, mv[i].down);
+            int v = z.points[0] + dd_line(w, &z);
+            if (i == 0 || (maxi ? v > best_v : v < best_v)) best_v = v, best = i;
+        }
+        dd_play_card(w, &y, mv[best].card, mv[best].down);
+    }
     return y.points[0] - p->points[0];
 }
 
