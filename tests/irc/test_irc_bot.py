@@ -194,13 +194,16 @@ class Bot:
         finally:
             os.close(write_end)
         self.output_ended = False
-        self.copier = threading.Thread(target=self.copy_output, args=(os.fdopen(read_end, "rb"),), daemon=True)
+        # the log is opened here, not in the copier: a wait that reads it may come before the
+        # copier thread has run at all
+        log = open(self.log, "ab")
+        self.copier = threading.Thread(target=self.copy_output, args=(os.fdopen(read_end, "rb"), log), daemon=True)
         self.copier.start()
         return self
 
-    def copy_output(self, pipe):
+    def copy_output(self, pipe, log):
         """Copies the bot's output to its log file line by line, waking the waits on each."""
-        with pipe, open(self.log, "ab") as log:
+        with pipe, log:
             for line in pipe:
                 log.write(line)
                 log.flush()
