@@ -75,6 +75,7 @@ static const char *const cfg_bools[] = {"true", "false", NULL};
 static const char *const cfg_irc_logins[] = {"auto", "sasl", "nickserv", "none", NULL};
 static const char *const cfg_irc_replies[] = {"notice", "privmsg", NULL};
 static const char *const cfg_levels[] = {"easy", "normal", "expert", NULL};
+static const char *const cfg_priorities[] = {"normal", "realtime", NULL};
 
 static const cfg_key cfg_keys[] = {
     CFG_TEXT(CFG_SEC_BOT, "prefix", prefix, 1, 8, CFG_CHARS_NO_BLANKS, "1 to 8 characters without blanks"),
@@ -82,6 +83,7 @@ static const cfg_key cfg_keys[] = {
              "the path of the SQLite file, 1 to 255 characters"),
     CFG_WORD(CFG_SEC_BOT, "log_level", log_level, cfg_log_levels, "one of error, warn, info, debug"),
     CFG_INT(CFG_SEC_BOT, "threads", threads, 1, 64, "a whole number from 1 to 64"),
+    CFG_WORD(CFG_SEC_BOT, "loop_priority", loop_priority, cfg_priorities, "normal or realtime"),
     CFG_TEXT(CFG_SEC_BOT, "rules_url", rules_url, 1, CFG_STR - 1, CFG_CHARS_NO_BLANKS,
              "1 to 255 characters without blanks: where the rules are published, like https://example.org/cardroom/"),
     CFG_TEXT(CFG_SEC_BOT, "admins", admins, 0, CFG_STR - 1, CFG_CHARS_PRINTABLE,
@@ -171,6 +173,7 @@ void cfg_defaults(cfg *c)
     strcpy(c->database, "cardroom.db");
     strcpy(c->log_level, "info");
     c->threads = 2;
+    strcpy(c->loop_priority, "normal");
     strcpy(c->rules_url, "docs/");
     c->rate_commands = 20;
     c->rate_seconds = 60;

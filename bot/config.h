@@ -22,6 +22,8 @@ typedef struct {
     char database[CFG_STR];   /* SQLite file, default "cardroom.db" */
     char log_level[16];       /* "error", "warn", "info" (default), "debug" */
     int threads;              /* worker threads for computer players and the Caps judge, default 2 (1..64) */
+    char loop_priority[16];   /* "normal" (default) or "realtime": the event loop's thread at the lowest
+                                 real-time priority, above every thread of normal priority */
     char rules_url[CFG_STR];  /* where the rules are published: !rules names this followed by
                                  "304.md" or "contractgrid.md"; default "docs/" */
     char admins[CFG_STR];     /* who may give !admin: user ids as the networks give them, "" nobody */

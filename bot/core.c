@@ -17,7 +17,10 @@
  * people the admins ignore and those over their rate limit start nothing (section "people"). */
 #include "core.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,6 +380,24 @@ static int watch(int ep, int fd)
     return fd < 0 ? 0 : epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
 }
 
+/* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at the
+ * lowest real-time priority (SCHED_FIFO), so that no thread of normal priority delays it: not the
+ * workers (which may fill every CPU), not the store's threads, not other programs. The threads
+ * the bot starts later set themselves back to normal priority. The system may refuse it (a
+ * service needs LimitRTPRIO=1): the loop then runs at normal priority, and the log says why. */
+static void loop_priority(core *c)
+{
+    if (strcmp(c->o.config->loop_priority, "realtime") != 0) return;
+    struct sched_param p = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+    int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+    if (rc != 0)
+        logf_(c, CORE_LOG_WARN,
+              "loop_priority = realtime: the system refused real-time priority (%s); the loop runs at normal "
+              "priority (a systemd service needs LimitRTPRIO=1)", strerror(rc));
+    else
+        logf_(c, CORE_LOG_INFO, "the event loop runs at real-time priority (SCHED_FIFO %d)", p.sched_priority);
+}
+
 core *core_new(const core_options *o, char *err, size_t errlen)
 {
     core *c = calloc(1, sizeof *c);
@@ -416,6 +437,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->env.prefix = o->config->prefix;
     c->next_deadline = INT64_MAX;
     c->txn_first_id = c->shown_below = INT64_MAX;
+    loop_priority(c);
     return c;
 }
 

@@ -61,11 +61,15 @@ int store_commit(store *s);
 int store_rollback(store *s);
 
 /* ---- Durability: commits that do not wait for the disk ----
- * A transaction begun with store_begin_lazy() commits without waiting for the disk: it is
- * safe from a crash of the process at once, but an OS crash or a power loss may still undo it
- * until a sync of the store's own thread has put it on the disk. Commits are numbered in the
- * order made through this store (1, 2, ...); a commit of store_begin() is durable when it
- * returns, and so is every commit before it. */
+ * A transaction begun with store_begin_lazy() commits without waiting for the disk, or even for
+ * the file: on a database file it is recorded, and the store's writer (a thread of its own)
+ * writes it behind the caller, in commit order; then a sync of another thread of the store's
+ * puts it on the disk. Until it is written a crash of the process may undo it, and until it is
+ * synced an OS crash or a power loss (see store.c, "Writes"). Commits are numbered in the order
+ * made through this store (1, 2, ...); a commit of store_begin() is durable when it returns, and
+ * so is every commit before it. Calls inside such a transaction may not fail at once where the
+ * file refuses them (a broken rule, a full disk): the writer finds out, store_durable() reports
+ * it and store_probe() tries again. On a database in memory it is an ordinary transaction. */
 int store_begin_lazy(store *s);
 /* The number of the last commit made (0: none since the open). */
 int64_t store_commits(store *s);
@@ -80,6 +84,11 @@ int store_sync(store *s);
 int store_wake_fd(const store *s);
 /* Syncs the store's thread made so far (tests and benchmarks). */
 long store_syncs(store *s);
+/* Times the caller waited for the store's writer to write what it held (a read, a transaction
+ * that waits for the disk, a call that must be done at once: see store.c, "Writes"), and in
+ * *most_queued (if not NULL) the most transactions that waited for the writer at once. For tests
+ * and benchmarks. */
+long store_writer_waits(store *s, int *most_queued);
 
 /* ---- Keyed values: an adapter's own durable state (namespaces like "olm.session") ----
  * Values are text; the caller encodes. Iteration is in key order; fn must not call the store
@@ -173,7 +182,9 @@ int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *c
  * (seconds since the epoch), and at most limit * 64 delivered messages queued before
  * sent_before; a table's row and the standings stay. Runs in the caller's transaction.
  * Returns how many tables and messages it dropped (in *tables and *messages), -1 on error;
- * a call that reached a limit leaves the rest for the next one. */
+ * a call that reached a limit leaves the rest for the next one. In a transaction of
+ * store_begin_lazy() the store's writer prunes when it writes the transaction, and the counts
+ * are what its earlier prunes dropped since the last call said (0 and 0 before any). */
 int store_prune(store *s, int64_t closed_before, int64_t sent_before, int limit, int *tables, int *messages);
 
 /* ---- Standings per room (net + room) and player ---- */

@@ -2,11 +2,16 @@
  *
  * Two queues under one mutex: jobs waiting for a thread, and answers waiting for the loop.
  * A pipe wakes the loop when an answer arrives (with zero threads too: the answer is there at
- * once); the loop drains it in work_take(). The queues
+ * once); the loop drains it in work_take(). The workers run at normal priority whatever the
+ * loop's (core.c, loop_priority), hold the lock only to move a job, and write the pipe after
+ * letting it go; the lock lends a waiting loop's priority to the worker that holds it (priority
+ * inheritance), so a loop of real-time priority never waits for a worker that is not running. The queues
  * are plain arrays used as rings: jobs are small and few (one per table whose computer player
  * is to move or whose move waits for the judge), so one lock is enough. A solver belongs to
  * its thread (it is work space, not shared state) and lives as long as the thread. */
 #include "workers.h"
+
+#include "threads.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,8 +72,8 @@ static void think(work_job *j, caps_solver **solver)
     j->search(&j->q, *solver);
 }
 
-/* A finished job was queued (under the lock): the first one since the loop took them all makes
- * the wake-up descriptor readable. */
+/* A finished job was queued: the first one since the loop took them all makes the wake-up
+ * descriptor readable. */
 static void wake(workers *w, int was_empty)
 {
     char one = 1;
@@ -91,7 +96,11 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&w->lock);
         int was_empty = w->done.count == 0;
         if (ring_push(&w->done, &job) != 0) abort(); /* out of memory */
-        wake(w, was_empty);
+        if (was_empty) { /* the write outside the lock, which the loop may wait for */
+            pthread_mutex_unlock(&w->lock);
+            wake(w, 1);
+            pthread_mutex_lock(&w->lock);
+        }
     }
     pthread_mutex_unlock(&w->lock);
     caps_solver_free(solver);
@@ -102,7 +111,11 @@ workers *work_new(int threads)
 {
     workers *w = calloc(1, sizeof *w);
     if (!w) return NULL;
-    pthread_mutex_init(&w->lock, NULL);
+    pthread_mutexattr_t a; /* a loop of higher priority that waits for the lock lends it to the holder */
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&w->lock, &a);
+    pthread_mutexattr_destroy(&a);
     pthread_cond_init(&w->more, NULL);
     w->pipe_fd[0] = w->pipe_fd[1] = -1;
     if (pipe(w->pipe_fd) != 0) goto fail;
@@ -113,7 +126,7 @@ workers *work_new(int threads)
     w->threads = calloc((size_t)threads, sizeof *w->threads);
     if (!w->threads) goto fail;
     for (int i = 0; i < threads; i++) {
-        if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0) goto fail;
+        if (thread_start_normal(&w->threads[i], worker_main, w) != 0) goto fail;
         w->nthreads++;
     }
     return w;

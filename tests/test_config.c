@@ -111,6 +111,7 @@ Test(config, defaults)
     cr_expect_str_eq(c.database, "cardroom.db");
     cr_expect_str_eq(c.log_level, "info");
     cr_expect_eq(c.threads, 2);
+    cr_expect_str_eq(c.loop_priority, "normal");
     cr_expect_str_eq(c.rules_url, "docs/");
     cr_expect_str_eq(c.admins, "");
     cr_expect_eq(c.rate_commands, 20);
@@ -160,7 +161,8 @@ Test(config, example_file_names_every_key)
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = '\0';
-    static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "rules_url = ",
+    static const char *const keys[] = {"[bot]", "prefix = ", "database = ", "log_level = ", "threads = ", "loop_priority = ",
+                                       "rules_url = ",
                                        "\nadmins =\n", "rate_commands = ", "rate_seconds = ", "rate_pause = ",
                                        "tables_per_user = ", "level = ", "keep_finished = ", "[timers]", "remind_after = ",
                                        "idle_takeover = ", "leave_grace = ", "table_idle_close = ",
@@ -183,6 +185,7 @@ Test(config, every_key)
                                   "database = /var/lib/cardroom/state.db\n"
                                   "log_level = debug\n"
                                   "threads = 64\n"
+                                  "loop_priority = realtime\n"
                                   "rules_url = https://cards.example.org/rules/\n"
                                   "admins = @root:example.org, $a:oper bob\n"
                                   "rate_commands = 0\n"
@@ -215,6 +218,7 @@ Test(config, every_key)
     cr_expect_str_eq(c.database, "/var/lib/cardroom/state.db");
     cr_expect_str_eq(c.log_level, "debug");
     cr_expect_eq(c.threads, 64);
+    cr_expect_str_eq(c.loop_priority, "realtime");
     cr_expect_str_eq(c.rules_url, "https://cards.example.org/rules/");
     cr_expect_str_eq(c.admins, "@root:example.org, $a:oper bob");
     cr_expect_eq(c.rate_commands, 0);
@@ -298,6 +302,7 @@ Test(config, bad_numbers)
     load_fails("[timers]\nbot_delay_ms = 1.5\n",
                "2: [timers] bot_delay_ms: must be a number of milliseconds from 0 to 60000, not '1.5'");
     load_fails("[bot]\nthreads = 0\n", "2: [bot] threads: must be a whole number from 1 to 64, not '0'");
+    load_fails("[bot]\nloop_priority = high\n", "2: [bot] loop_priority: must be normal or realtime, not 'high'");
     load_fails("[bot]\nrules_url = my rules\n", "2: [bot] rules_url: must be 1 to 255 characters without blanks: where "
                "the rules are published, like https://example.org/cardroom/, not 'my rules'");
     load_fails("[bot]\nthreads = 65\n", "2: [bot] threads: must be a whole number from 1 to 64, not '65'");
@@ -374,8 +379,8 @@ Test(config, unknown_key)
     load_fails("[timers]\nremind = 5\n",
                "2: [timers] remind: unknown key (keys: remind_after, idle_takeover, leave_grace, table_idle_close, "
                "bot_delay_ms)");
-    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, rules_url, "
-               "admins, rate_commands, rate_seconds, rate_pause, tables_per_user, level, keep_finished)");
+    load_fails("[bot]\nPrefix = !\n", "2: [bot] Prefix: unknown key (keys: prefix, database, log_level, threads, loop_priority, "
+               "rules_url, admins, rate_commands, rate_seconds, rate_pause, tables_per_user, level, keep_finished)");
     load_fails("[console]\nseed = 1\n", "2: [console] seed: unknown key (keys: user, room)");
     load_fails("[rules]\ncap = off\n",
                "2: [rules] cap: unknown key (keys: cut, step_above_200, bidding, bid8_opener, spoilt, caps, scoring, "

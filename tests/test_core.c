@@ -24,12 +24,15 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "adapter.h"
@@ -42,6 +45,7 @@
 #include "table.h"
 #include "test_dirs.h"
 #include "test_durable.h"
+#include "test_sql.h"
 #include "test_vfs.h"
 
 #define NET "mem"
@@ -603,18 +607,32 @@ Test(core, one_batch_is_one_transaction)
         {.kind = ADAPTER_MESSAGE, .room = ROOM, .sender = "alice", .text = "!table"},
         {.kind = ADAPTER_MESSAGE, .room = "!other", .sender = "boom", .text = "!join"},
     };
-    cr_assert_eq(core_batch(r.core, NET, bad, 5, "p2"), -1, "the failed batch was reported as done");
-    cr_assert_eq(open_tables(&r), 1, "the new table of the failed batch is stored");
-    cr_assert_eq(journal_count(&r, 2), 0);
-    cr_assert_eq(outbox_count(&r), msgs, "messages of the failed batch are queued");
-    cr_assert_eq(store_position_get(r.db, NET, pos, sizeof pos), 0);
-    cr_assert_str_eq(pos, "p1", "the failed batch moved the position");
+    /* The batch is recorded; the store's writer meets the failure behind the loop, and the
+     * core learns it when it next asks how far commits are durable (core_flush), woken by it. */
+    cr_assert_eq(core_batch(r.core, NET, bad, 5, "p2"), 0);
+    int guard = 0;
+    while (core_flush(r.core) >= 0 && !core_suspended(r.core)) {
+        struct pollfd p = {.fd = core_wake_fd(r.core), .events = POLLIN};
+        cr_assert_lt(guard++, 100, "the failure was never reported");
+        poll(&p, 1, 1000);
+    }
+    cr_assert(core_suspended(r.core));
+    /* the file, read beside the store (whose reads wait for its writer, which waits for a retry) */
+    cr_assert_eq(test_sql_count(db, "SELECT count(*) FROM tables WHERE closed IS NULL"), 1,
+                 "the new table of the failed batch is stored");
+    cr_assert_eq(test_sql_count(db, "SELECT count(*) FROM journal WHERE table_id = 2"), 0);
+    cr_assert_eq(test_sql_count(db, "SELECT count(*) FROM outbox"), msgs, "messages of the failed batch are queued");
+    cr_assert_eq(test_sql_count(db, "SELECT count(*) FROM positions WHERE position = 'p1'"), 1,
+                 "the failed batch moved the position");
     /* the core refuses to go on with memory ahead of the store */
     cr_assert_eq(core_batch(r.core, NET, many, 1, "p3"), -1);
 
     /* a restart rebuilds what was committed, and the same batch then goes through */
     sql(db, "DROP TRIGGER boom;");
     core_free(r.core);
+    store_close(r.db); /* what its writer held is lost, as in a crash */
+    char err[256];
+    cr_assert_eq(store_open(&r.db, db, err, sizeof err), 0, "%s", err);
     rig_core(&r);
     cr_assert_eq(core_restore(r.core), 1);
     bad[4].sender = "zoe";
@@ -1040,6 +1058,14 @@ Test(core, a_long_transaction_is_cut_into_messages_of_8_kib)
 
 
 /* The room's merged rows: every row merged into another is sent, without text, and names it. */
+/* Waits until every commit of the store is on the disk (woken by it), then lets the core flush:
+ * what the core does once the store's writer has written what it was given. */
+static void settle_store(rig *r)
+{
+    all_synced(r->db);
+    cr_assert_geq(core_flush(r->core), 0);
+}
+
 static int merged_rows(const char *db, int64_t into)
 {
     sqlite3 *h;
@@ -1113,6 +1139,7 @@ Test(core, throttled_waiting_messages_are_merged_once_and_durably)
     say(&r, "bob", "!join");
     say(&r, "carol", "!join");
     say(&r, "dave", "!join");
+    settle_store(&r); /* a flush once the store's writer has written them all */
     rows_of(&r, &after, 1);
     cr_assert_eq(after.n, 2, "the tried message stays as it is, the three behind it become one");
     cr_assert_eq(after.r[0].id, merged);
@@ -2209,5 +2236,72 @@ Test(core, a_failed_sync_suspends_and_nothing_is_lost_or_sent_twice)
     cr_assert_eq(offers_with(&r, 0, "sits down"), 2, "a seat message lost or sent twice");
     cr_assert(strstr(r.net.o[r.net.n - 1].text, "bob (East) sits down"), "%s", r.net.o[r.net.n - 1].text);
     rig_stop(&r);
+    temp_dir_remove(dir);
+}
+
+/* The scheduling policy of one of this process's threads (field 41 of /proc/self/task/TID/stat). */
+static int policy_of(long tid)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    fclose(f);
+    const char *p = strrchr(line, ')'); /* the name may hold blanks; the fields after it do not */
+    cr_assert_not_null(p);
+    int field = 2, policy = -1;
+    for (p++; *p && field < 41; p++)
+        if (*p == ' ') field++;
+    cr_assert_eq(sscanf(p, "%d", &policy), 1);
+    return policy;
+}
+
+/* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at the
+ * lowest real-time priority where the system allows it, or the log says why not; every thread
+ * the bot starts (the workers, the store's writer and syncer) runs at normal priority, even when
+ * a thread of real-time priority starts it: here the test's thread takes that priority first,
+ * where it may, and then opens the store and makes the core. */
+Test(core, a_realtime_loop_leaves_every_other_thread_at_normal_priority)
+{
+    char *dir = temp_dir("core"), *db = NULL;
+    cr_assert_gt(asprintf(&db, "%s/priority.db", dir), 0);
+    struct sched_param rt = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+    pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt); /* may be refused: then the core is too */
+    rig r;
+    rig_start(&r, 0, 0, 0, db);
+    core_free(r.core);
+    r.conf.threads = 2;
+    snprintf(r.conf.loop_priority, sizeof r.conf.loop_priority, "realtime");
+    rig_core(&r);
+    int policy;
+    struct sched_param sp;
+    cr_assert_eq(pthread_getschedparam(pthread_self(), &policy, &sp), 0);
+    if (policy != SCHED_FIFO) { /* not allowed here: said once, as a warning */
+        cr_assert_eq(r.problems, 1);
+        cr_assert(strstr(r.first_problem, "refused real-time priority"), "%s", r.first_problem);
+        r.problems = 0;
+    } else {
+        say(&r, "alice", "!new 304"); /* the writer writes it, and the syncer (started by the writer) syncs it */
+        settle_store(&r);
+        long self = (long)syscall(SYS_gettid);
+        int others = 0;
+        DIR *d = opendir("/proc/self/task");
+        cr_assert_not_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            long tid = strtol(e->d_name, NULL, 10);
+            if (tid <= 0 || tid == self) continue;
+            cr_expect_eq(policy_of(tid), SCHED_OTHER, "thread %ld runs at real-time priority too", tid);
+            others++;
+        }
+        closedir(d);
+        cr_assert_geq(others, 4, "%d other threads: two workers, the store's writer and its syncer", others);
+        cr_assert_eq(policy_of(self), SCHED_FIFO);
+        cr_assert_eq(sp.sched_priority, sched_get_priority_min(SCHED_FIFO));
+    }
+    struct sched_param normal = {0};
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+    rig_stop(&r);
+    free(db);
     temp_dir_remove(dir);
 }

@@ -12,8 +12,22 @@
 #include <poll.h>
 
 #include "core.h"
+#include "store.h"
 
 #define DURABLE_HUNG_MS 60000 /* only a hung sync waits this long */
+
+/* Waits on the store's wake-up descriptor until every commit made through it is durable: what
+ * the store's writer was given is in the file, and on the disk. */
+static inline void all_synced(store *s)
+{
+    int64_t through = 0;
+    for (;;) {
+        cr_assert_eq(store_durable(s, &through), 0, "%s", store_error(s));
+        if (through >= store_commits(s)) return;
+        struct pollfd p = {.fd = store_wake_fd(s), .events = POLLIN};
+        cr_assert_gt(poll(&p, 1, DURABLE_HUNG_MS), 0, "the store never synced");
+    }
+}
 
 /* core_flush(), again each time the wake-up descriptor turns readable, until no message waits
  * for the disk. Returns the messages delivered. */

@@ -23,6 +23,7 @@
 #include "store.h"
 #include "test_dirs.h"
 #include "test_durable.h"
+#include "test_sql.h"
 
 #define KEEP 3600 /* seconds */
 
@@ -45,19 +46,6 @@ static void say(core *c, const char *room, const char *user, const char *text)
 {
     adapter_event e = {.kind = ADAPTER_MESSAGE, .room = room, .sender = user, .text = text};
     cr_assert_eq(core_batch(c, "test", &e, 1, NULL), 0);
-}
-
-static int64_t count(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
 }
 
 /* Whether the last message queued for room (to the room itself) starts with text. */
@@ -124,8 +112,8 @@ static int64_t rig_start(rig *r, int keep)
         cr_assert_geq(core_flush(r->c), 0);
     }
     flush_durable(r->c); /* the last words of table 1 go out once the disk has them */
-    cr_assert_eq(count(r->path, "SELECT count(*) FROM tables WHERE id = 1 AND closed IS NOT NULL"), 1);
-    return count(r->path, "SELECT closed FROM tables WHERE id = 1");
+    cr_assert_eq(test_sql_count(r->path, "SELECT count(*) FROM tables WHERE id = 1 AND closed IS NOT NULL"), 1);
+    return test_sql_count(r->path, "SELECT closed FROM tables WHERE id = 1");
 }
 
 static void rig_stop(rig *r)
@@ -142,33 +130,35 @@ Test(prune, a_finished_table_leaves_its_row_and_standings_after_keep_finished)
     say(r.c, "r1", "carol", "!review");
     cr_assert(last_said(r.path, "r1", "Review of hand "), "the last hand is not reviewed after the match's end");
     cr_assert_eq(flush_durable(r.c), 1);
-    int64_t journal1 = count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1");
-    int64_t journal2 = count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2");
-    int64_t waiting = count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0");
+    int64_t journal1 = test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1");
+    int64_t journal2 = test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2");
+    int64_t waiting = test_sql_count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0");
     cr_assert_gt(journal1, 30);
-    cr_assert_gt(count(r.path, "SELECT count(*) FROM hands WHERE table_id = 1"), 0);
-    cr_assert_gt(count(r.path, "SELECT count(*) FROM outbox WHERE sent = 1"), 30);
+    cr_assert_gt(test_sql_count(r.path, "SELECT count(*) FROM hands WHERE table_id = 1"), 0);
+    cr_assert_gt(test_sql_count(r.path, "SELECT count(*) FROM outbox WHERE sent = 1"), 30);
     cr_assert_eq(waiting, 2, "room 2's messages wait");
 
     r.n.now = (closed + KEEP - 1) * 1000 + 999;
     cr_assert_geq(core_tick(r.c), 0);
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), journal1, "dropped too early");
+    all_synced(r.s); /* the store's writer prunes: what it was given is in the file */
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), journal1, "dropped too early");
 
     r.n.now = (closed + KEEP + 1) * 1000 + KEEP * 1000 / 4; /* past keep_finished, and past the next pruning time */
     cr_assert_geq(core_tick(r.c), 0);
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), 0);
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM hands WHERE table_id = 1"), 0);
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM outbox WHERE sent = 1"), 0, "delivered messages stay");
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0"), waiting, "undelivered messages went");
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2"), journal2, "the open table lost");
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM tables WHERE id = 1 AND close_reason = 'finished'"), 1);
+    all_synced(r.s);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), 0);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM hands WHERE table_id = 1"), 0);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM outbox WHERE sent = 1"), 0, "delivered messages stay");
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0"), waiting, "undelivered messages went");
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2"), journal2, "the open table lost");
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM tables WHERE id = 1 AND close_reason = 'finished'"), 1);
 
     /* the finished table's journal is gone: nothing is left to review */
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test' AND key = 'r1'"), 1);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test' AND key = 'r1'"), 1);
     say(r.c, "r1", "carol", "!review");
     cr_assert(last_said(r.path, "r1", "carol: there is no table here: !new 304 opens one."));
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test'"), 0, "the room still names it");
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), 0);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM kv WHERE ns = 'ended.test'"), 0, "the room still names it");
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1"), 0);
     cr_assert_eq(flush_durable(r.c), 1);
 
     /* a restart rebuilds the open table; its messages go out with their ids */
@@ -184,10 +174,12 @@ Test(prune, keep_finished_0_keeps_everything)
 {
     rig r;
     int64_t closed = rig_start(&r, 0);
-    int64_t journal = count(r.path, "SELECT count(*) FROM journal"), outbox = count(r.path, "SELECT count(*) FROM outbox");
+    int64_t journal = test_sql_count(r.path, "SELECT count(*) FROM journal");
+    int64_t outbox = test_sql_count(r.path, "SELECT count(*) FROM outbox");
     r.n.now = (closed + 10 * 365 * 86400LL) * 1000;
     cr_assert_geq(core_tick(r.c), 0);
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM journal"), journal);
-    cr_assert_eq(count(r.path, "SELECT count(*) FROM outbox"), outbox);
+    all_synced(r.s);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM journal"), journal);
+    cr_assert_eq(test_sql_count(r.path, "SELECT count(*) FROM outbox"), outbox);
     rig_stop(&r);
 }

@@ -1462,6 +1462,158 @@ Test(store_file, a_failed_sync_is_reported_once_and_mended_by_a_durable_commit)
     store_close(s);
 }
 
+/* ---- The store's writer: the core's transactions written behind it ---- */
+
+static int64_t lazy_add(store *s, const char *text)
+{
+    int64_t id = 0;
+    OK(store_begin_lazy(s));
+    OK(store_outbox_add(s, "console", "room", "", "", 0, text, &id));
+    OK(store_commit(s));
+    return id;
+}
+
+/* A transaction of store_begin_lazy() is recorded and written by the store's writer: its new ids
+ * are known at once, nothing of it is durable before the writer has written and the syncer
+ * synced it, and what the loop reads meanwhile is what it wrote, without waiting: a keyed value
+ * and a hand seed from what the writer holds, the outbox without the messages whose delivery it
+ * holds. A read inside such a transaction sees the transaction's own writes (it goes on at once
+ * after the writer); a rollback gives its ids back; a closed store has written everything. */
+Test(store_file, the_core_s_transactions_are_written_behind_it_in_order)
+{
+    vfs_writer_install();
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "behind.db");
+    store *s = open_ok(path);
+    uint8_t seed[STORE_SEED_BYTES], got[STORE_SEED_BYTES];
+    memset(seed, 7, sizeof seed);
+
+    vfs_syncer_hold(1);
+    int64_t table = 0, msg = 0;
+    OK(store_begin_lazy(s));
+    OK(store_table_create(s, "console", "room", "304", "alice", 100, &table));
+    OK(store_outbox_add(s, "console", "room", "", "", 0, "hello", &msg));
+    OK(store_journal_add(s, table, 1, "join alice"));
+    OK(store_hand_add(s, table, 1, seed));
+    OK(store_kv_put(s, "test", "k", "v1"));
+    OK(store_commit(s));
+    cr_assert_eq(table, 1);
+    cr_assert_eq(msg, 1);
+    vfs_syncer_wait_held(); /* the writer is writing it, and waits */
+    char *v = NULL;
+    OK(store_kv_get(s, "test", "k", &v));
+    cr_assert_str_eq(v, "v1");
+    free(v);
+    OK(store_hand_seed(s, table, 1, got));
+    cr_assert_eq(memcmp(got, seed, sizeof seed), 0);
+    int n = 0;
+    OK(store_outbox_pending(s, "console", 0, count_msg, &n));
+    cr_assert_eq(n, 0, "a message of a commit the writer has not written");
+    int64_t through = -1;
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 0, "durable before it was written");
+    cr_assert_eq(store_writer_waits(s, NULL), 0, "the loop waited for the writer");
+    vfs_syncer_hold(0);
+    cr_assert_eq(durable_through(s, 1), 1);
+    OK(store_outbox_pending(s, "console", 0, count_msg, &n));
+    cr_assert_eq(n, 1);
+
+    vfs_syncer_hold(1);
+    OK(store_begin_lazy(s));
+    OK(store_outbox_done(s, msg));
+    OK(store_kv_del(s, "test", "k"));
+    OK(store_commit(s));
+    vfs_syncer_wait_held();
+    n = 0;
+    OK(store_outbox_pending(s, "console", 0, count_msg, &n));
+    cr_assert_eq(n, 0, "a message offered again while the writer holds its delivery");
+    cr_assert_eq(store_kv_get(s, "test", "k", &v), 1, "a deleted value read back");
+    cr_assert_eq(store_writer_waits(s, NULL), 0, "the loop waited for the writer");
+    vfs_syncer_hold(0);
+
+    store_standing row = {.matches = 1, .hands = 2};
+    snprintf(row.user, sizeof row.user, "alice");
+    OK(store_begin_lazy(s));
+    OK(store_standing_add(s, "console", "room", &row));
+    store_standing back;
+    OK(store_standing_get(s, "console", "room", "alice", &back));
+    cr_assert_eq(back.hands, 2, "a read inside a transaction missed its own write");
+    OK(store_commit(s));
+    int64_t rolled = 0;
+    OK(store_begin_lazy(s));
+    OK(store_outbox_add(s, "console", "room", "", "", 0, "rolled back", &rolled));
+    cr_assert_eq(rolled, 2);
+    OK(store_rollback(s));
+    cr_assert_eq(lazy_add(s, "kept"), 2, "the id of a rolled back message was not taken again");
+    store_close(s); /* the writer writes what it holds first */
+
+    s = open_ok(path);
+    n = 0;
+    OK(store_outbox_pending(s, "console", 0, count_msg, &n));
+    cr_assert_eq(n, 1, "only the last message waits");
+    OK(store_standing_get(s, "console", "room", "alice", &back));
+    cr_assert_eq(back.hands, 2);
+    cr_assert_eq(store_kv_get(s, "test", "k", &v), 1);
+    cr_assert_eq(lazy_add(s, "after a restart"), 3);
+    store_close(s);
+}
+
+/* A write of the writer's that fails stops it: the failure is reported once, as the fault it
+ * is, nothing after it counts as durable, a read (which would wait for it) fails the same way,
+ * and the probe that ends the core's pause writes it and what waited behind it, then its own. */
+Test(store_file, a_failed_write_of_the_writer_waits_for_a_probe_and_nothing_is_lost)
+{
+    vfs_writer_install();
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "writer-fails.db");
+    store *s = open_ok(path);
+    vfs_syncer_fail_next(SQLITE_FULL);
+    cr_assert_eq(lazy_add(s, "one"), 1);
+    cr_assert_eq(lazy_add(s, "two"), 2);
+    cr_assert(woken(s, VFS_HUNG_S * 1000), "no word of the failure");
+    int64_t through = -1;
+    cr_assert_eq(store_durable(s, &through), -1);
+    cr_assert_eq(store_fault_of(s), STORE_FAULT_FULL, "%s", store_error(s));
+    cr_assert_eq(through, 0);
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 0, "counted as durable after it failed");
+    int n = 0;
+    cr_assert_eq(store_outbox_all(s, count_msg, &n), -1, "a read did not wait for the writer's queue");
+    cr_assert_eq(store_fault_of(s), STORE_FAULT_FULL, "%s", store_error(s));
+    OK(store_probe(s, 1));
+    OK(store_durable(s, &through));
+    cr_assert_eq(through, 3, "the probe's commit makes everything before it durable");
+    n = 0;
+    OK(store_outbox_all(s, count_msg, &n));
+    cr_assert_eq(n, 2, "a message the writer held was lost");
+    cr_assert_eq(lazy_add(s, "three"), 3);
+    store_close(s);
+}
+
+/* A transaction the database refuses by itself (a broken rule: no retry would do) is reported
+ * as such, and the probe drops it with what was recorded after it: the store goes on. */
+Test(store_file, a_transaction_the_database_refuses_is_dropped_with_those_after_it)
+{
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "refused.db");
+    store *s = open_ok(path);
+    lazy_add(s, "kept");
+    OK(store_begin_lazy(s));
+    OK(store_table_close(s, 42, "aborted", 100)); /* no such table: only the writer finds out */
+    OK(store_commit(s));
+    lazy_add(s, "after it");
+    int64_t through;
+    while (store_durable(s, &through) == 0)
+        cr_assert(woken(s, VFS_HUNG_S * 1000), "no word of the refusal");
+    cr_assert_eq(store_fault_of(s), STORE_FAULT_NONE, "%s", store_error(s));
+    cr_assert(strstr(store_error(s), "table 42 does not exist"), "%s", store_error(s));
+    OK(store_probe(s, 1));
+    int n = 0;
+    OK(store_outbox_all(s, count_msg, &n));
+    cr_assert_eq(n, 1, "%d messages: the refused transaction and the one after it are dropped", n);
+    store_close(s);
+}
+
 /* In memory there is nothing to sync: a lazy commit is as durable as it will ever be. */
 Test(store, a_lazy_commit_in_memory_is_durable_at_once)
 {

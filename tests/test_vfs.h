@@ -126,12 +126,9 @@ static struct {
     int fail;             /* the next one fails with this code (0: none) */
 } vfs_syncer = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static inline int vfs_syncer_hook(vfs_op op, const char *name, int io_code)
+/* A call the test controls: it waits while held, counts, and fails if told to. */
+static inline int vfs_held_call(void)
 {
-    (void)io_code;
-    size_t n = strlen(name);
-    if (op != VFS_SYNC || pthread_equal(pthread_self(), vfs_syncer.test) || n < 4 || strcmp(name + n - 4, "-wal") != 0)
-        return SQLITE_OK;
     pthread_mutex_lock(&vfs_syncer.mu);
     vfs_syncer.held = 1;
     pthread_cond_broadcast(&vfs_syncer.cv);
@@ -144,6 +141,26 @@ static inline int vfs_syncer_hook(vfs_op op, const char *name, int io_code)
     return rc;
 }
 
+static inline int vfs_syncer_hook(vfs_op op, const char *name, int io_code)
+{
+    (void)io_code;
+    size_t n = strlen(name);
+    if (op != VFS_SYNC || pthread_equal(pthread_self(), vfs_syncer.test) || n < 4 || strcmp(name + n - 4, "-wal") != 0)
+        return SQLITE_OK;
+    return vfs_held_call();
+}
+
+/* The same for every write the store's threads make (its writer's, which write the core's
+ * transactions behind it): vfs_writer_install() instead of vfs_syncer_install(), then the
+ * functions below hold, count and fail those writes. */
+static inline int vfs_writer_hook(vfs_op op, const char *name, int io_code)
+{
+    (void)io_code;
+    (void)name;
+    if (op != VFS_WRITE || pthread_equal(pthread_self(), vfs_syncer.test)) return SQLITE_OK;
+    return vfs_held_call();
+}
+
 /* The shim with the hook above, for the calling thread's test; nothing held or failed yet. */
 static inline void vfs_syncer_install(void)
 {
@@ -153,6 +170,12 @@ static inline void vfs_syncer_install(void)
     vfs_syncer.hold = vfs_syncer.held = vfs_syncer.syncs = vfs_syncer.fail = 0;
     pthread_mutex_unlock(&vfs_syncer.mu);
     vfs_hook = vfs_syncer_hook;
+}
+
+static inline void vfs_writer_install(void)
+{
+    vfs_syncer_install();
+    vfs_hook = vfs_writer_hook;
 }
 
 /* Holds the store's syncs from now on (on), or lets them go. */

@@ -35,10 +35,14 @@
  * Usage: bench_core [tables] [moves] [seconds per run] [threads]   (default 1000 200000 20, and
  * both settings, 2 threads then 0; a last argument runs only that number of threads)
  * With BENCH_STORE=memory in the environment the store is a database in memory: the same work
- * without the disk, to tell the disk's share of the loop's stalls from the rest. */
+ * without the disk, to tell the disk's share of the loop's stalls from the rest. With
+ * BENCH_LOOP_PRIORITY=realtime the loop runs as with [bot] loop_priority = realtime (where the
+ * system allows it: the header says which). */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sodium.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -207,6 +211,8 @@ static void run(const char *dir, const plan *p, int threads, int restore)
     cfg_defaults(&config);
     config.threads = threads;
     config.rate_commands = config.tables_per_user = 0; /* one host opens every table, as fast as it can */
+    const char *prio = getenv("BENCH_LOOP_PRIORITY");
+    if (prio && strcmp(prio, "realtime") == 0) strcpy(config.loop_priority, "realtime");
     store *db;
     const char *kind = getenv("BENCH_STORE");
     int in_memory = kind && strcmp(kind, "memory") == 0;
@@ -218,8 +224,12 @@ static void run(const char *dir, const plan *p, int threads, int restore)
     adapter a = {.net = "bench", .ctx = &k, .send = sink_send, .private_how = "privately"};
     if (core_add_adapter(c, &a) != 0) die("core_add_adapter", "refused");
 
-    printf("\n== %d worker thread%s, %d tables, store %s ==\n", threads, threads == 1 ? "" : "s", p->tables,
-           in_memory ? "in memory (BENCH_STORE=memory)" : path);
+    int policy;
+    struct sched_param sp;
+    pthread_getschedparam(pthread_self(), &policy, &sp);
+    printf("\n== %d worker thread%s, %d tables, store %s, loop at %s priority ==\n", threads, threads == 1 ? "" : "s",
+           p->tables, in_memory ? "in memory (BENCH_STORE=memory)" : path,
+           policy == SCHED_FIFO ? "real-time (BENCH_LOOP_PRIORITY=realtime)" : "normal");
     long rss0 = rss_bytes();
     int64_t sql0 = sqlite3_memory_used(), sql1 = 0;
 
@@ -328,6 +338,10 @@ static void run(const char *dir, const plan *p, int threads, int restore)
     printf("  messages queued/s                %10.0f\n", (s.messages - st0.messages) / secs);
     printf("  syncs of the store's syncer      %10ld   (%" PRId64 " commits in all, %.1f per sync)\n", store_syncs(db),
            store_commits(db), store_syncs(db) ? (double)store_commits(db) / (double)store_syncs(db) : 0.0);
+    int most_queued;
+    long waits = store_writer_waits(db, &most_queued);
+    printf("  loop waits for the store's writer %9ld   (reads and writes done at once, which wait for it); at most %d "
+           "transactions waited for the writer\n", waits, most_queued);
     long grow = rss1 - rss0;
     double per = (double)grow / p->tables;
     printf("  memory per table                 %10.0f B  (VmRSS %+ld KiB after %" PRId64 " moves, %d tables open)"

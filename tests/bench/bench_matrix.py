@@ -445,7 +445,7 @@ class Bench:
     def write_config(self):
         self.config = os.path.join(self.tmp, "cardroom.ini")
         with open(self.config, "w") as f:
-            f.write("[bot]\nthreads = 2\nlog_level = info\nrate_commands = 0\n"
+            f.write(f"[bot]\nthreads = 2\nlog_level = info\nrate_commands = 0\nloop_priority = {self.args.loop_priority}\n"
                     "[timers]\nremind_after = 0\nidle_takeover = 0\ntable_idle_close = 0\n"
                     f"[matrix]\nhomeserver = http://127.0.0.1:{self.bot_port}\nuser = {BOT_ID}\n"
                     "invites = *\nsync_timeout = 30\n")
@@ -929,6 +929,8 @@ def main(argv=None):
                         help="also time the bot from outside, through a TCP proxy between "
                         "it and the fake (costs CPU)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--loop-priority", choices=("normal", "realtime"), default="normal",
+                        help="the bot's [bot] loop_priority (realtime where the system allows it)")
     args = parser.parse_args(argv)
     if args.rooms < 1 or args.seconds <= 0 or args.threads < 1 or args.rate < 0:
         parser.error("--rooms, --seconds and --threads must be positive, --rate not negative")
