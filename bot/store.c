@@ -10,8 +10,8 @@
  *   ("Durability" below): the core shows nothing of a commit before that, so a crash (of the
  *   process, of the OS, of the power) can only undo commits nobody has seen anything of.
  *   Foreign keys are on so that journal entries and hand seeds cannot name a table that does
- *   not exist. A busy timeout lets a second process (a backup,
- *   the sqlite3 shell) hold the file briefly without failing our writes.
+ *   not exist. A busy timeout lets a second process (a backup, the sqlite3 shell) hold the file
+ *   briefly without failing our writes.
  * - The bot writes one transaction per batch of incoming events (store_begin_lazy() ...
  *   commit), so the cost of a write is a B-tree insert, not an fsync. To keep that cheap every
  *   statement is prepared once, at open, and reused (reset + clear_bindings after each use);
@@ -541,10 +541,10 @@ static int store_each(store *s, sqlite3_stmt *st, int (*row)(sqlite3_stmt *st, v
  * every write made before it: a FULL transaction (store_begin), a write or read outside any
  * transaction, a read inside a recorded transaction (the transaction then goes on at once on
  * the loop's connection, its recorded writes first: store_direct), and a write whose caller
- * needs to know what it changed. The core's hot path does none of these. The one read it does
- * there, of the outbox, does not wait: it leaves out the messages whose delivery the writer
- * still holds (a message queued by a commit still unwritten is not durable and so not offered
- * anyway). New rows that the caller learns the id of (tables, outbox, inbox) take their ids
+ * needs to know what it changed. The core's hot path does none of these. The reads it does
+ * there do not wait: a keyed value and a hand seed are looked up among the writes the writer
+ * holds first, and the outbox leaves out the messages whose delivery the writer still holds (a
+ * message queued by a commit still unwritten is not durable and so not offered anyway). New rows that the caller learns the id of (tables, outbox, inbox) take their ids
  * from counters the store keeps, so a recorded insert's id is known at once.
  *
  * A recorded transaction that fails (a full disk, say) stops the writer: the ones after it
@@ -593,13 +593,20 @@ static int store_pi_init(pthread_mutex_t *mu, int recursive)
     return rc;
 }
 
+static int store_mx_failed;
+
+static void store_mx_statics(void)
+{
+    for (int i = 0; i < STORE_STATIC_MUTEXES; i++)
+        if (store_pi_init(&store_static_mutex[i].mu, 0) != 0) store_mx_failed = 1;
+}
+
+/* SQLite may call it more than once, from more than one thread: the statics are made once. */
 static int store_mx_init(void)
 {
-    static int done;
-    for (int i = 0; !done && i < STORE_STATIC_MUTEXES; i++)
-        if (store_pi_init(&store_static_mutex[i].mu, 0) != 0) return SQLITE_NOMEM;
-    done = 1;
-    return SQLITE_OK;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, store_mx_statics);
+    return store_mx_failed ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 static int store_mx_end(void) { return SQLITE_OK; }
@@ -956,7 +963,6 @@ static void *store_writer_run(void *arg)
     return NULL;
 }
 
-/* Hands a recorded transaction to the writer. */
 static void store_free_list(store_txn *t)
 {
     while (t) {
@@ -966,6 +972,7 @@ static void store_free_list(store_txn *t)
     }
 }
 
+/* Hands a recorded transaction to the writer, and frees what it has written. */
 static void store_enqueue(store *s, store_txn *t)
 {
     store_writer *w = &s->w;
@@ -1248,9 +1255,9 @@ long store_checkpoint_wait(store *s, long passes)
  * in the WAL (in the OS's cache) once the commit is written, which a crash of the process cannot
  * undo, but only a sync of the WAL puts them on the disk, out of reach of an OS crash or a power
  * loss. (SQLite refuses to change synchronous inside a transaction, so on the loop's connection
- * it is set before BEGIN and set back to FULL after COMMIT or ROLLBACK.) The commit asks the syncer, which fsyncs the
- * WAL through its own connection's WAL file (SQLite's VFS, so a VFS in between sees that sync
- * as it sees any other) and then publishes "durable through commit K", K being the last commit
+ * it is set before BEGIN and set back to FULL after COMMIT or ROLLBACK.) The commit asks the
+ * syncer, which fsyncs the WAL through its own connection's WAL file (SQLite's VFS, so a VFS in
+ * between sees that sync as it sees any other) and then publishes "durable through commit K", K being the last commit
  * made before the sync began, and writes the wake-up descriptor. Commits made while one sync
  * runs are made durable by the next (group commit). Every other commit is FULL and syncs the
  * WAL itself, so it makes every commit before it durable too. A sync that fails is kept until
