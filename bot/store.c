@@ -321,6 +321,7 @@ typedef struct {
     int nvals;
     int must_change;  /* a write that changes no row is an error (none) */
     const char *fail; /* the error's context, a format taking a and b (long long) */
+    int fail_val;     /* or, if >= 0, the value whose text follows it in brackets ("kv put (olm)") */
     const char *none; /* the error when must_change and no row changed, the same way */
     long long a, b;
     store_val v[STORE_OP_VALUES];
@@ -659,6 +660,7 @@ static store_op store_op_of(enum store_stmt_id st, const char *fail, long long a
     op.st = st;
     op.nvals = op.must_change = 0;
     op.fail = fail;
+    op.fail_val = -1;
     op.none = NULL;
     op.a = a;
     op.b = b;
@@ -701,7 +703,9 @@ static int store_op_run(sqlite3 *db, sqlite3_stmt *const *stmt, const store_op *
     }
     if (rc == SQLITE_OK && sqlite3_step(st) != SQLITE_DONE) rc = SQLITE_ERROR;
     if (rc != SQLITE_OK) { /* SQLite's message is taken before the reset can replace it */
-        int used = snprintf(err, errlen, op->fail, op->a, op->b);
+        const store_val *named = op->fail_val >= 0 ? &op->v[op->fail_val] : NULL;
+        int used = named && named->kind == SQLITE_TEXT ? snprintf(err, errlen, "%s (%s)", op->fail, named->p)
+                                                       : snprintf(err, errlen, op->fail, op->a, op->b);
         size_t at = used < 0 ? 0 : (size_t)used < errlen ? (size_t)used : errlen - 1;
         snprintf(err + at, errlen - at, ": %s", sqlite3_errmsg(db));
         *code = sqlite3_extended_errcode(db);
@@ -1721,6 +1725,7 @@ int store_kv_get(store *s, const char *ns, const char *key, char **value)
 int store_kv_put(store *s, const char *ns, const char *key, const char *value)
 {
     store_op op = store_op_of(ST_KV_PUT, "kv put", 0, 0);
+    op.fail_val = 0; /* the namespace */
     store_text(&op, ns);
     store_text(&op, key);
     store_text(&op, value);
@@ -1730,6 +1735,7 @@ int store_kv_put(store *s, const char *ns, const char *key, const char *value)
 int store_kv_del(store *s, const char *ns, const char *key)
 {
     store_op op = store_op_of(ST_KV_DEL, "kv del", 0, 0);
+    op.fail_val = 0;
     store_text(&op, ns);
     store_text(&op, key);
     return store_write(s, &op, "kv del");

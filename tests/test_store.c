@@ -898,6 +898,9 @@ Test(store, kv_put_get_del_each)
     cr_expect_eq(store_kv_get(s, "olm", "account", &v), 0);
     cr_expect_str_eq(v, "pickle-2");
     free(v);
+    /* a refused write names its namespace, never its value */
+    cr_expect_eq(store_kv_put(s, "olm.session", "c", NULL), -1);
+    cr_expect(strstr(store_error(s), "kv put (olm.session): NOT NULL"), "%s", store_error(s));
     store_close(s);
 }
 
