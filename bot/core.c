@@ -151,6 +151,7 @@ struct core {
     int64_t delivered_since;  /* when the oldest of them was reported (ms) */
     int64_t *inflight;        /* outbox ids an adapter took with ADAPTER_QUEUED */
     int ninflight, cinflight;
+    int64_t durable_through;   /* the last commit release() learnt is durable */
     said *said;               /* the open transaction's messages, one per destination */
     int nsaid, csaid;
     int64_t next_deadline;
@@ -437,6 +438,7 @@ core *core_new(const core_options *o, char *err, size_t errlen)
     c->env.prefix = o->config->prefix;
     c->next_deadline = INT64_MAX;
     c->txn_first_id = c->shown_below = INT64_MAX;
+    c->durable_through = store_commits(o->db); /* every one, since the sync above */
     loop_priority(c);
     return c;
 }
@@ -1967,6 +1969,7 @@ static int release(core *c)
 {
     int64_t through;
     int rc = store_durable(c->o.db, &through), k = 0, left = 0;
+    c->durable_through = through;
     for (; k < c->nundurable && c->undurable[k].commit <= through; k++)
         for (int i = 0; i < c->undurable[k].leaves; i++, left++) {
             const leaving_room *l = &c->unleft[left];
@@ -2411,6 +2414,8 @@ static int undurable_count(const core *c)
 }
 
 int core_busy(core *c) { return work_pending(c->w) + c->nheld + c->nanswered + undurable_count(c); }
+
+int core_all_durable(core *c) { return c->durable_through >= store_commits(c->o.db); }
 
 int core_wake_fd(core *c) { return c->wake_fd; }
 

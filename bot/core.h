@@ -101,6 +101,11 @@ int core_delivered(core *c, int64_t id);
  * wait for the judge, this is never 0), and messages queued and rooms to leave that wait for
  * the disk. */
 int core_busy(core *c);
+/* Whether every commit is known to be durable (as of the last core_tick() or core_flush()).
+ * The store writes commits behind the loop and may still fail on one that queued nothing: a
+ * program that stops once its work is done waits for this too, so that a failure is met, and
+ * mended, while it still runs. */
+int core_all_durable(core *c);
 
 /* A descriptor that turns readable when computer players or the judge have answered, or the
  * store has made commits durable (what they queued can go out: call core_tick() and

@@ -1945,6 +1945,8 @@ int store_outbox_add(store *s, const char *net, const char *room, const char *us
     return 0;
 }
 
+#define STORE_MSG_ENOUGH (-1000) /* store_msg_row: the limit is reached (no callback returns it) */
+
 static int store_id_order(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -1956,14 +1958,16 @@ typedef struct {
     void *ctx;
     const int64_t *skip; /* messages left out (store_outbox_pending), in order */
     int nskip;
+    int left;            /* messages still to hand to fn (-1: no limit); 0 stops the reading */
 } store_msg_call;
 
 static int store_msg_row(sqlite3_stmt *st, void *call)
 {
-    const store_msg_call *c = call;
+    store_msg_call *c = call;
     store_msg m;
     m.id = sqlite3_column_int64(st, 0);
     if (c->nskip && bsearch(&m.id, c->skip, (size_t)c->nskip, sizeof *c->skip, store_id_order)) return 0;
+    if (c->left == 0) return STORE_MSG_ENOUGH;
     store_copy_text(m.net, sizeof m.net, st, 1);
     store_copy_text(m.room, sizeof m.room, st, 2);
     store_copy_text(m.user, sizeof m.user, st, 3);
@@ -1973,6 +1977,7 @@ static int store_msg_row(sqlite3_stmt *st, void *call)
     m.text = text ? (char *)text : (char *)"";
     m.notice = sqlite3_column_int(st, 6);
     m.wire = wire ? (char *)wire : NULL;
+    if (c->left > 0) c->left--;
     return c->fn(c->ctx, &m);
 }
 
@@ -2011,15 +2016,17 @@ int store_outbox_pending(store *s, const char *net, int limit,
         if (nskip && !skip) return store_say(s, "outbox pending: out of memory");
         if (nskip) qsort(skip, (size_t)nskip, sizeof *skip, store_id_order);
     }
-    /* LIMIT -1 is SQLite's "no limit". */
-    if (store_bind_text(st, 1, net) || sqlite3_bind_int(st, 2, limit > 0 ? limit : -1)) {
+    /* LIMIT -1 is SQLite's "no limit". The messages left out count in SQLite's limit, so it reads
+     * as many more, and the callback counts the limit itself: a backlog of deliveries the writer
+     * holds must not hide the messages behind it. */
+    if (store_bind_text(st, 1, net) || sqlite3_bind_int(st, 2, limit > 0 ? limit + nskip : -1)) {
         free(skip);
         return store_fail(s, st, "outbox pending");
     }
-    store_msg_call call = {fn, ctx, skip, nskip};
+    store_msg_call call = {fn, ctx, skip, nskip, limit > 0 ? limit : -1};
     int rc = store_each(s, st, store_msg_row, &call, "outbox pending");
     free(skip);
-    return rc;
+    return rc == STORE_MSG_ENOUGH ? 0 : rc;
 }
 
 int store_outbox_done(store *s, int64_t id)
@@ -2061,7 +2068,7 @@ int store_outbox_all(store *s, int (*fn)(void *ctx, const store_msg *m), void *c
 {
     sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_ALL, "outbox all");
     if (!st || store_reading(s) != 0) return -1;
-    store_msg_call call = {fn, ctx, NULL, 0};
+    store_msg_call call = {fn, ctx, NULL, 0, -1};
     return store_each(s, st, store_msg_row, &call, "outbox all");
 }
 

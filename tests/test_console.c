@@ -1519,7 +1519,8 @@ Test(console, computers_alone_finish_their_matches)
     run_result res = run_script(&c, sb_str(&script), 5, db);
     cr_assert_eq(res.rc, 0, "%s", res.err);
     assert_clean(&res.all, NULL);
-    cr_assert_eq(lines_count(&res.all, "Match over: "), 3);
+    int over = lines_count(&res.all, "Match over: ");
+    cr_assert_eq(over, 3, "%d matches over; the run printed:\n%s", over, res.out);
     cr_assert_eq(lines_count(&res.all, "Table 3 is open"), 1);
     expected x = {0};
     int16_t tok[2];

@@ -1467,6 +1467,18 @@ Test(store_file, a_failed_sync_is_reported_once_and_mended_by_a_durable_commit)
 
 /* ---- The store's writer: the core's transactions written behind it ---- */
 
+typedef struct {
+    int64_t *ids;
+    int n;
+} got_ids;
+
+static int collect_ids(void *ctx, const store_msg *m)
+{
+    got_ids *g = ctx;
+    g->ids[g->n++] = m->id;
+    return 0;
+}
+
 static int64_t lazy_add(store *s, const char *text)
 {
     int64_t id = 0;
@@ -1558,6 +1570,31 @@ Test(store_file, the_core_s_transactions_are_written_behind_it_in_order)
     cr_assert_eq(back.hands, 2);
     cr_assert_eq(store_kv_get(s, "test", "k", &v), 1);
     cr_assert_eq(lazy_add(s, "after a restart"), 3);
+    store_close(s);
+}
+
+/* Deliveries the writer holds do not hide the messages behind them from a read with a limit:
+ * with three of five messages marked sent and unwritten, the first two still waiting come. */
+Test(store_file, deliveries_the_writer_holds_leave_the_limit_to_the_messages_behind)
+{
+    vfs_writer_install();
+    char path[PATH_MAX];
+    tmp_path(path, sizeof path, "limit.db");
+    store *s = open_ok(path);
+    for (int i = 1; i <= 5; i++) cr_assert_eq(lazy_add(s, "waits"), i);
+    cr_assert_eq(durable_through(s, 5), 5);
+    vfs_syncer_hold(1);
+    OK(store_begin_lazy(s));
+    for (int64_t id = 1; id <= 3; id++) OK(store_outbox_done(s, id));
+    OK(store_commit(s));
+    vfs_syncer_wait_held();
+    int64_t got[8];
+    got_ids g = {got, 0};
+    OK(store_outbox_pending(s, "console", 2, collect_ids, &g));
+    cr_assert_eq(g.n, 2, "%d messages: the held deliveries took the limit", g.n);
+    cr_assert_eq(got[0], 4);
+    cr_assert_eq(got[1], 5);
+    vfs_syncer_hold(0);
     store_close(s);
 }
 

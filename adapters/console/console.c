@@ -83,6 +83,18 @@ static void settle(console *k, int wait_idle)
     }
 }
 
+/* Settles, then until every commit is durable: before the console stops, the store has
+ * written everything, or met its failure and mended it. */
+static void finish(console *k)
+{
+    for (;;) {
+        settle(k, 1);
+        if (core_all_durable(k->core)) return;
+        struct pollfd p = {.fd = core_wake_fd(k->core), .events = POLLIN};
+        poll(&p, p.fd >= 0, until_deadline(k, 50));
+    }
+}
+
 /* Hands one batch to the core; while the store fails it is kept and offered again. */
 static void offer(console *k, const adapter_event *e, int n, const char *pos)
 {
@@ -137,7 +149,7 @@ static int run_script(console *k)
         }
         handle(k, &e, rc == 0);
     }
-    settle(k, 1);
+    finish(k);
     return 0;
 }
 
@@ -201,7 +213,7 @@ static int run_interactive(console *k)
         }
         settle(k, 0);
     }
-    settle(k, 1);
+    finish(k);
     return 0;
 }
 
