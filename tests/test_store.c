@@ -1467,6 +1467,13 @@ Test(store_file, a_failed_sync_is_reported_once_and_mended_by_a_durable_commit)
 
 /* ---- The store's writer: the core's transactions written behind it ---- */
 
+/* A new store on a file of the test's directory; path gets the file's path. */
+static store *open_new(char path[PATH_MAX], const char *name)
+{
+    tmp_path(path, PATH_MAX, name);
+    return open_ok(path);
+}
+
 typedef struct {
     int64_t *ids;
     int n;
@@ -1498,8 +1505,7 @@ Test(store_file, the_core_s_transactions_are_written_behind_it_in_order)
 {
     vfs_writer_install();
     char path[PATH_MAX];
-    tmp_path(path, sizeof path, "behind.db");
-    store *s = open_ok(path);
+    store *s = open_new(path, "behind.db");
     uint8_t seed[STORE_SEED_BYTES], got[STORE_SEED_BYTES];
     memset(seed, 7, sizeof seed);
 
@@ -1579,8 +1585,7 @@ Test(store_file, deliveries_the_writer_holds_leave_the_limit_to_the_messages_beh
 {
     vfs_writer_install();
     char path[PATH_MAX];
-    tmp_path(path, sizeof path, "limit.db");
-    store *s = open_ok(path);
+    store *s = open_new(path, "limit.db");
     for (int i = 1; i <= 5; i++) cr_assert_eq(lazy_add(s, "waits"), i);
     cr_assert_eq(durable_through(s, 5), 5);
     vfs_syncer_hold(1);
@@ -1605,8 +1610,7 @@ Test(store_file, a_failed_write_of_the_writer_waits_for_a_probe_and_nothing_is_l
 {
     vfs_writer_install();
     char path[PATH_MAX];
-    tmp_path(path, sizeof path, "writer-fails.db");
-    store *s = open_ok(path);
+    store *s = open_new(path, "writer-fails.db");
     vfs_syncer_fail_next(SQLITE_FULL);
     cr_assert_eq(lazy_add(s, "one"), 1);
     cr_assert_eq(lazy_add(s, "two"), 2);
@@ -1635,8 +1639,7 @@ Test(store_file, a_failed_write_of_the_writer_waits_for_a_probe_and_nothing_is_l
 Test(store_file, a_transaction_the_database_refuses_is_dropped_with_those_after_it)
 {
     char path[PATH_MAX];
-    tmp_path(path, sizeof path, "refused.db");
-    store *s = open_ok(path);
+    store *s = open_new(path, "refused.db");
     lazy_add(s, "kept");
     OK(store_begin_lazy(s));
     OK(store_table_close(s, 42, "aborted", 100)); /* no such table: only the writer finds out */
