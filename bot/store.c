@@ -1052,6 +1052,8 @@ static void store_writer_end(store *s)
     s->behind = 0;
 }
 
+int store_writer_wait(store *s) { return store_drain(s); }
+
 long store_writer_waits(store *s, int *most_queued)
 {
     if (most_queued) *most_queued = 0;

@@ -89,6 +89,9 @@ long store_syncs(store *s);
  * *most_queued (if not NULL) the most transactions that waited for the writer at once. For tests
  * and benchmarks. */
 long store_writer_waits(store *s, int *most_queued);
+/* Waits until the writer has written every transaction committed so far: 0, or -1 if it stopped
+ * at one that failed (tests and benchmarks; the bot's loop never waits so). */
+int store_writer_wait(store *s);
 
 /* ---- Keyed values: an adapter's own durable state (namespaces like "olm.session") ----
  * Values are text; the caller encodes. Iteration is in key order; fn must not call the store
