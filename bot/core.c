@@ -17,7 +17,6 @@
  * people the admins ignore and those over their rate limit start nothing (section "people"). */
 #include "core.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -383,8 +382,8 @@ static int watch(int ep, int fd)
 
 /* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at the
  * lowest real-time priority (SCHED_FIFO), so that no thread of normal priority delays it: not the
- * workers (which may fill every CPU), not the store's threads, not other programs. The threads
- * the bot starts later set themselves back to normal priority. The system may refuse it (a
+ * workers (which may fill every CPU), not the store's threads, not other programs. Every other
+ * thread of the bot starts at normal priority (threads.h). The system may refuse it (a
  * service needs LimitRTPRIO=1): the loop then runs at normal priority, and the log says why. */
 static void loop_priority(core *c)
 {

@@ -333,8 +333,8 @@ struct store_txn {
     store_txn *next;
     int64_t commit;
     int dead; /* a call in it failed (store_direct): it only waits for store_rollback() */
-    int nkv, nseeds, ndone; /* its keyed-value writes, hand seeds and deliveries: the reads that look
-                               into the writer's queue skip the transactions with none */
+    int nkv, nseeds, ndone, nmerges; /* its keyed-value writes, hand seeds, deliveries and merges: the
+                                        reads that look into the writer's queue skip the rest */
     int nops, cap;
     store_op *ops;
 };
@@ -556,19 +556,6 @@ static int store_each(store *s, sqlite3_stmt *st, int (*row)(sqlite3_stmt *st, v
 static int store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages);
 static void store_wake(store *s);
 
-/* The store's threads work at normal priority, even when a loop of real-time priority (core.c,
- * loop_priority) starts them (thread_start_normal); their locks lend a waiting loop's priority
- * to the holder. */
-static int store_mutex_init(pthread_mutex_t *mu)
-{
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
-    int rc = pthread_mutex_init(mu, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc;
-}
-
 /* SQLite's own mutexes (its allocator's, the WAL index's shared by every connection of the
  * process, ...) are taken by the loop and the store's threads alike: here they inherit priority
  * too, so a loop of real-time priority never waits for a thread that holds one and is not
@@ -583,23 +570,12 @@ struct sqlite3_mutex {
 _Static_assert(SQLITE_MUTEX_STATIC_VFS3 < STORE_STATIC_MUTEXES, "room for SQLite's static mutexes");
 static sqlite3_mutex store_static_mutex[STORE_STATIC_MUTEXES];
 
-static int store_pi_init(pthread_mutex_t *mu, int recursive)
-{
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
-    if (recursive) pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-    int rc = pthread_mutex_init(mu, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc;
-}
-
 static int store_mx_failed;
 
 static void store_mx_statics(void)
 {
     for (int i = 0; i < STORE_STATIC_MUTEXES; i++)
-        if (store_pi_init(&store_static_mutex[i].mu, 0) != 0) store_mx_failed = 1;
+        if (thread_mutex_init(&store_static_mutex[i].mu, 0) != 0) store_mx_failed = 1;
 }
 
 /* SQLite may call it more than once, from more than one thread: the statics are made once. */
@@ -617,7 +593,7 @@ static sqlite3_mutex *store_mx_alloc(int type)
     if (type != SQLITE_MUTEX_FAST && type != SQLITE_MUTEX_RECURSIVE)
         return type >= 0 && type < STORE_STATIC_MUTEXES ? &store_static_mutex[type] : NULL;
     sqlite3_mutex *m = malloc(sizeof *m);
-    if (m && store_pi_init(&m->mu, type == SQLITE_MUTEX_RECURSIVE) != 0) {
+    if (m && thread_mutex_init(&m->mu, type == SQLITE_MUTEX_RECURSIVE) != 0) {
         free(m);
         m = NULL;
     }
@@ -737,11 +713,18 @@ static int store_rec_run(sqlite3 *db, sqlite3_stmt *const *stmt, const store_op 
     return 0;
 }
 
+/* Drops the transaction's ops (the copies of their values): it records nothing any more. */
+static void store_txn_clear(store_txn *t)
+{
+    for (int i = 0; i < t->nops; i++)
+        for (int k = 0; k < t->ops[i].nvals; k++) free((void *)t->ops[i].v[k].p);
+    t->nops = 0;
+}
+
 static void store_txn_free(store_txn *t)
 {
     if (!t) return;
-    for (int i = 0; i < t->nops; i++)
-        for (int k = 0; k < t->ops[i].nvals; k++) free((void *)t->ops[i].v[k].p);
+    store_txn_clear(t);
     free(t->ops);
     free(t);
 }
@@ -777,7 +760,8 @@ static int store_record(store *s, const store_op *op)
     t->nops++;
     t->nkv += o->st == ST_KV_PUT || o->st == ST_KV_DEL;
     t->nseeds += o->st == ST_HAND_ADD;
-    t->ndone += o->st == ST_OUTBOX_DONE || o->st == ST_OUTBOX_MERGE_INTO;
+    t->ndone += o->st == ST_OUTBOX_DONE;
+    t->nmerges += o->st == ST_OUTBOX_MERGE_INTO;
     return 0;
 }
 
@@ -823,14 +807,30 @@ static int store_direct(store *s)
     }
     if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     store_lazy_end(s);
-    for (int i = 0; i < t->nops; i++)
-        for (int k = 0; k < t->ops[i].nvals; k++) free((void *)t->ops[i].v[k].p);
-    t->nops = 0;
+    store_txn_clear(t);
     t->dead = 1;
     s->rec = t;
     snprintf(s->dead_err, sizeof s->dead_err, "%s", s->err);
     s->dead_code = s->code;
     return -1;
+}
+
+/* What the store was given and has not written yet, for a read that does not wait for the
+ * writer: look(t, ctx) is asked of each recorded transaction, the writer's oldest first and the
+ * one being recorded last, and says what it found there (0: nothing); the last thing found is
+ * returned, as the last write wins. The writer's queue is read before the caller reads the file,
+ * and the writer takes a transaction off it only once it is in the file, so none slips between. */
+static int store_recorded_last(store *s, int (*look)(const store_txn *t, void *ctx), void *ctx)
+{
+    int found = 0, f;
+    if (s->behind) {
+        pthread_mutex_lock(&s->w.mu);
+        for (const store_txn *t = s->w.head; t; t = t->next)
+            if ((f = look(t, ctx)) != 0) found = f;
+        pthread_mutex_unlock(&s->w.mu);
+    }
+    if (s->rec && (f = look(s->rec, ctx)) != 0) found = f;
+    return found;
 }
 
 /* Before a read: a recorded transaction goes on at once (it must see its own writes); outside a
@@ -1020,7 +1020,7 @@ static int store_retry(store *s)
 static int store_writer_init(store *s)
 {
     store_writer *w = &s->w;
-    int rc = store_mutex_init(&w->mu);
+    int rc = thread_mutex_init(&w->mu, 0);
     if (rc != 0) return store_say(s, "cannot start the store's writer: %s", strerror(rc));
     pthread_cond_init(&w->more, NULL);
     pthread_cond_init(&w->done, NULL);
@@ -1185,7 +1185,7 @@ static void store_bg_init(store *s, store_bg *k, void (*pass)(store_bg *k, sqlit
     k->path = s->path;
     k->pass = pass;
     k->owner = s;
-    store_mutex_init(&k->mu);
+    thread_mutex_init(&k->mu, 0);
     pthread_cond_init(&k->cv, NULL);
     k->ready = 1;
 }
@@ -1671,23 +1671,29 @@ int store_position_each(store *s, const char *prefix, int (*fn)(void *ctx, const
 
 /* ---- Keyed values ---- */
 
-/* The last of t's recorded writes of the key: 1 a put (its value in *value, which it replaces;
- * NULL if out of memory), 2 a delete, 0 none. */
-static int store_kv_recorded(const store_txn *t, const char *ns, const char *key, char **value)
+typedef struct {
+    const char *ns, *key;
+    char **value;
+} store_kv_ask;
+
+/* store_recorded_last(): the last of t's writes of the key, 1 a put (its value in *value, which
+ * it replaces; NULL if out of memory), 2 a delete, 0 none. */
+static int store_kv_recorded(const store_txn *t, void *ctx)
 {
+    const store_kv_ask *a = ctx;
     const char *v = NULL;
     int found = 0;
-    for (int i = 0; t && t->nkv && i < t->nops; i++) {
+    for (int i = 0; t->nkv && i < t->nops; i++) {
         const store_op *op = &t->ops[i];
-        if ((op->st != ST_KV_PUT && op->st != ST_KV_DEL) || !op->v[0].p || !op->v[1].p || strcmp(op->v[0].p, ns) != 0 ||
-            strcmp(op->v[1].p, key) != 0)
+        if ((op->st != ST_KV_PUT && op->st != ST_KV_DEL) || !op->v[0].p || !op->v[1].p ||
+            strcmp(op->v[0].p, a->ns) != 0 || strcmp(op->v[1].p, a->key) != 0)
             continue;
         found = op->st == ST_KV_PUT ? 1 : 2;
         v = found == 1 && op->v[2].p ? op->v[2].p : "";
     }
     if (found) {
-        free(*value);
-        *value = found == 1 ? strdup(v) : NULL;
+        free(*a->value);
+        *a->value = found == 1 ? strdup(v) : NULL;
     }
     return found;
 }
@@ -1701,14 +1707,8 @@ int store_kv_get(store *s, const char *ns, const char *key, char **value)
     /* The core reads keyed values in the middle of its transactions (a player's settings): as
      * for hand seeds, a value the store was given and has not written yet is found among the
      * recorded writes (the last one wins), so the read does not wait for the writer. */
-    int found = 0, f;
-    if (s->behind && ns && key) {
-        pthread_mutex_lock(&s->w.mu);
-        for (const store_txn *t = s->w.head; t; t = t->next)
-            if ((f = store_kv_recorded(t, ns, key, value)) != 0) found = f;
-        pthread_mutex_unlock(&s->w.mu);
-        if ((f = store_kv_recorded(s->rec, ns, key, value)) != 0) found = f;
-    }
+    store_kv_ask ask = {ns, key, value};
+    int found = ns && key ? store_recorded_last(s, store_kv_recorded, &ask) : 0;
     if (found == 1) return *value ? 0 : store_say(s, "kv get: out of memory");
     if (found == 2) return 1;
     if (store_bind_text(st, 1, ns) || store_bind_text(st, 2, key)) return store_fail(s, st, "kv get");
@@ -1875,15 +1875,21 @@ int store_hand_add(store *s, int64_t table, int hand_no, const uint8_t seed[STOR
     return store_write(s, &op, "hand add");
 }
 
-/* Whether t (NULL: none) adds the seed of the hand; copies it. */
-static int store_seed_recorded(const store_txn *t, int64_t table, int hand_no, uint8_t seed[STORE_SEED_BYTES])
+typedef struct {
+    int64_t table;
+    int hand_no;
+    uint8_t *seed;
+} store_seed_ask;
+
+/* store_recorded_last(): 1 if t adds the seed of the hand (copied), else 0. */
+static int store_seed_recorded(const store_txn *t, void *ctx)
 {
-    if (!t || !t->nseeds) return 0;
-    for (int i = 0; i < t->nops; i++) {
+    const store_seed_ask *a = ctx;
+    for (int i = 0; t->nseeds && i < t->nops; i++) {
         const store_op *op = &t->ops[i];
-        if (op->st == ST_HAND_ADD && op->v[0].i == table && op->v[1].i == hand_no && op->v[2].kind == SQLITE_BLOB &&
-            op->v[2].n == STORE_SEED_BYTES) {
-            memcpy(seed, op->v[2].p, STORE_SEED_BYTES);
+        if (op->st == ST_HAND_ADD && op->v[0].i == a->table && op->v[1].i == a->hand_no &&
+            op->v[2].kind == SQLITE_BLOB && op->v[2].n == STORE_SEED_BYTES) {
+            memcpy(a->seed, op->v[2].p, STORE_SEED_BYTES);
             return 1;
         }
     }
@@ -1897,16 +1903,10 @@ int store_hand_seed(store *s, int64_t table, int hand_no, uint8_t seed[STORE_SEE
     /* A deal reads its seed back (a table that does a task again deals again), often in the
      * transaction that wrote it: a seed the store was given and has not written yet is found
      * among the recorded writes, which is all a read would wait for (hand seeds are only ever
-     * added), without waiting. The queue is searched before the file is read, and the writer
-     * takes a transaction off it only once it is in the file, so none slips between. */
+     * added), without waiting. */
     if (s->rec && s->rec->dead) return store_dead(s);
-    int found = store_seed_recorded(s->rec, table, hand_no, seed);
-    if (!found && s->behind) {
-        pthread_mutex_lock(&s->w.mu);
-        for (const store_txn *t = s->w.head; t && !found; t = t->next) found = store_seed_recorded(t, table, hand_no, seed);
-        pthread_mutex_unlock(&s->w.mu);
-    }
-    if (found) return 0;
+    store_seed_ask ask = {table, hand_no, seed};
+    if (store_recorded_last(s, store_seed_recorded, &ask)) return 0;
     if (sqlite3_bind_int64(st, 1, table) || sqlite3_bind_int(st, 2, hand_no))
         return store_fail(s, st, "hand seed");
     int rc = sqlite3_step(st);
@@ -1989,33 +1989,26 @@ int store_outbox_pending(store *s, const char *net, int limit,
     sqlite3_stmt *st = store_stmt(s, ST_OUTBOX_PENDING, "outbox pending");
     if (!st || (s->rec && store_direct(s) != 0)) return -1;
     /* It does not wait for the writer: the messages marked sent by a recorded transaction are
-     * left out, read before the file is, so none the writer writes meanwhile slips through. A message queued by a transaction still recorded is not read yet, and
-     * would not be offered anyway: it waits for the disk (store_durable). */
+     * left out, read before the file is, so none the writer writes meanwhile slips through. A
+     * message queued by a transaction still recorded is not read yet, and would not be offered
+     * anyway: it waits for the disk (store_durable). A merge changes the text of the message it
+     * keeps, so with one recorded the read waits for the writer (merges are rare: they happen
+     * only while a network throttles the bot). */
     int64_t *skip = NULL;
-    int nskip = 0, merges = 0;
+    int nskip = 0, done = 0, merges = 0;
     if (s->behind && sqlite3_get_autocommit(s->db)) {
         pthread_mutex_lock(&s->w.mu);
-        for (int pass = 0; pass < 2 && !merges; pass++) { /* count, then collect */
-            nskip = 0;
+        for (const store_txn *t = s->w.head; t; t = t->next) {
+            done += t->ndone;
+            merges += t->nmerges;
+        }
+        if (done && !merges && (skip = malloc((size_t)done * sizeof *skip)))
             for (const store_txn *t = s->w.head; t; t = t->next)
-                for (int i = 0; t->ndone && i < t->nops; i++) {
-                    if (t->ops[i].st == ST_OUTBOX_MERGE_INTO) merges++;
-                    if (t->ops[i].st != ST_OUTBOX_DONE) continue;
-                    if (skip) skip[nskip] = t->ops[i].v[0].i;
-                    nskip++;
-                }
-            if (pass == 0 && (!nskip || merges || !(skip = malloc((size_t)nskip * sizeof *skip)))) break;
-        }
+                for (int i = 0; t->ndone && i < t->nops; i++)
+                    if (t->ops[i].st == ST_OUTBOX_DONE) skip[nskip++] = t->ops[i].v[0].i;
         pthread_mutex_unlock(&s->w.mu);
-        /* A merge changes the text of the message it keeps: read after it (merges are rare: they
-         * happen only while a network throttles the bot). */
-        if (merges) {
-            free(skip);
-            skip = NULL;
-            nskip = 0;
-            if (store_drain(s) != 0) return -1;
-        }
-        if (nskip && !skip) return store_say(s, "outbox pending: out of memory");
+        if (merges && store_drain(s) != 0) return -1;
+        if (done && !merges && !skip) return store_say(s, "outbox pending: out of memory");
         if (nskip) qsort(skip, (size_t)nskip, sizeof *skip, store_id_order);
     }
     /* LIMIT -1 is SQLite's "no limit". The messages left out count in SQLite's limit, so it reads

@@ -111,11 +111,7 @@ workers *work_new(int threads)
 {
     workers *w = calloc(1, sizeof *w);
     if (!w) return NULL;
-    pthread_mutexattr_t a; /* a loop of higher priority that waits for the lock lends it to the holder */
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
-    pthread_mutex_init(&w->lock, &a);
-    pthread_mutexattr_destroy(&a);
+    thread_mutex_init(&w->lock, 0);
     pthread_cond_init(&w->more, NULL);
     w->pipe_fd[0] = w->pipe_fd[1] = -1;
     if (pipe(w->pipe_fd) != 0) goto fail;
