@@ -29,6 +29,17 @@ static inline void all_synced(store *s)
     }
 }
 
+/* core_flush(), again each time the wake-up descriptor turns readable, until the core has
+ * suspended itself: a write the store's writer failed on behind the loop is learnt so. */
+static inline void until_suspended(core *c)
+{
+    while (core_flush(c) >= 0 && !core_suspended(c)) {
+        struct pollfd p = {.fd = core_wake_fd(c), .events = POLLIN};
+        cr_assert_gt(poll(&p, 1, DURABLE_HUNG_MS), 0, "the failure was never reported");
+    }
+    cr_assert(core_suspended(c));
+}
+
 /* core_flush(), again each time the wake-up descriptor turns readable, until no message waits
  * for the disk. Returns the messages delivered. */
 static inline int flush_durable(core *c)
