@@ -132,6 +132,10 @@ struct core {
     core_options o;
     adapter nets[CORE_MAX_NETS];
     int nnets;
+    uint8_t offered_all[CORE_MAX_NETS]; /* the net's last read of the outbox offered every message it
+                                           could and the network took them all: until something new
+                                           becomes durable or a delivery is reported, a read would
+                                           find nothing to offer, so core_flush() makes none */
     slot **slots;
     int nslots, cslots;
     workers *w;
@@ -1479,6 +1483,7 @@ static int recover(core *c)
     for (int i = 0; i < c->nrestored; i++) free((char *)c->restored[i].text);
     c->nrestored = c->nignored = 0;
     c->nrooms = c->nunsent = 0; /* the backlog too: it counted messages that did not commit */
+    memset(c->offered_all, 0, sizeof c->offered_all);
     memset(c->net_ms, 0, sizeof c->net_ms);
     int n = store_ignored_each(c->o.db, collect_ignored, c) == 0 ? restore_tables(c) : -1;
     if (n < 0) return fail_store(c, "rebuilding the tables");
@@ -1977,6 +1982,7 @@ static int release(core *c)
                 logf_(c, CORE_LOG_WARN, "cannot leave %s on %s", l->room, l->net);
         }
     if (k == 0) return rc;
+    memset(c->offered_all, 0, sizeof c->offered_all); /* messages may have been let out */
     memmove(c->undurable, c->undurable + k, (size_t)(c->nundurable - k) * sizeof *c->undurable);
     c->nundurable -= k;
     if (left) memmove(c->unleft, c->unleft + left, (size_t)(c->nunleft - left) * sizeof *c->unleft);
@@ -2099,6 +2105,8 @@ static int merge_waiting(core *c, const msg_list *l)
 
 static int flush_net(core *c, const adapter *a, int *delivered)
 {
+    uint8_t *all = &c->offered_all[a - c->nets];
+    if (*all) return 0;
     msg_list l = {0};
     int rc = store_outbox_pending(c->o.db, a->net, FLUSH_CHUNK, collect_msg, &l);
     if (rc == 0 && a->throttled && a->throttled(a->ctx)) {
@@ -2139,7 +2147,9 @@ static int flush_net(core *c, const adapter *a, int *delivered)
     }
     for (int i = 0; i < ndone; i++) backlog_done(c, done[i]);
     *delivered += ndone;
-    int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0;
+    int more = rc == 0 && l.n == FLUSH_CHUNK && ndone > 0, clear = rc == 0 && l.n < FLUSH_CHUNK;
+    for (int i = 0; clear && i < l.n; i++) clear = !blocked[i];
+    *all = (uint8_t)clear;
     msg_list_free(&l);
     free(done);
     free(blocked);
@@ -2164,6 +2174,7 @@ int core_flush(core *c)
 int core_sent_many(core *c, const int64_t *ids, int n)
 {
     if (n <= 0) return 0;
+    memset(c->offered_all, 0, sizeof c->offered_all);
     for (int k = 0; k < n; k++) {
         for (int i = 0; i < c->ninflight; i++)
             if (c->inflight[i] == ids[k]) c->inflight[i] = c->inflight[--c->ninflight];
@@ -2181,6 +2192,7 @@ int core_sent(core *c, int64_t id) { return core_sent_many(c, &id, 1); }
 
 int core_delivered(core *c, int64_t id)
 {
+    memset(c->offered_all, 0, sizeof c->offered_all);
     for (int i = 0; i < c->ninflight; i++)
         if (c->inflight[i] == id) c->inflight[i] = c->inflight[--c->ninflight];
     remember_delivered(c, &id, 1);
