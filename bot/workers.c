@@ -1,8 +1,13 @@
 /* workers.c — a small thread pool for computer players and searches (see workers.h).
  *
  * Two queues under one mutex: jobs waiting for a thread, and answers waiting for the loop.
- * A pipe wakes the loop when an answer arrives (with zero threads too: the answer is there at
- * once); the loop drains it in work_take(). The workers run at normal priority whatever the
+ * The loop is woken to take answers (work_wake_fd), but not for each one: a loop woken at every
+ * answer commits a transaction per answer or two, and the store's writer and syncer then cost
+ * more than the workers save. Answers are gathered: a pipe wakes the loop when GATHER_COUNT
+ * answers wait, or when no job waits for a thread any more (nothing would come to gather: a bot
+ * with a few tables never waits), and a timer GATHER_NS after the first answer bounds the
+ * wait. With zero threads the pipe is written at once (the answer is there at once). The loop
+ * drains both in work_take(). The workers run at normal priority whatever the
  * loop's (core.c, loop_priority), hold the lock only to move a job, and write the pipe after
  * letting it go; the lock lends a waiting loop's priority to the worker that holds it (priority
  * inheritance), so a loop of real-time priority never waits for a worker that is not running. The queues
@@ -18,7 +23,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
+
+#define GATHER_COUNT 32
+#define GATHER_NS 2000000 /* 2 ms: what an answer may wait for others to be committed with it */
 
 typedef struct {
     work_job *items;
@@ -33,7 +44,12 @@ struct workers {
     int stop;
     int nthreads;
     pthread_t *threads;
+    int gather_count;     /* GATHER_COUNT, GATHER_NS (tests set others) */
+    int64_t gather_ns;
+    int signaled;         /* the pipe was written since the loop last took every answer */
     int pipe_fd[2];
+    int timer_fd;         /* fires GATHER_NS after the first answer the loop has not taken */
+    int wake_fd;          /* epoll: the pipe and the timer */
     caps_solver *caller;  /* zero threads: the caller's solver */
 };
 
@@ -72,13 +88,26 @@ static void think(work_job *j, caps_solver **solver)
     j->search(&j->q, *solver);
 }
 
-/* A finished job was queued: the first one since the loop took them all makes the wake-up
- * descriptor readable. */
-static void wake(workers *w, int was_empty)
+/* Writes the pipe: the loop is to take the answers. */
+static void wake(workers *w)
 {
     char one = 1;
-    if (was_empty)
-        while (write(w->pipe_fd[1], &one, 1) < 0 && errno == EINTR) {}
+    while (write(w->pipe_fd[1], &one, 1) < 0 && errno == EINTR) {}
+}
+
+/* Queues a finished job (the lock held). Returns whether the loop is to be woken now: the first
+ * answer since the loop took them all starts the timer; the pipe is written (once) when
+ * GATHER_COUNT wait or no job waits for a thread. */
+static int finished(workers *w, const work_job *job)
+{
+    if (ring_push(&w->done, job) != 0) abort(); /* out of memory */
+    if (w->done.count == 1) {
+        struct itimerspec t = {.it_value = {w->gather_ns / 1000000000, w->gather_ns % 1000000000}};
+        timerfd_settime(w->timer_fd, 0, &t, NULL);
+    }
+    if (w->signaled || (w->done.count < w->gather_count && w->todo.count > 0)) return 0;
+    w->signaled = 1;
+    return 1;
 }
 
 static void *worker_main(void *arg)
@@ -94,11 +123,9 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&w->lock);
         think(&job, &solver);
         pthread_mutex_lock(&w->lock);
-        int was_empty = w->done.count == 0;
-        if (ring_push(&w->done, &job) != 0) abort(); /* out of memory */
-        if (was_empty) { /* the write outside the lock, which the loop may wait for */
+        if (finished(w, &job)) { /* the write outside the lock, which the loop may wait for */
             pthread_mutex_unlock(&w->lock);
-            wake(w, 1);
+            wake(w);
             pthread_mutex_lock(&w->lock);
         }
     }
@@ -107,17 +134,27 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-workers *work_new(int threads)
+workers *work_new(int threads) { return work_new_gathering(threads, GATHER_COUNT, GATHER_NS); }
+
+workers *work_new_gathering(int threads, int count, int64_t ns)
 {
     workers *w = calloc(1, sizeof *w);
     if (!w) return NULL;
+    w->gather_count = count > 0 ? count : 1;
+    w->gather_ns = ns > 0 ? ns : 1;
     thread_mutex_init(&w->lock, 0);
     pthread_cond_init(&w->more, NULL);
     w->pipe_fd[0] = w->pipe_fd[1] = -1;
-    if (pipe(w->pipe_fd) != 0) goto fail;
+    w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    w->wake_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->timer_fd < 0 || w->wake_fd < 0 || pipe(w->pipe_fd) != 0) goto fail;
     fcntl(w->pipe_fd[0], F_SETFL, O_NONBLOCK);
     fcntl(w->pipe_fd[0], F_SETFD, FD_CLOEXEC);
     fcntl(w->pipe_fd[1], F_SETFD, FD_CLOEXEC);
+    struct epoll_event pe = {.events = EPOLLIN, .data.fd = w->pipe_fd[0]}, te = {.events = EPOLLIN, .data.fd = w->timer_fd};
+    if (epoll_ctl(w->wake_fd, EPOLL_CTL_ADD, w->pipe_fd[0], &pe) != 0 ||
+        epoll_ctl(w->wake_fd, EPOLL_CTL_ADD, w->timer_fd, &te) != 0)
+        goto fail;
     if (threads <= 0) return w;
     w->threads = calloc((size_t)threads, sizeof *w->threads);
     if (!w->threads) goto fail;
@@ -145,6 +182,8 @@ void work_free(workers *w)
     free(w->done.items);
     if (w->pipe_fd[0] >= 0) close(w->pipe_fd[0]);
     if (w->pipe_fd[1] >= 0) close(w->pipe_fd[1]);
+    if (w->timer_fd >= 0) close(w->timer_fd);
+    if (w->wake_fd >= 0) close(w->wake_fd);
     pthread_cond_destroy(&w->more);
     pthread_mutex_destroy(&w->lock);
     free(w);
@@ -159,7 +198,7 @@ int work_submit(workers *w, const work_job *job)
         int was_empty = w->done.count == 0;
         rc = ring_push(&w->done, &j);
         if (rc == 0) w->pending++;
-        if (rc == 0) wake(w, was_empty);
+        if (rc == 0 && was_empty) wake(w);
         return rc;
     }
     pthread_mutex_lock(&w->lock);
@@ -179,8 +218,12 @@ int work_take(workers *w, work_job *out, int max)
     pthread_mutex_lock(&w->lock);
     while (n < max && w->done.count > 0) ring_pop(&w->done, &out[n++]);
     w->pending -= n;
-    if (w->done.count == 0 && w->pipe_fd[0] >= 0)
+    if (w->done.count == 0) { /* a timer that fires later wakes the loop for nothing, once */
         while (read(w->pipe_fd[0], sink, sizeof sink) > 0) {}
+        uint64_t fired;
+        if (read(w->timer_fd, &fired, sizeof fired) < 0) {} /* nothing to read: not fired yet */
+        w->signaled = 0;
+    }
     pthread_mutex_unlock(&w->lock);
     return n;
 }
@@ -195,5 +238,5 @@ int work_pending(workers *w)
 
 int work_wake_fd(workers *w)
 {
-    return w->pipe_fd[0];
+    return w->wake_fd;
 }

@@ -30,6 +30,8 @@ typedef struct {
 } work_job;
 
 workers *work_new(int threads);
+/* The same, gathering up to count answers for at most ns (tests). */
+workers *work_new_gathering(int threads, int count, int64_t ns);
 void work_free(workers *w);
 /* Queues a copy of job. Returns 0, or -1 (out of memory). */
 int work_submit(workers *w, const work_job *job);
@@ -37,7 +39,9 @@ int work_submit(workers *w, const work_job *job);
 int work_take(workers *w, work_job *out, int max);
 /* Jobs submitted and not yet taken. */
 int work_pending(workers *w);
-/* Readable while finished jobs wait (for poll), with zero threads too. */
+/* Turns readable when the loop is to take finished jobs (for poll): at once with zero threads;
+ * with threads, answers are gathered (workers.c): when 32 wait, when no job waits for a thread,
+ * or 2 ms after the first. Readable until work_take() has taken them all. */
 int work_wake_fd(workers *w);
 
 #endif
