@@ -112,6 +112,7 @@ static int64_t rig_start(rig *r, int keep)
         cr_assert_geq(core_flush(r->c), 0);
     }
     flush_durable(r->c); /* the last words of table 1 go out once the disk has them */
+    all_synced(r->s);    /* and the file has what the store's writer was given (their deliveries too) */
     cr_assert_eq(test_sql_count(r->path, "SELECT count(*) FROM tables WHERE id = 1 AND closed IS NOT NULL"), 1);
     return test_sql_count(r->path, "SELECT closed FROM tables WHERE id = 1");
 }
@@ -130,6 +131,7 @@ Test(prune, a_finished_table_leaves_its_row_and_standings_after_keep_finished)
     say(r.c, "r1", "carol", "!review");
     cr_assert(last_said(r.path, "r1", "Review of hand "), "the last hand is not reviewed after the match's end");
     cr_assert_eq(flush_durable(r.c), 1);
+    all_synced(r.s); /* the review's delivery is in the file */
     int64_t journal1 = test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 1");
     int64_t journal2 = test_sql_count(r.path, "SELECT count(*) FROM journal WHERE table_id = 2");
     int64_t waiting = test_sql_count(r.path, "SELECT count(*) FROM outbox WHERE sent = 0");
