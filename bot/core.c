@@ -384,22 +384,29 @@ static int watch(int ep, int fd)
     return fd < 0 ? 0 : epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
 }
 
-/* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at the
- * lowest real-time priority (SCHED_FIFO), so that no thread of normal priority delays it: not the
- * workers (which may fill every CPU), not the store's threads, not other programs. Every other
- * thread of the bot starts at normal priority (threads.h). The system may refuse it (a
- * service needs LimitRTPRIO=1): the loop then runs at normal priority, and the log says why. */
+/* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at
+ * real-time priority (SCHED_FIFO 2), so that no thread of normal priority delays it: not the
+ * workers (which may fill every CPU), not other programs. The store's threads run just below it
+ * (SCHED_FIFO 1): the loop reads the file while the store's writer writes it, and SQLite's
+ * readers wait (sleeping and trying again) for a writer caught in the middle of changing the log;
+ * a writer of normal priority could be kept there by the workers for a time slice. The workers
+ * stay at normal priority (threads.h). The system may refuse it (a service needs
+ * LimitRTPRIO=2): the loop and the store then run at normal priority, and the log says why. */
 static void loop_priority(core *c)
 {
     if (strcmp(c->o.config->loop_priority, "realtime") != 0) return;
-    struct sched_param p = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+    int low = sched_get_priority_min(SCHED_FIFO);
+    struct sched_param p = {.sched_priority = low + 1};
     int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
-    if (rc != 0)
+    if (rc != 0) {
         logf_(c, CORE_LOG_WARN,
               "loop_priority = realtime: the system refused real-time priority (%s); the loop runs at normal "
-              "priority (a systemd service needs LimitRTPRIO=1)", strerror(rc));
-    else
-        logf_(c, CORE_LOG_INFO, "the event loop runs at real-time priority (SCHED_FIFO %d)", p.sched_priority);
+              "priority (a systemd service needs LimitRTPRIO=2)", strerror(rc));
+        return;
+    }
+    store_set_priority(c->o.db, low);
+    logf_(c, CORE_LOG_INFO, "the event loop runs at real-time priority (SCHED_FIFO %d), the store's threads at %d",
+          p.sched_priority, low);
 }
 
 core *core_new(const core_options *o, char *err, size_t errlen)

@@ -294,6 +294,8 @@ struct store_bg {
     void (*pass)(store_bg *k, sqlite3 *db); /* one pass, run without the lock; db NULL if it cannot open */
     store *owner;
     int ready, started, want, stop;
+    int realtime;      /* its priority (threads.h), set by store_set_priority */
+    const char *name;  /* the thread's */
     long passes;       /* passes made */
 };
 
@@ -1025,7 +1027,7 @@ static int store_writer_init(store *s)
     pthread_cond_init(&w->more, NULL);
     pthread_cond_init(&w->done, NULL);
     w->ready = 1;
-    if ((rc = thread_start_normal(&w->thread, store_writer_run, s)) != 0)
+    if ((rc = thread_start(&w->thread, store_writer_run, s, "cardroom-writer", 0)) != 0)
         return store_say(s, "cannot start the store's writer: %s", strerror(rc));
     w->started = 1;
     s->behind = 1;
@@ -1053,6 +1055,26 @@ static void store_writer_end(store *s)
 }
 
 int store_writer_wait(store *s) { return store_drain(s); }
+
+static void store_bg_priority(store_bg *k, int realtime)
+{
+    if (!k->ready) return;
+    pthread_mutex_lock(&k->mu);
+    k->realtime = realtime;
+    if (k->started) thread_set_priority(k->thread, realtime);
+    pthread_mutex_unlock(&k->mu);
+}
+
+void store_set_priority(store *s, int realtime)
+{
+    if (s->w.ready) {
+        pthread_mutex_lock(&s->w.mu);
+        if (s->w.started) thread_set_priority(s->w.thread, realtime);
+        pthread_mutex_unlock(&s->w.mu);
+    }
+    store_bg_priority(&s->ckpt, realtime);
+    store_bg_priority(&s->sync, realtime);
+}
 
 long store_writer_waits(store *s, int *most_queued)
 {
@@ -1180,8 +1202,9 @@ static void *store_bg_run(void *arg)
     return NULL;
 }
 
-static void store_bg_init(store *s, store_bg *k, void (*pass)(store_bg *k, sqlite3 *db))
+static void store_bg_init(store *s, store_bg *k, void (*pass)(store_bg *k, sqlite3 *db), const char *name)
 {
+    k->name = name;
     k->path = s->path;
     k->pass = pass;
     k->owner = s;
@@ -1193,7 +1216,7 @@ static void store_bg_init(store *s, store_bg *k, void (*pass)(store_bg *k, sqlit
 /* Asks for a pass; the caller holds k->mu. */
 static void store_bg_ask_locked(store_bg *k)
 {
-    if (!k->started && thread_start_normal(&k->thread, store_bg_run, k) == 0) k->started = 1;
+    if (!k->started && thread_start(&k->thread, store_bg_run, k, k->name, k->realtime) == 0) k->started = 1;
     k->want = 1;
     pthread_cond_broadcast(&k->cv);
 }
@@ -1393,8 +1416,8 @@ static int store_threads_init(store *s, const char *path)
     s->in_memory = !file || !*file;
     if ((s->dur.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         return store_say(s, "%s: cannot make a wake-up descriptor: %s", path, strerror(errno));
-    store_bg_init(s, &s->ckpt, store_ckpt_pass);
-    store_bg_init(s, &s->sync, store_sync_pass);
+    store_bg_init(s, &s->ckpt, store_ckpt_pass, "cardroom-ckpt");
+    store_bg_init(s, &s->sync, store_sync_pass, "cardroom-sync");
     sqlite3_wal_hook(s->db, store_wal_hook, &s->ckpt);
     if (store_sync(s) != 0) return -1;
     return s->in_memory ? 0 : store_writer_init(s);

@@ -92,6 +92,10 @@ long store_writer_waits(store *s, int *most_queued);
 /* Waits until the writer has written every transaction committed so far: 0, or -1 if it stopped
  * at one that failed (tests and benchmarks; the bot's loop never waits so). */
 int store_writer_wait(store *s);
+/* The priority of the store's threads (writer, syncer, checkpointer), running or still to start:
+ * 0 normal, else that real-time priority (SCHED_FIFO; normal where the system refuses it). The
+ * core sets it below a loop of real-time priority (threads.h). */
+void store_set_priority(store *s, int realtime);
 
 /* ---- Keyed values: an adapter's own durable state (namespaces like "olm.session") ----
  * Values are text; the caller encodes. Iteration is in key order; fn must not call the store

@@ -1,28 +1,48 @@
 /* threads.h — the bot's threads and locks beside a loop of real-time priority.
  *
  * With [bot] loop_priority = realtime the event loop's thread runs at real-time priority (core.c),
- * and a thread inherits its creator's priority: the worker threads and the store's threads,
- * which the loop may start, are started at normal priority instead, whoever starts them. The
+ * and a thread inherits its creator's priority: the threads the bot starts get the priority
+ * chosen for them instead, whoever starts them — the worker threads normal priority, the store's
+ * threads (writer, syncer, checkpointer) the lowest real-time priority, one below the loop's, so
+ * that busy workers never hold up a write the loop's reads of the file wait for (SQLite's
+ * readers retry, sleeping, while another connection is in the middle of changing the log). The
  * locks they share with the loop inherit priority: a loop that waits for one lends its priority
- * to the holder, so it never waits for a thread that is not running. */
+ * to the holder, so it never waits for a thread that is not running. Each thread has a name
+ * (top -H, /proc/PID/task/TID/comm). */
 #ifndef CARDROOM_THREADS_H
 #define CARDROOM_THREADS_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 
-/* pthread_create() with the normal policy (SCHED_OTHER) rather than the caller's. */
-static inline int thread_start_normal(pthread_t *t, void *(*fn)(void *), void *arg)
+/* pthread_create() with the given priority rather than the caller's: 0 the normal policy
+ * (SCHED_OTHER), else SCHED_FIFO at that priority, or the normal policy where the system refuses
+ * it. The thread is named (at most 15 characters). */
+static inline int thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name, int realtime)
 {
-    pthread_attr_t a;
-    struct sched_param p = {0};
-    pthread_attr_init(&a);
-    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&a, SCHED_OTHER);
-    pthread_attr_setschedparam(&a, &p);
-    int rc = pthread_create(t, &a, fn, arg);
-    pthread_attr_destroy(&a);
+    int rc = -1;
+    for (int rt = realtime; rc != 0 && rt >= 0; rt = rt ? 0 : -1) {
+        pthread_attr_t a;
+        struct sched_param p = {.sched_priority = rt};
+        pthread_attr_init(&a);
+        pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&a, rt ? SCHED_FIFO : SCHED_OTHER);
+        pthread_attr_setschedparam(&a, &p);
+        rc = pthread_create(t, &a, fn, arg);
+        pthread_attr_destroy(&a);
+        if (rc != 0 && rc != EPERM) break;
+    }
+    if (rc == 0) pthread_setname_np(*t, name);
     return rc;
+}
+
+/* Sets a running thread's priority as thread_start() would have (the normal policy if the system
+ * refuses real-time priority). */
+static inline void thread_set_priority(pthread_t t, int realtime)
+{
+    struct sched_param p = {.sched_priority = realtime}, normal = {0};
+    if (!realtime || pthread_setschedparam(t, SCHED_FIFO, &p) != 0) pthread_setschedparam(t, SCHED_OTHER, &normal);
 }
 
 /* pthread_mutex_init() of a lock with priority inheritance, recursive if asked. */

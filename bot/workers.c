@@ -159,7 +159,7 @@ workers *work_new_gathering(int threads, int count, int64_t ns)
     w->threads = calloc((size_t)threads, sizeof *w->threads);
     if (!w->threads) goto fail;
     for (int i = 0; i < threads; i++) {
-        if (thread_start_normal(&w->threads[i], worker_main, w) != 0) goto fail;
+        if (thread_start(&w->threads[i], worker_main, w, "cardroom-worker", 0) != 0) goto fail;
         w->nthreads++;
     }
     return w;

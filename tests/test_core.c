@@ -2233,8 +2233,9 @@ Test(core, a_failed_sync_suspends_and_nothing_is_lost_or_sent_twice)
     temp_dir_remove(dir);
 }
 
-/* The scheduling policy of one of this process's threads (field 41 of /proc/self/task/TID/stat). */
-static int policy_of(long tid)
+/* The scheduling policy and real-time priority of one of this process's threads (fields 41 and 40
+ * of /proc/self/task/TID/stat), and its name. */
+static int policy_of(long tid, int *rt_priority, char *name, size_t namelen)
 {
     char path[64], line[1024];
     snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
@@ -2242,25 +2243,27 @@ static int policy_of(long tid)
     cr_assert_not_null(f, "%s", path);
     cr_assert_not_null(fgets(line, sizeof line, f));
     fclose(f);
-    const char *p = strrchr(line, ')'); /* the name may hold blanks; the fields after it do not */
-    cr_assert_not_null(p);
+    const char *open = strchr(line, '('), *p = strrchr(line, ')'); /* the name may hold blanks */
+    cr_assert(open && p && p > open);
+    snprintf(name, namelen, "%.*s", (int)(p - open - 1), open + 1);
     int field = 2, policy = -1;
-    for (p++; *p && field < 41; p++)
+    for (p++; *p && field < 40; p++)
         if (*p == ' ') field++;
-    cr_assert_eq(sscanf(p, "%d", &policy), 1);
+    cr_assert_eq(sscanf(p, "%d %d", rt_priority, &policy), 2);
     return policy;
 }
 
-/* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at the
- * lowest real-time priority where the system allows it, or the log says why not; every thread
- * the bot starts (the workers, the store's writer and syncer) runs at normal priority, even when
- * a thread of real-time priority starts it: here the test's thread takes that priority first,
- * where it may, and then opens the store and makes the core. */
-Test(core, a_realtime_loop_leaves_every_other_thread_at_normal_priority)
+/* [bot] loop_priority = realtime: the thread that makes the core (the event loop's) runs at
+ * real-time priority 2 where the system allows it, or the log says why not; the store's threads
+ * (its writer and syncer) at real-time priority 1, the workers at normal priority, even when a
+ * thread of real-time priority starts them: here the test's thread takes real-time priority
+ * first, where it may, and then opens the store and makes the core. */
+Test(core, a_realtime_loop_runs_above_the_stores_threads_and_the_workers_at_normal_priority)
 {
     char *dir = temp_dir("core"), *db = NULL;
     cr_assert_gt(asprintf(&db, "%s/priority.db", dir), 0);
-    struct sched_param rt = {.sched_priority = sched_get_priority_min(SCHED_FIFO)};
+    int low = sched_get_priority_min(SCHED_FIFO);
+    struct sched_param rt = {.sched_priority = low};
     pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt); /* may be refused: then the core is too */
     rig r;
     rig_start(&r, 0, 0, 0, db);
@@ -2279,19 +2282,31 @@ Test(core, a_realtime_loop_leaves_every_other_thread_at_normal_priority)
         say(&r, "alice", "!new 304"); /* the writer writes it, and the syncer (started by the writer) syncs it */
         settle_store(&r);
         long self = (long)syscall(SYS_gettid);
-        int others = 0;
+        int workers = 0, store_threads = 0, prio;
+        char name[64];
         DIR *d = opendir("/proc/self/task");
         cr_assert_not_null(d);
         for (struct dirent *e; (e = readdir(d));) {
             long tid = strtol(e->d_name, NULL, 10);
             if (tid <= 0 || tid == self) continue;
-            cr_expect_eq(policy_of(tid), SCHED_OTHER, "thread %ld runs at real-time priority too", tid);
-            others++;
+            int pol = policy_of(tid, &prio, name, sizeof name);
+            if (strcmp(name, "cardroom-worker") == 0) {
+                cr_expect_eq(pol, SCHED_OTHER, "a worker runs at real-time priority");
+                workers++;
+            } else if (strcmp(name, "cardroom-writer") == 0 || strcmp(name, "cardroom-sync") == 0 ||
+                       strcmp(name, "cardroom-ckpt") == 0) {
+                cr_expect_eq(pol, SCHED_FIFO, "%s at normal priority", name);
+                cr_expect_eq(prio, low, "%s at real-time priority %d", name, prio);
+                store_threads++;
+            } else {
+                cr_expect_eq(pol, SCHED_OTHER, "thread %ld (%s) runs at real-time priority too", tid, name);
+            }
         }
         closedir(d);
-        cr_assert_geq(others, 4, "%d other threads: two workers, the store's writer and its syncer", others);
-        cr_assert_eq(policy_of(self), SCHED_FIFO);
-        cr_assert_eq(sp.sched_priority, sched_get_priority_min(SCHED_FIFO));
+        cr_assert_eq(workers, 2);
+        cr_assert_geq(store_threads, 2, "the store's writer and its syncer: %d", store_threads);
+        cr_assert_eq(policy_of(self, &prio, name, sizeof name), SCHED_FIFO);
+        cr_assert_eq(sp.sched_priority, low + 1, "the loop above the store's threads");
     }
     struct sched_param normal = {0};
     pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
