@@ -69,36 +69,30 @@ static int until_deadline(console *k, int cap)
     return deadline == INT64_MAX ? cap : deadline <= now ? 0 : (int)(deadline - now > cap ? cap : deadline - now);
 }
 
-/* Runs the core until it has nothing more to do right now (script mode) or once (interactive);
- * while its store fails, until the store works again. */
-static void settle(console *k, int wait_idle)
+/* How long settle() runs the core: once; until it has nothing more to do right now; or until,
+ * besides, every commit is durable (before the console stops: the store has written everything,
+ * or met its failure and mended it). */
+enum { SETTLE_ONCE, SETTLE_IDLE, SETTLE_DURABLE };
+
+/* Runs the core as far as `until` says; while its store fails, until the store works again. */
+static void settle(console *k, int until)
 {
     for (;;) {
         core_tick(k->core);
         core_flush(k->core);
         int suspended = core_suspended(k->core);
-        if (!suspended && (!wait_idle || core_busy(k->core) == 0)) return;
+        if (!suspended && (until == SETTLE_ONCE || (core_busy(k->core) == 0 &&
+                                                    (until == SETTLE_IDLE || core_all_durable(k->core)))))
+            return;
         struct pollfd p = {.fd = core_wake_fd(k->core), .events = POLLIN};
         poll(&p, p.fd >= 0, until_deadline(k, suspended ? 1000 : 50));
-    }
-}
-
-/* Settles, then until every commit is durable: before the console stops, the store has
- * written everything, or met its failure and mended it. */
-static void finish(console *k)
-{
-    for (;;) {
-        settle(k, 1);
-        if (core_all_durable(k->core)) return;
-        struct pollfd p = {.fd = core_wake_fd(k->core), .events = POLLIN};
-        poll(&p, p.fd >= 0, until_deadline(k, 50));
     }
 }
 
 /* Hands one batch to the core; while the store fails it is kept and offered again. */
 static void offer(console *k, const adapter_event *e, int n, const char *pos)
 {
-    while (core_batch(k->core, NET, e, n, pos) != 0) settle(k, 0);
+    while (core_batch(k->core, NET, e, n, pos) != 0) settle(k, SETTLE_ONCE);
 }
 
 static void handle(console *k, const adapter_event *e, int n)
@@ -106,7 +100,7 @@ static void handle(console *k, const adapter_event *e, int n)
     char pos[32];
     snprintf(pos, sizeof pos, "%ld", k->line_no);
     offer(k, e, n, pos);
-    settle(k, k->o->script);
+    settle(k, k->o->script ? SETTLE_IDLE : SETTLE_ONCE);
 }
 
 /* "alice> text" (room) or "alice>> text" (private). Returns 0, 1 to skip, -1 malformed. */
@@ -136,7 +130,7 @@ static void chomp(char *s)
 static int run_script(console *k)
 {
     char line[LINE_MAX_BYTES];
-    settle(k, 1);
+    settle(k, SETTLE_IDLE);
     while (fgets(line, sizeof line, k->o->in)) {
         k->line_no++;
         if (k->line_no <= k->skip) continue;
@@ -149,7 +143,7 @@ static int run_script(console *k)
         }
         handle(k, &e, rc == 0);
     }
-    finish(k);
+    settle(k, SETTLE_DURABLE);
     return 0;
 }
 
@@ -200,20 +194,20 @@ static int run_interactive(console *k)
     char line[LINE_MAX_BYTES];
     fprintf(k->o->out, "cardroom console — you are %s in %s. Type help for the commands; secrets go with /msg "
             "(e.g. /msg trump 7H). Ctrl-D quits; the game is saved.\n", k->config->console_user, k->config->console_room);
-    settle(k, 1);
+    settle(k, SETTLE_IDLE);
     open_default_table(k);
-    settle(k, 1);
+    settle(k, SETTLE_IDLE);
     for (;;) {
         struct pollfd p[2] = {{.fd = fileno(k->o->in), .events = POLLIN}, {.fd = core_wake_fd(k->core), .events = POLLIN}};
         if (poll(p, p[1].fd >= 0 ? 2 : 1, until_deadline(k, 1000)) < 0 && errno != EINTR) return 1;
         if (p[0].revents & (POLLIN | POLLHUP)) {
             if (!fgets(line, sizeof line, k->o->in)) break;
             interactive_line(k, line);
-            settle(k, 1); /* the computer players answer before the next line */
+            settle(k, SETTLE_IDLE); /* the computer players answer before the next line */
         }
-        settle(k, 0);
+        settle(k, SETTLE_ONCE);
     }
-    finish(k);
+    settle(k, SETTLE_DURABLE);
     return 0;
 }
 
