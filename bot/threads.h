@@ -16,23 +16,27 @@
 #include <pthread.h>
 #include <sched.h>
 
+/* pthread_create() with this policy and priority rather than the caller's. */
+static inline int thread_create_as(pthread_t *t, void *(*fn)(void *), void *arg, int policy, int priority)
+{
+    pthread_attr_t a;
+    struct sched_param p = {.sched_priority = priority};
+    pthread_attr_init(&a);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, policy);
+    pthread_attr_setschedparam(&a, &p);
+    int rc = pthread_create(t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return rc;
+}
+
 /* pthread_create() with the given priority rather than the caller's: 0 the normal policy
  * (SCHED_OTHER), else SCHED_FIFO at that priority, or the normal policy where the system refuses
  * it. The thread is named (at most 15 characters). */
 static inline int thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name, int realtime)
 {
-    int rc = -1;
-    for (int rt = realtime; rc != 0 && rt >= 0; rt = rt ? 0 : -1) {
-        pthread_attr_t a;
-        struct sched_param p = {.sched_priority = rt};
-        pthread_attr_init(&a);
-        pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-        pthread_attr_setschedpolicy(&a, rt ? SCHED_FIFO : SCHED_OTHER);
-        pthread_attr_setschedparam(&a, &p);
-        rc = pthread_create(t, &a, fn, arg);
-        pthread_attr_destroy(&a);
-        if (rc != 0 && rc != EPERM) break;
-    }
+    int rc = realtime ? thread_create_as(t, fn, arg, SCHED_FIFO, realtime) : EPERM;
+    if (rc == EPERM) rc = thread_create_as(t, fn, arg, SCHED_OTHER, 0);
     if (rc == 0) pthread_setname_np(*t, name);
     return rc;
 }
