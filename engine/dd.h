@@ -16,12 +16,14 @@
  * "can this team secure at least that many?", dd_sweep() whether a team can win every remaining
  * trick (Caps with all cards known). The search is alpha-beta with null windows (for dd_value from
  * a heuristic line's value outwards), bounds from the sure trumps and a transposition table at trick
- * starts, the last two tricks played out whole, the table's best move and a playing heuristic that
- * knows which cards surely take a trick for move order, and exact merging of interchangeable cards
- * (dd.c tells how). The table is allocated once by dd_solver_new(); a search allocates
- * nothing. Entries stay valid between searches (their key holds everything that decides the rest
- * of the hand), so solving many related positions (every move of a position, many sampled
- * worlds) reuses work. Nothing here prints, keeps globals or reads a clock. */
+ * starts keyed by the ranks of the cards in play (a bound found for one position serves every
+ * position with the same holders by rank, shifted by the points of the cards that differ), the last
+ * two tricks played out whole, the table's best move and a playing heuristic that knows which cards
+ * surely take a trick for move order, and exact merging of interchangeable cards (dd.c tells how).
+ * The table is allocated once by dd_solver_new(); a search allocates nothing. Entries stay valid
+ * between searches (their key holds everything that decides the rest of the hand but the points,
+ * and each keeps the cards it was written for), so solving many related positions (every move of a
+ * position, many sampled worlds) reuses work. Nothing here prints, keeps globals or reads a clock. */
 #ifndef CARDROOM_DD_H
 #define CARDROOM_DD_H
 

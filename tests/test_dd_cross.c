@@ -446,6 +446,124 @@ Test(dd_cross, budget_stops_without_harm)
     dd_solver_free(fresh);
 }
 
+/* A trick start of a four-player hand with three to five tricks left: bidding by the heuristic player,
+ * then random legal cards. 0 if the hand ended before. */
+static int gen_trick_start(uint64_t seed, dd_pos *out)
+{
+    xrng r = {seed};
+    g304_rules rules;
+    g304_rules_default(&rules);
+    uint8_t dseed[DEAL_SEED_BYTES];
+    for (int i = 0; i < DEAL_SEED_BYTES; i++) dseed[i] = (uint8_t)rng_u64(&r);
+    card_t deck[CARD_IDS];
+    g304_shuffle(dseed, &rules, deck);
+    const int16_t tokens[2] = {11, 11};
+    g304_state st;
+    g304_start(&st, &rules, (int)rng_below(&r, 4), tokens, deck, NULL);
+    int stop = 3 + (int)rng_below(&r, 3);
+    for (int ply = 0; ply < 200 && st.phase != G304_PHASE_DONE; ply++) {
+        g304_action a;
+        if (st.phase == G304_PHASE_PLAY) {
+            if (st.trick_no == stop && st.tricks[stop].n == 0)
+                return dd_pos_of(&st, out, NULL, 0) == 0 && out->caps_seat == G304_NO_SEAT;
+            card_t cand[G304_MAX_LEGAL];
+            int k = engine_cards(&st, cand);
+            if (!k) return 0;
+            a = test_action(G304_DO_PLAY, cand[rng_below(&r, (uint32_t)k)], 0);
+        } else {
+            ai304_input in;
+            ai304_input_of(&st, st.to_act, &in);
+            if (ai304_choose(&in, rng_u64(&r), &a) != 0) return 0;
+        }
+        if (g304_apply(&st, st.to_act, &a, NULL, NULL) != G304_OK) return 0;
+    }
+    return 0;
+}
+
+/* A twin of p by ranks: a card of a hand swapped for a card of its suit already played, with no card in
+ * play between the two in power, so that every suit keeps its holders by rank; of the same points (a 7
+ * for an 8) or of other points. 0 if p has none. */
+static int make_twin(const dd_pos *p, dd_pos *q, int same_points, xrng *r)
+{
+    cardset_t in_play = p->ind_down ? CARDSET_BIT(p->indicator) : 0;
+    for (int s = 0; s < p->nseats; s++) in_play |= p->hand[s];
+    struct {
+        int seat;
+        card_t from, to;
+    } cand[64];
+    int n = 0;
+    for (int s = 0; s < p->nseats; s++)
+        for (cardset_t h = p->hand[s]; h; h &= h - 1) {
+            card_t c = (card_t)__builtin_ctzll(h);
+            for (int rank = 0; rank < RANK_COUNT; rank++) {
+                card_t o = CARD_MAKE(CARD_SUIT(c), rank);
+                if (in_play & CARDSET_BIT(o) || (card_points(o) == card_points(c)) != same_points) continue;
+                int lo = card_power(c) < card_power(o) ? card_power(c) : card_power(o);
+                int hi = card_power(c) + card_power(o) - lo, between = 0;
+                for (cardset_t t = in_play & CARDSET_SUIT(CARD_SUIT(c)); t; t &= t - 1) {
+                    int pw = card_power((card_t)__builtin_ctzll(t));
+                    between |= pw > lo && pw < hi;
+                }
+                if (!between && n < 64) cand[n].seat = s, cand[n].from = c, cand[n++].to = o;
+            }
+        }
+    if (!n) return 0;
+    int i = (int)rng_below(r, (uint32_t)n);
+    *q = *p;
+    q->hand[cand[i].seat] = (p->hand[cand[i].seat] & ~CARDSET_BIT(cand[i].from)) | CARDSET_BIT(cand[i].to);
+    return 1;
+}
+
+/* The table is keyed by ranks (dd.c): a twin of a position solved before, with the same holders by rank,
+ * is answered from the table, exactly as a fresh solver answers it, and after every move too. With
+ * the same points the first position's value is the twin's, so the table alone answers it; with
+ * other points the bounds are shifted and the search goes on where they do not settle it. */
+Test(dd_cross, twins_by_ranks_are_answered_from_the_table)
+{
+    dd_solver *w = dd_solver_new(16), *fresh = dd_solver_new(16);
+    cr_assert(w && fresh);
+    xrng r = {17};
+    int twins[2] = {0, 0}, from_table = 0;
+    long nodes_twin = 0, nodes_fresh = 0;
+    for (int tries = 0; (twins[0] < 100 || twins[1] < 100) && tries < 5000; tries++) {
+        dd_pos a;
+        if (!gen_trick_start(rng_u64(&r), &a)) continue;
+        for (int same = 0; same < 2; same++) {
+            dd_pos b;
+            if (twins[same] >= 100 || !make_twin(&a, &b, same, &r)) continue;
+            twins[same]++;
+            dd_solver_clear(w);
+            dd_solver_clear(fresh);
+            dd_value(w, &a);
+            long before = dd_nodes(w), fresh_before = dd_nodes(fresh);
+            int got = dd_value(w, &b), want = dd_value(fresh, &b);
+            cr_assert_eq(got, want, "a twin by ranks: %d points from the table, %d from a fresh solver", got, want);
+            if (same) {
+                nodes_twin += dd_nodes(w) - before;
+                nodes_fresh += dd_nodes(fresh) - fresh_before;
+                from_table += dd_nodes(w) - before <= 4;
+            }
+            card_t moves[G304_TRICKS];
+            int k = dd_legal(&b, moves);
+            for (int i = 0; i < k; i++) {
+                dd_pos y = b;
+                dd_play(&y, moves[i]);
+                cr_assert_eq(y.points[0] + dd_value(w, &y), y.points[0] + dd_value(fresh, &y), "after %s",
+                             card_str(moves[i]));
+            }
+        }
+    }
+    cr_log_info("twins: %d of the same points (%d answered in at most four nodes; %ld nodes against %ld fresh), "
+                "%d of other points",
+                twins[1], from_table, nodes_twin, nodes_fresh, twins[0]);
+    cr_assert_eq(twins[0], 100);
+    cr_assert_eq(twins[1], 100);
+    cr_assert_eq(from_table, twins[1], "every twin of the same points is answered from the table");
+    cr_assert_lt(nodes_twin * 20, nodes_fresh);
+    dd_solver_free(w);
+    dd_solver_free(fresh);
+}
+
 /* A position the solver does not take: a hand not in play. Hands in play of both games are taken,
  * with the game's seats and tricks. */
 Test(dd_cross, refusals)
