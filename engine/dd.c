@@ -59,8 +59,8 @@
  * window), killer and history move order, exact values with three tricks left, bounds in the middle
  * of a trick, quick tricks of side suits, probing the table for every child at the last card of a
  * trick, leaving the table out with two tricks left, a search of its own for the last three tricks,
- * a table of best moves inside tricks (for the later windows), and -O3 with link-time optimisation
- * (slower). */
+ * a table of best moves inside tricks (for the later windows), the followers' legal cards worked out
+ * once a trick, and -O3 with link-time optimisation (slower). */
 #include "dd.h"
 
 #include <stdio.h>
