@@ -97,6 +97,7 @@ typedef struct {
     uint32_t meta, bucket;
     uint32_t held;              /* the cards in play of the 32-card pack */
     uint16_t order[SUIT_COUNT]; /* by suit, the powers of its cards in play: bit 0 the six ... bit 8 the jack */
+    int points;                 /* the question is about points (a sweep is not): bounds are shifted */
 } dd_key;
 
 _Static_assert(CARD_IDS <= 36 && G304_MAX_SEATS < 8, "dd_key packs three planes of 36 cards");
@@ -531,6 +532,7 @@ static void dd_key_of(const dd_solver *w, const dd_pos *p, int mode, dd_key *k)
     k->cards[0] = rel[0] | rel[1] << 36;
     k->cards[1] = rel[1] >> 28 | rel[2] << 8;
     k->meta = dd_meta(p, mode);
+    k->points = mode == DD_MODE_POINTS;
     uint64_t h = (k->cards[0] ^ (uint64_t)k->meta << 44) * 0x9E3779B97F4A7C15ull;
     h = (h ^ h >> 31 ^ k->cards[1]) * 0xFF51AFD7ED558CCDull;
     h ^= h >> 29;
@@ -541,6 +543,9 @@ static int dd_same_key(const dd_solver *w, const dd_entry *e, const dd_key *k)
 {
     return e->gen == w->gen && e->meta == k->meta && e->cards[0] == k->cards[0] && e->cards[1] == k->cards[1];
 }
+
+/* An entry of k's key that holds for k's position as it is: written for the same cards, or a sweep. */
+static int dd_same_cards(const dd_entry *e, const dd_key *k) { return e->held == k->held || !k->points; }
 
 /* How many points team 0 may win more (*pos) or fewer (*neg), at most, in the position of k than in one
  * with the same key and the cards held in play: the i-th card of a suit in one stands for the i-th of
@@ -583,10 +588,10 @@ static card_t dd_best_card(const dd_solver *w, const dd_key *k, uint8_t code)
 static void dd_probe(dd_solver *w, const dd_key *k, int *lo, int *hi, card_t *hint)
 {
     const dd_entry *e = &w->tt[(size_t)k->bucket * DD_WAYS];
-    int points = (k->meta >> 6 & 3) == DD_MODE_POINTS, exact = 0;
+    int exact = 0;
     for (int i = 0; i < DD_WAYS; i++) {
         if (!dd_same_key(w, &e[i], k)) continue;
-        int l = e[i].lo, h = e[i].hi, same = e[i].held == k->held || !points;
+        int l = e[i].lo, h = e[i].hi, same = dd_same_cards(&e[i], k);
         if (!same) {
             int pos, neg;
             dd_shift(w, e[i].held, k, &pos, &neg);
@@ -605,9 +610,8 @@ static void dd_probe(dd_solver *w, const dd_key *k, int *lo, int *hi, card_t *hi
 static void dd_store(dd_solver *w, const dd_pos *p, const dd_key *k, int lo, int hi, card_t best)
 {
     dd_entry *b = &w->tt[(size_t)k->bucket * DD_WAYS], *e = NULL;
-    int points = (k->meta >> 6 & 3) == DD_MODE_POINTS;
     for (int i = 0; i < DD_WAYS && !e; i++)
-        if (dd_same_key(w, &b[i], k) && (b[i].held == k->held || !points)) e = &b[i];
+        if (dd_same_key(w, &b[i], k) && dd_same_cards(&b[i], k)) e = &b[i];
     if (!e) {
         e = &b[0];
         for (int i = 0; i < DD_WAYS; i++) {
