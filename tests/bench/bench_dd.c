@@ -58,12 +58,13 @@ static int bench_first_lead(uint64_t *s, g304_state *st, int open)
     for (int guard = 0; guard < 64; guard++) {
         if (st->phase == G304_PHASE_DONE) return 0;
         if (st->phase == G304_PHASE_PLAY) {
-            ai304_input in;
-            g304_action a;
-            ai304_input_of(st, st->maker, &in); /* the maker may declare an open game first */
-            if (open) memset(&a, 0, sizeof a), a.kind = G304_DO_OPEN;
-            if (open || (ai304_choose(&in, bench_mix(s), &a) == 0 && a.kind == G304_DO_OPEN))
-                g304_apply(st, st->maker, &a, NULL, NULL);
+            g304_action a = {.kind = G304_DO_OPEN};
+            if (!open) { /* the heuristic maker may declare an open game first */
+                ai304_input in;
+                ai304_input_of(st, st->maker, &in);
+                if (ai304_choose(&in, bench_mix(s), &a) != 0) a.kind = G304_DO_COUNT;
+            }
+            if (a.kind == G304_DO_OPEN) g304_apply(st, st->maker, &a, NULL, NULL);
             return st->phase == G304_PHASE_PLAY;
         }
         ai304_input in;
